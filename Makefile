@@ -1,0 +1,28 @@
+# Tally: `make run` starts the whole service, `make test` runs the test suite.
+# Both set everything up on a fresh clone (needs only Python 3.11 and a C compiler).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.requirements-installed
+
+.PHONY: run test bench setup clean
+
+run: setup
+	$(PY) -m config.runner
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/run.py
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) var

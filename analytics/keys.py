@@ -1,0 +1,101 @@
+"""Every Redis key Tally uses is named here, and nowhere else.
+
+Layout: ``tally:{<site id>}:<family>:<bucket>[:<detail>]``.
+
+* The ``{<site id>}`` hash tag puts all of one site's keys in one Redis Cluster slot, so
+  multi-key commands (BITOP, PFMERGE, multi-key PFCOUNT, our Lua script) work in a cluster
+  while different sites spread over it.
+* Days are the site's local dates, ISO formatted (``2026-11-21``): zero-padded, so keys
+  sort by date (bitmapist's unpadded dates do not).
+* Minutes (realtime) are UTC, ``2026-11-21T09:05``.
+
+Families and their types:
+
+=================  ======  ===============================================================
+uv:<day>           HLL     visitors of the site that day (any event)
+uv:<day>:page:<p>  HLL     visitors of page <p> that day (pageviews)
+uv:<day>:event:<n> HLL     visitors who sent custom event <n> that day
+pv:<day>           string  pageviews of the site that day
+pv:<day>:pages     hash    page path -> pageviews that day
+ev:<day>           hash    custom event name -> count that day
+active:<day>       bitmap  bit <dense id> set: visitor was active that day (DAU)
+new:<day>          bitmap  bit set: visitor was first seen that day (new-visitor cohort)
+seen               bitmap  bit set: visitor has ever been seen (makes ``new`` exact)
+ids[:<day>]        hash    visitor digest -> dense id (per day in daily-salt mode)
+ids-next[:<day>]   string  the id counter
+rt:<minute>        HLL     visitors in that UTC minute (short TTL)
+bots:<day>         string  events dropped as bots that day
+=================  ======  ===============================================================
+"""
+from datetime import date, datetime
+
+PREFIX = "tally"
+
+
+def site_prefix(site_id: int) -> str:
+    """The part every key of a site starts with, hash tag included (for SCAN patterns)."""
+    return f"{PREFIX}:{{{site_id}}}:"
+
+
+def day_str(day: date) -> str:
+    return day.isoformat()
+
+
+def minute_str(moment: datetime) -> str:
+    """A UTC minute bucket; `moment` must already be in UTC."""
+    return moment.strftime("%Y-%m-%dT%H:%M")
+
+
+def site_visitors(site_id: int, day: date) -> str:
+    return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}"
+
+
+def page_visitors(site_id: int, day: date, path: str) -> str:
+    return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}:page:{path}"
+
+
+def event_visitors(site_id: int, day: date, name: str) -> str:
+    return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}:event:{name}"
+
+
+def pageviews(site_id: int, day: date) -> str:
+    return f"{PREFIX}:{{{site_id}}}:pv:{day.isoformat()}"
+
+
+def page_pageviews(site_id: int, day: date) -> str:
+    return f"{PREFIX}:{{{site_id}}}:pv:{day.isoformat()}:pages"
+
+
+def event_counts(site_id: int, day: date) -> str:
+    return f"{PREFIX}:{{{site_id}}}:ev:{day.isoformat()}"
+
+
+def active(site_id: int, day: date) -> str:
+    return f"{PREFIX}:{{{site_id}}}:active:{day.isoformat()}"
+
+
+def new_visitors(site_id: int, day: date) -> str:
+    return f"{PREFIX}:{{{site_id}}}:new:{day.isoformat()}"
+
+
+def ever_seen(site_id: int) -> str:
+    return f"{PREFIX}:{{{site_id}}}:seen"
+
+
+def visitor_ids(site_id: int, day: date | None = None) -> str:
+    """The digest -> dense id map: one per site, or one per day when the salt rotates daily."""
+    suffix = f":{day.isoformat()}" if day else ""
+    return f"{PREFIX}:{{{site_id}}}:ids{suffix}"
+
+
+def visitor_id_counter(site_id: int, day: date | None = None) -> str:
+    suffix = f":{day.isoformat()}" if day else ""
+    return f"{PREFIX}:{{{site_id}}}:ids-next{suffix}"
+
+
+def realtime(site_id: int, minute: datetime) -> str:
+    return f"{PREFIX}:{{{site_id}}}:rt:{minute_str(minute)}"
+
+
+def bots_dropped(site_id: int, day: date) -> str:
+    return f"{PREFIX}:{{{site_id}}}:bots:{day.isoformat()}"

@@ -1,0 +1,81 @@
+"""Sites and their API keys: the relational side of Tally (the counting lives in Redis)."""
+import hashlib
+import secrets
+import zoneinfo
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+API_KEY_PREFIX = "tly_"
+
+
+def validate_timezone(value):
+    if value not in zoneinfo.available_timezones():
+        raise ValidationError(f"unknown time zone: {value}")
+
+
+def new_salt():
+    return secrets.token_hex(32)
+
+
+domain_validator = RegexValidator(
+    r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:\d{1,5})?$",
+    "Enter a lower-case host name such as example.com (no scheme, no path).",
+)
+
+
+class Site(models.Model):
+    class IdentityMode(models.TextChoices):
+        STABLE = "stable", "Stable salt: visitors recognised across days (retention works)"
+        DAILY = "daily", "Daily-rotating salt: strict privacy, unique visitors per day only"
+
+    domain = models.CharField(max_length=253, unique=True, validators=[domain_validator])
+    timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
+    identity_mode = models.CharField(
+        max_length=10, choices=IdentityMode.choices, default=IdentityMode.STABLE
+    )
+    # The secret key of the keyed hash that turns IP + User-Agent (or an id) into a visitor
+    # digest. Never shown; rotating it starts every visitor afresh.
+    salt = models.CharField(max_length=64, default=new_salt, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["domain"]
+
+    def __str__(self):
+        return self.domain
+
+    def save(self, *args, **kwargs):
+        self.domain = self.domain.strip().lower()
+        super().save(*args, **kwargs)
+
+    def create_api_key(self, name=""):
+        """Make a new key and return it in clear text: the only time anyone sees it."""
+        return ApiKey.create(self, name)
+
+
+def hash_api_key(key: str) -> str:
+    # Keys are 256-bit random tokens, so a fast hash is enough: nothing to brute-force.
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ApiKey(models.Model):
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=12, editable=False, help_text="First characters, to tell keys apart")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+    last_used = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self):
+        return f"{self.prefix}… ({self.site})"
+
+    @classmethod
+    def create(cls, site, name=""):
+        key = API_KEY_PREFIX + secrets.token_urlsafe(32)
+        cls.objects.create(site=site, name=name, prefix=key[:10], key_hash=hash_api_key(key))
+        return key

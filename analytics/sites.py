@@ -1,0 +1,92 @@
+"""What the engine needs to know of a site, looked up cheaply on the hot path.
+
+Ingestion resolves a domain or an API key on every request; a database query each time
+would cost more than the Redis writes. So each process keeps the answers for a short
+while (CACHE_SECONDS): a new site or a revoked key takes effect within that time.
+"""
+import time
+import zoneinfo
+from dataclasses import dataclass
+from datetime import date
+
+from .models import ApiKey, Site, hash_api_key
+
+CACHE_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    id: int
+    domain: str
+    tz: zoneinfo.ZoneInfo
+    daily_salt: bool
+    salt: bytes
+
+    @classmethod
+    def from_model(cls, site: Site) -> "SiteInfo":
+        return cls(
+            id=site.pk,
+            domain=site.domain,
+            tz=zoneinfo.ZoneInfo(site.timezone),
+            daily_salt=site.identity_mode == Site.IdentityMode.DAILY,
+            salt=bytes.fromhex(site.salt),
+        )
+
+    def today(self) -> date:
+        from datetime import datetime
+
+        return datetime.now(self.tz).date()
+
+
+_by_domain: dict[str, tuple[float, SiteInfo | None]] = {}
+_by_key: dict[str, tuple[float, SiteInfo | None]] = {}
+
+
+def _cached(cache, token, load):
+    now = time.monotonic()
+    hit = cache.get(token)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    value = load()
+    if len(cache) > 10_000:  # bounded: unknown tokens from the public must not grow it forever
+        cache.clear()
+    cache[token] = (now + CACHE_SECONDS, value)
+    return value
+
+
+def site_for_domain(domain: str) -> SiteInfo | None:
+    domain = domain.strip().lower()
+
+    def load():
+        site = Site.objects.filter(domain=domain).first()
+        return SiteInfo.from_model(site) if site else None
+
+    return _cached(_by_domain, domain, load)
+
+
+def site_for_api_key(key: str) -> SiteInfo | None:
+    digest = hash_api_key(key)
+
+    def load():
+        api_key = ApiKey.objects.select_related("site").filter(key_hash=digest).first()
+        return SiteInfo.from_model(api_key.site) if api_key else None
+
+    return _cached(_by_key, digest, load)
+
+
+def clear_cache():
+    _by_domain.clear()
+    _by_key.clear()
+
+
+def _forget(**kwargs):
+    clear_cache()
+
+
+def connect_signals():
+    """Changes made in this process (admin, tests) show at once, not after CACHE_SECONDS."""
+    from django.db.models.signals import post_delete, post_save
+
+    for model in (Site, ApiKey):
+        post_save.connect(_forget, sender=model, dispatch_uid=f"tally-sites-{model.__name__}-save")
+        post_delete.connect(_forget, sender=model, dispatch_uid=f"tally-sites-{model.__name__}-del")

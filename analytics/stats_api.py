@@ -1,0 +1,98 @@
+"""Read API: `GET /api/v1/stats/timeseries`, `/pages`, `/realtime`.
+
+Authorised by the site's Bearer key, or by a logged-in staff session (the dashboard).
+Query parameters are checked here and every mistake is a 400 naming the parameter.
+"""
+from datetime import UTC, date, datetime, timedelta
+
+from django.views.decorators.http import require_GET
+
+from . import queries, sites
+from .connection import get_redis
+from .http import ApiError, bearer_site, json_errors, json_response
+
+MAX_RANGE_DAYS = 731
+DEFAULT_RANGE_DAYS = 30
+MAX_LIMIT = 1000
+
+
+def _site(request) -> sites.SiteInfo:
+    domain = request.GET.get("site", "").strip().lower()
+    if not domain:
+        raise ApiError(400, "missing parameter: site (the site's domain)")
+    if request.META.get("HTTP_AUTHORIZATION"):
+        site = bearer_site(request)
+        if site.domain != domain:
+            raise ApiError(403, f"this API key is not for site {domain!r}")
+        return site
+    if request.user.is_authenticated and request.user.is_staff:
+        site = sites.site_for_domain(domain)
+        if site is None:
+            raise ApiError(404, f"unknown site: {domain!r}")
+        return site
+    raise ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", {"WWW-Authenticate": "Bearer"})
+
+
+def _date(request, name: str, default: date) -> date:
+    value = request.GET.get(name)
+    if not value:
+        return default
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ApiError(400, f"{name}: not a date, expected YYYY-MM-DD") from None
+
+
+def _range(request, site) -> tuple[date, date]:
+    end = _date(request, "to", site.today())
+    start = _date(request, "from", end - timedelta(days=DEFAULT_RANGE_DAYS - 1))
+    if start > end:
+        raise ApiError(400, "from: must not be after to")
+    if (end - start).days + 1 > MAX_RANGE_DAYS:
+        raise ApiError(400, f"range too long: at most {MAX_RANGE_DAYS} days")
+    return start, end
+
+
+def _int(request, name: str, default: int, low: int, high: int) -> int:
+    value = request.GET.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ApiError(400, f"{name}: not an integer") from None
+    if not low <= number <= high:
+        raise ApiError(400, f"{name}: must be between {low} and {high}")
+    return number
+
+
+@require_GET
+@json_errors
+def timeseries(request):
+    site = _site(request)
+    start, end = _range(request, site)
+    wanted = request.GET.get("metrics") or ",".join(queries.METRICS)
+    metrics = [m.strip() for m in wanted.split(",") if m.strip()]
+    unknown = [m for m in metrics if m not in queries.METRICS]
+    if unknown or not metrics:
+        raise ApiError(400, f"metrics: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(queries.METRICS)}")
+    results = queries.timeseries(get_redis(), site, start, end, metrics)
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
+
+
+@require_GET
+@json_errors
+def pages(request):
+    site = _site(request)
+    start, end = _range(request, site)
+    limit = _int(request, "limit", 10, 1, MAX_LIMIT)
+    results = queries.top_pages(get_redis(), site, start, end, limit)
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
+
+
+@require_GET
+@json_errors
+def realtime(request):
+    site = _site(request)
+    visitors = queries.realtime_visitors(get_redis(), site, datetime.now(UTC))
+    return json_response({"site": site.domain, "visitors": visitors, "minutes": queries.REALTIME_MINUTES})

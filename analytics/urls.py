@@ -1,0 +1,11 @@
+from django.urls import path
+
+from . import ingest_api, stats_api
+
+urlpatterns = [
+    path("api/event", ingest_api.event, name="event"),
+    path("api/v1/events", ingest_api.events, name="events"),
+    path("api/v1/stats/timeseries", stats_api.timeseries, name="stats-timeseries"),
+    path("api/v1/stats/pages", stats_api.pages, name="stats-pages"),
+    path("api/v1/stats/realtime", stats_api.realtime, name="stats-realtime"),
+]

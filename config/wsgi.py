@@ -1,0 +1,7 @@
+"""WSGI entry point: gunicorn serves `config.wsgi:application` (ingestion wants sync WSGI workers)."""
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+application = get_wsgi_application()

