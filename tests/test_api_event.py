@@ -1,0 +1,159 @@
+"""POST /api/event: Plausible's Events API."""
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from analytics import keys, queries
+from analytics.sites import SiteInfo
+
+CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
+GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+
+
+def post(client, body, content_type="application/json", ua=CHROME, **extra):
+    data = body if isinstance(body, (str, bytes)) else json.dumps(body)
+    headers = {"HTTP_USER_AGENT": ua} if ua is not None else {}
+    return client.post("/api/event", data=data, content_type=content_type, **headers, **extra)
+
+
+def today_row(r, site):
+    s = SiteInfo.from_model(site)
+    day = datetime.now(s.tz).date()
+    return queries.timeseries(r, s, day, day)[0]
+
+
+def pageview(**overrides):
+    return {"name": "pageview", "url": "https://example.com/docs/?utm=x#top", "domain": "example.com", **overrides}
+
+
+def test_it_accepts_a_pageview_as_json(client, site, r):
+    response = post(client, pageview(referrer="https://news.ycombinator.com/"))
+    assert response.status_code == 202
+    assert response.content == b"ok"
+    row = today_row(r, site)
+    assert (row["pageviews"], row["dau"], row["visitors"], row["new_visitors"]) == (1, 1, 1, 1)
+    s = SiteInfo.from_model(site)
+    pages = queries.top_pages(r, s, datetime.now(s.tz).date(), datetime.now(s.tz).date())
+    assert pages == [{"page": "/docs/", "visitors": 1, "pageviews": 1}]
+
+
+def test_it_accepts_text_plain_and_the_trackers_short_names(client, site, r):
+    body = {"n": "pageview", "u": "https://example.com/a", "d": "example.com", "r": None}
+    assert post(client, body, content_type="text/plain").status_code == 202
+    assert today_row(r, site)["pageviews"] == 1
+
+
+def test_the_same_ip_and_agent_is_one_visitor(client, site, r):
+    for path in ("/a", "/b", "/c"):
+        post(client, pageview(url=f"https://example.com{path}"), REMOTE_ADDR="198.51.100.7")
+    post(client, pageview(), REMOTE_ADDR="198.51.100.8")
+    row = today_row(r, site)
+    assert row["pageviews"] == 4 and row["dau"] == 2
+
+
+def test_user_id_identifies_across_devices(client, site, r):
+    post(client, pageview(user_id="alice"), REMOTE_ADDR="198.51.100.7")
+    post(client, pageview(user_id="alice"), REMOTE_ADDR="203.0.113.1", ua="Other/1.0")
+    assert today_row(r, site)["dau"] == 1
+
+
+def test_custom_events_are_counted(client, site, r):
+    response = post(client, pageview(name="Signup", props={"plan": "pro"}, revenue={"amount": 9, "currency": "EUR"}))
+    assert response.status_code == 202
+    s = SiteInfo.from_model(site)
+    assert r.hgetall(keys.event_counts(site.id, datetime.now(s.tz).date())) == {b"Signup": b"1"}
+    assert today_row(r, site)["pageviews"] == 0
+
+
+def test_bots_answer_202_with_a_dropped_header_and_are_counted(client, site, r):
+    response = post(client, pageview(), ua=GOOGLEBOT)
+    assert response.status_code == 202
+    assert response["X-Tally-Dropped"] == "bot"
+    s = SiteInfo.from_model(site)
+    assert int(r.get(keys.bots_dropped(site.id, datetime.now(s.tz).date()))) == 1
+    assert today_row(r, site)["pageviews"] == 0
+
+
+def test_one_event_can_count_for_several_sites(client, make_site, r):
+    a, _ = make_site("a.example")
+    b, _ = make_site("b.example")
+    assert post(client, pageview(domain="a.example,b.example,unknown.example")).status_code == 202
+    assert today_row(r, a)["pageviews"] == today_row(r, b)["pageviews"] == 1
+
+
+def test_cors_preflight_and_headers(client, site):
+    response = client.options("/api/event", HTTP_ORIGIN="https://example.com")
+    assert response.status_code == 204
+    assert response["Access-Control-Allow-Origin"] == "*"
+    assert "Content-Type" in response["Access-Control-Allow-Headers"]
+    assert post(client, pageview())["Access-Control-Allow-Origin"] == "*"
+
+
+def test_it_needs_no_csrf_token(site):
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    assert post(strict, pageview()).status_code == 202
+
+
+def test_forwarded_for_is_ignored_unless_the_proxy_is_trusted(client, site, r, settings):
+    post(client, pageview(), HTTP_X_FORWARDED_FOR="1.1.1.1")
+    post(client, pageview(), HTTP_X_FORWARDED_FOR="2.2.2.2")
+    assert today_row(r, site)["dau"] == 1  # both are 127.0.0.1: the header was not believed
+
+    import ipaddress
+
+    settings.TRUSTED_PROXIES = [ipaddress.ip_network("127.0.0.0/8")]
+    post(client, pageview(), HTTP_X_FORWARDED_FOR="3.3.3.3")
+    post(client, pageview(), HTTP_X_FORWARDED_FOR="9.9.9.9, 4.4.4.4")  # spoofed left hop ignored
+    post(client, pageview(), HTTP_X_FORWARDED_FOR="8.8.8.8, 4.4.4.4")
+    assert today_row(r, site)["dau"] == 3
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ("{not json", 400, "Invalid JSON"),
+        ("[1, 2]", 400, "Input should be an object"),
+        (json.dumps({"name": "pageview", "domain": "example.com"}), 400, "url: Field required"),
+        (json.dumps(pageview(url=42)), 400, "url: Input should be a valid string"),
+        (json.dumps(pageview(url="ftp://example.com/x")), 400, "absolute http(s) URL"),
+        (json.dumps(pageview(url="/relative/path")), 400, "absolute http(s) URL"),
+        (json.dumps(pageview(url="http://[::1")), 400, "url"),
+        (json.dumps(pageview(name="")), 400, "name: String should have at least 1 character"),
+        (json.dumps(pageview(interactive="yes")), 400, "interactive"),
+        (json.dumps(pageview(domain="nope.example")), 400, "unknown domain"),
+        (json.dumps(pageview(url="https://example.com/" + "x" * 3000)), 400, "url: String should have at most"),
+        ("", 400, "empty body"),
+    ],
+)
+def test_bad_input_is_a_clear_4xx(client, site, r, body, status, message):
+    response = post(client, body)
+    assert response.status_code == status
+    assert response["Content-Type"] == "application/json"
+    assert message in response.json()["error"]
+    assert today_row(r, site)["pageviews"] == 0
+
+
+def test_an_oversized_body_is_refused(client, site):
+    response = post(client, json.dumps(pageview(props={"x": "y" * 70_000})))
+    assert response.status_code == 413
+    assert "body too large" in response.json()["error"]
+
+
+def test_a_missing_user_agent_is_refused(client, site):
+    response = post(client, pageview(), ua=None)
+    assert response.status_code == 400
+    assert response.json() == {"error": "missing User-Agent header"}
+
+
+def test_storage_outage_is_a_503_not_a_500(client, site, settings):
+    from analytics import connection
+
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    connection.reset()
+    response = post(client, pageview())
+    assert response.status_code == 503
+    assert response["Retry-After"]
+    assert "storage" in response.json()["error"]

@@ -1,0 +1,73 @@
+"""Sites and API keys: addsite, hashed keys shown once, the admin."""
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from analytics.models import ApiKey, Site, hash_api_key
+
+
+def test_addsite_prints_the_key_alone_on_the_last_line(db):
+    out = io.StringIO()
+    call_command("addsite", "Shop.Example.com", "--timezone", "Europe/Berlin", stdout=out)
+    key = out.getvalue().strip().splitlines()[-1]
+    assert key.startswith("tly_") and " " not in key
+    site = Site.objects.get(domain="shop.example.com")
+    assert site.timezone == "Europe/Berlin"
+    stored = ApiKey.objects.get(site=site)
+    assert stored.key_hash == hash_api_key(key) and key not in (stored.key_hash, stored.prefix)
+
+
+def test_addsite_refuses_bad_input(db):
+    with pytest.raises(CommandError, match="unknown time zone"):
+        call_command("addsite", "example.com", "--timezone", "Mars/Olympus", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="domain"):
+        call_command("addsite", "https://example.com/x", stdout=io.StringIO())
+    call_command("addsite", "example.com", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("addsite", "example.com", stdout=io.StringIO())
+
+
+def test_the_key_from_addsite_works_over_http(client, db):
+    out = io.StringIO()
+    call_command("addsite", "example.com", stdout=out)
+    key = out.getvalue().strip().splitlines()[-1]
+    response = client.post(
+        "/api/v1/events",
+        data='[{"url": "https://example.com/", "visitor": "a"}]',
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
+    assert response.json()["accepted"] == 1
+
+
+def test_the_admin_shows_a_new_sites_key_once(admin_client):
+    response = admin_client.post(
+        "/admin/analytics/site/add/",
+        {
+            "domain": "new.example",
+            "timezone": "UTC",
+            "identity_mode": "stable",
+            "api_keys-TOTAL_FORMS": "0",
+            "api_keys-INITIAL_FORMS": "0",
+        },
+        follow=True,
+    )
+    assert response.status_code == 200
+    messages = [str(m) for m in response.context["messages"]]
+    (shown,) = [m for m in messages if "New API key" in m]
+    key = shown.split(": ", 1)[1].split(" ")[0]
+    assert ApiKey.objects.get(key_hash=hash_api_key(key)).site.domain == "new.example"
+    page = admin_client.get("/admin/analytics/site/").content.decode()
+    assert key not in page
+
+
+def test_the_admin_is_staff_only(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("plain", password="pw-12345678"))
+    response = client.get("/admin/analytics/site/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_the_dashboard_needs_login(client):
+    response = client.get("/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
