@@ -15,7 +15,7 @@ from typing import NamedTuple
 import redis
 
 from . import identity, keys
-from .scripts import ASSIGN_IDS
+from .scripts import RECORD_BATCH
 from .sites import SiteInfo
 
 PAGEVIEW = "pageview"
@@ -41,6 +41,18 @@ class Recorded(NamedTuple):
     bots: int
 
 
+class _Chunk:
+    """One day's share of a batch, at most SCRIPT_CHUNK distinct visitors: one Lua call."""
+
+    __slots__ = ("visitors", "pageviews", "pages", "events")
+
+    def __init__(self):
+        self.visitors: dict[bytes, int] = {}  # digest -> 1-based index, in arrival order
+        self.pageviews = 0
+        self.pages: dict[str, list] = {}  # path -> [pageviews, {visitor indexes}]
+        self.events: dict[str, list] = {}  # custom event name -> [count, {visitor indexes}]
+
+
 def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None) -> Recorded:
     """Count `hits` for `site` in one Redis round trip. Returns how many were counted and
     how many were dropped as bots."""
@@ -48,17 +60,12 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
     tz = site.tz
     today = now.astimezone(tz).date()
     realtime_floor = now - REALTIME_WINDOW
+    now_minute = now.replace(second=0, microsecond=0)
 
-    day_visitors: dict[date, dict[bytes, None]] = {}  # ordered sets, for the Lua call
-    page_visitors: dict[tuple[date, str], set[bytes]] = defaultdict(set)
-    event_visitors: dict[tuple[date, str], set[bytes]] = defaultdict(set)
-    pageviews: dict[date, int] = defaultdict(int)
-    page_pageviews: dict[tuple[date, str], int] = defaultdict(int)
-    event_counts: dict[tuple[date, str], int] = defaultdict(int)
+    chunks: dict[date, list[_Chunk]] = {}
     minute_visitors: dict[datetime, set[bytes]] = defaultdict(set)
     bots: dict[date, int] = defaultdict(int)
     hash_keys: dict[date, bytes] = {}
-    now_minute = now.replace(second=0, microsecond=0)
     digest = identity.digest
 
     for ts, path, name, source, bot in hits:
@@ -74,64 +81,82 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
         if key is None:
             key = hash_keys[day] = identity.day_key(site.salt, day) if site.daily_salt else site.salt
         visitor = digest(key, source)
-        seen_today = day_visitors.get(day)
-        if seen_today is None:
-            seen_today = day_visitors[day] = {}
-        seen_today[visitor] = None
+
+        day_chunks = chunks.get(day)
+        if day_chunks is None:
+            day_chunks = chunks[day] = [_Chunk()]
+        chunk = day_chunks[-1]
+        index = chunk.visitors.get(visitor)
+        if index is None:
+            if len(chunk.visitors) >= SCRIPT_CHUNK:
+                chunk = _Chunk()
+                day_chunks.append(chunk)
+            index = chunk.visitors[visitor] = len(chunk.visitors) + 1
         if name == PAGEVIEW:
-            pageviews[day] += 1
-            page_pageviews[day, path] += 1
-            page_visitors[day, path].add(visitor)
+            chunk.pageviews += 1
+            group = chunk.pages.get(path)
+            if group is None:
+                group = chunk.pages[path] = [0, set()]
         else:
-            event_counts[day, name] += 1
-            event_visitors[day, name].add(visitor)
+            group = chunk.events.get(name)
+            if group is None:
+                group = chunk.events[name] = [0, set()]
+        group[0] += 1
+        group[1].add(index)
         if minute is not None:
             minute_visitors[minute].add(visitor)
 
     pipe = r.pipeline(transaction=False)
     script_calls = []  # (position in the pipeline, keys, args) to retry on NOSCRIPT
-    sid = site.id
-    for day in sorted(day_visitors):  # in day order, so "first seen" lands on the first day
-        members = list(day_visitors[day])
-        if site.daily_salt:
-            script_keys = [keys.visitor_ids(sid, day), keys.visitor_id_counter(sid, day), keys.active(sid, day)]
-            ttl = DAILY_ID_MAP_TTL
-        else:
-            script_keys = [
-                keys.visitor_ids(sid),
-                keys.visitor_id_counter(sid),
-                keys.active(sid, day),
-                keys.ever_seen(sid),
-                keys.new_visitors(sid, day),
-            ]
-            ttl = 0
-        for start in range(0, len(members), SCRIPT_CHUNK):
-            args = [ttl, *members[start : start + SCRIPT_CHUNK]]
+    for day in sorted(chunks):  # in day order, so "first seen" lands on the earliest day
+        for chunk in chunks[day]:
+            script_keys, args = _script_call(site, day, chunk)
             script_calls.append((len(pipe), script_keys, args))
-            ASSIGN_IDS.queue(pipe, script_keys, args)
-        pipe.pfadd(keys.site_visitors(sid, day), *members)
-    for day, count in pageviews.items():
-        pipe.incrby(keys.pageviews(sid, day), count)
-    for (day, path), count in page_pageviews.items():
-        pipe.hincrby(keys.page_pageviews(sid, day), path, count)
-    for (day, path), members in page_visitors.items():
-        pipe.pfadd(keys.page_visitors(sid, day, path), *members)
-    for (day, name), count in event_counts.items():
-        pipe.hincrby(keys.event_counts(sid, day), name, count)
-    for (day, name), members in event_visitors.items():
-        pipe.pfadd(keys.event_visitors(sid, day, name), *members)
+            RECORD_BATCH.queue(pipe, script_keys, args)
     for minute, members in minute_visitors.items():
-        key = keys.realtime(sid, minute)
+        key = keys.realtime(site.id, minute)
         pipe.pfadd(key, *members)
         pipe.expire(key, REALTIME_TTL)
     for day, count in bots.items():
-        pipe.incrby(keys.bots_dropped(sid, day), count)
+        pipe.incrby(keys.bots_dropped(site.id, day), count)
 
     if len(pipe):
         results = pipe.execute(raise_on_error=False)
         _retry_unloaded_scripts(r, results, script_calls)
     dropped = sum(bots.values())
     return Recorded(accepted=len(hits) - dropped, bots=dropped)
+
+
+def _script_call(site: SiteInfo, day: date, chunk: _Chunk) -> tuple[list, list]:
+    """KEYS and ARGV of record_batch.lua for one chunk (the layout is documented there)."""
+    sid = site.id
+    id_day = day if site.daily_salt else None
+    script_keys = [
+        keys.visitor_ids(sid, id_day),
+        keys.visitor_id_counter(sid, id_day),
+        keys.active(sid, day),
+        keys.new_visitors(sid, day),
+        keys.site_visitors(sid, day),
+        keys.pageviews(sid, day),
+        keys.pages_index(sid, day),
+        keys.events_index(sid, day),
+    ]
+    args = [
+        DAILY_ID_MAP_TTL if site.daily_salt else 0,
+        0 if site.daily_salt else 1,
+        len(chunk.visitors),
+        *chunk.visitors,
+        chunk.pageviews,
+    ]
+    for groups, hll_key, count_key in (
+        (chunk.pages, keys.page_visitors, keys.page_pageviews),
+        (chunk.events, keys.event_visitors, keys.event_count),
+    ):
+        args.append(len(groups))
+        for name, (count, members) in groups.items():
+            script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
+            args += (name, count, ",".join(map(str, members)))
+    return script_keys, args
 
 
 def _retry_unloaded_scripts(r, results, script_calls):
@@ -145,4 +170,4 @@ def _retry_unloaded_scripts(r, results, script_calls):
             raise result
     for pos, script_keys, args in script_calls:
         if isinstance(results[pos], redis.exceptions.NoScriptError):
-            ASSIGN_IDS.run(r, script_keys, args)
+            RECORD_BATCH.run(r, script_keys, args)

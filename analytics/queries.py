@@ -57,20 +57,23 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
     days = days_between(start, end)
     pipe = r.pipeline(transaction=False)
     for day in days:
-        pipe.hgetall(keys.page_pageviews(site.id, day))
-    pageviews: dict[bytes, int] = {}
-    page_days: dict[bytes, list[date]] = {}
-    for day, counts in zip(days, pipe.execute()):
-        for path, count in counts.items():
-            pageviews[path] = pageviews.get(path, 0) + int(count)
-            page_days.setdefault(path, []).append(day)
+        pipe.smembers(keys.pages_index(site.id, day))
+    page_days: dict[str, list[date]] = {}
+    for day, paths in zip(days, pipe.execute()):
+        for path in paths:
+            page_days.setdefault(path.decode(), []).append(day)
+
+    pipe = r.pipeline(transaction=False)
+    for path, seen_on in page_days.items():
+        pipe.mget([keys.page_pageviews(site.id, day, path) for day in seen_on])
+    pageviews = {path: sum(int(v or 0) for v in counts) for path, counts in zip(page_days, pipe.execute())}
+
     candidates = sorted(pageviews, key=pageviews.get, reverse=True)[:MAX_PAGE_CANDIDATES]
     pipe = r.pipeline(transaction=False)
     for path in candidates:
-        text = path.decode()
-        pipe.pfcount(*(keys.page_visitors(site.id, day, text) for day in page_days[path]))
+        pipe.pfcount(*(keys.page_visitors(site.id, day, path) for day in page_days[path]))
     pages = [
-        {"page": path.decode(), "visitors": visitors, "pageviews": pageviews[path]}
+        {"page": path, "visitors": visitors, "pageviews": pageviews[path]}
         for path, visitors in zip(candidates, pipe.execute())
     ]
     pages.sort(key=lambda p: (-p["visitors"], -p["pageviews"], p["page"]))

@@ -9,7 +9,6 @@ import pytest
 from analytics import keys, queries
 from analytics.identity import identity_source
 from analytics.ingest import Hit, record
-from analytics.scripts import ASSIGN_IDS
 from analytics.sites import SiteInfo
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -115,7 +114,7 @@ def test_daily_salt_makes_the_same_person_new_every_day(make_site, r):
     day2 = r.hkeys(keys.visitor_ids(site.id, date(2026, 11, 2)))
     assert len(day1) == len(day2) == 1 and day1 != day2
     assert 0 < r.ttl(keys.visitor_ids(site.id, date(2026, 11, 1))) <= 2 * 86400
-    assert not r.exists(keys.ever_seen(site.id))
+    assert not r.exists(keys.new_visitors(site.id, date(2026, 11, 1)))
 
 
 def test_identity_prefers_user_id_then_visitor_then_ip_and_agent(site, r):
@@ -156,7 +155,8 @@ def test_custom_events_are_counted_apart_from_pageviews(site, r):
     s = info(site)
     hits = [Hit(None, "/buy", "Signup", visitor(n % 3)) for n in range(7)] + [Hit(None, "/", "pageview", visitor(9))]
     record(r, s, hits, now=NOW)
-    assert r.hgetall(keys.event_counts(site.id, NOW.date())) == {b"Signup": b"7"}
+    assert r.smembers(keys.events_index(site.id, NOW.date())) == {b"Signup"}
+    assert r.get(keys.event_count(site.id, NOW.date(), "Signup")) == b"7"
     assert r.pfcount(keys.event_visitors(site.id, NOW.date(), "Signup")) == 3
     (row,) = queries.timeseries(r, s, NOW.date(), NOW.date())
     assert row == {"date": NOW.date().isoformat(), "visitors": 4, "pageviews": 1, "dau": 4, "new_visitors": 4}

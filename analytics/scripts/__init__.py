@@ -28,4 +28,4 @@ class Script:
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
 
-ASSIGN_IDS = Script("assign_ids")
+RECORD_BATCH = Script("record_batch")
