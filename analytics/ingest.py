@@ -44,13 +44,14 @@ class Recorded(NamedTuple):
 class _Chunk:
     """One day's share of a batch, at most SCRIPT_CHUNK distinct visitors: one Lua call."""
 
-    __slots__ = ("visitors", "pageviews", "pages", "events")
+    __slots__ = ("visitors", "pageviews", "pages", "events", "minutes")
 
     def __init__(self):
         self.visitors: dict[bytes, int] = {}  # digest -> 1-based index, in arrival order
         self.pageviews = 0
         self.pages: dict[str, list] = {}  # path -> [pageviews, {visitor indexes}]
         self.events: dict[str, list] = {}  # custom event name -> [count, {visitor indexes}]
+        self.minutes: dict[datetime, set[int]] = {}  # recent UTC minute -> {visitor indexes}
 
 
 def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None) -> Recorded:
@@ -63,7 +64,6 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
     now_minute = now.replace(second=0, microsecond=0)
 
     chunks: dict[date, list[_Chunk]] = {}
-    minute_visitors: dict[datetime, set[bytes]] = defaultdict(set)
     bots: dict[date, int] = defaultdict(int)
     hash_keys: dict[date, bytes] = {}
     digest = identity.digest
@@ -104,25 +104,23 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
         group[0] += 1
         group[1].add(index)
         if minute is not None:
-            minute_visitors[minute].add(visitor)
+            recent = chunk.minutes.get(minute)
+            if recent is None:
+                recent = chunk.minutes[minute] = set()
+            recent.add(index)
 
-    pipe = r.pipeline(transaction=False)
-    script_calls = []  # (position in the pipeline, keys, args) to retry on NOSCRIPT
-    for day in sorted(chunks):  # in day order, so "first seen" lands on the earliest day
-        for chunk in chunks[day]:
-            script_keys, args = _script_call(site, day, chunk)
-            script_calls.append((len(pipe), script_keys, args))
+    calls = [_script_call(site, day, chunk) for day in sorted(chunks) for chunk in chunks[day]]
+    # (in day order, so a visitor's "new" mark lands on the earliest day of the batch)
+    if len(calls) == 1 and not bots:
+        RECORD_BATCH.run(r, *calls[0])  # the common case, a single call: no pipeline needed
+    elif calls or bots:
+        pipe = r.pipeline(transaction=False)
+        for script_keys, args in calls:
             RECORD_BATCH.queue(pipe, script_keys, args)
-    for minute, members in minute_visitors.items():
-        key = keys.realtime(site.id, minute)
-        pipe.pfadd(key, *members)
-        pipe.expire(key, REALTIME_TTL)
-    for day, count in bots.items():
-        pipe.incrby(keys.bots_dropped(site.id, day), count)
-
-    if len(pipe):
+        for day, count in bots.items():
+            pipe.incrby(keys.bots_dropped(site.id, day), count)
         results = pipe.execute(raise_on_error=False)
-        _retry_unloaded_scripts(r, results, script_calls)
+        _retry_unloaded_scripts(r, results, calls)
     dropped = sum(bots.values())
     return Recorded(accepted=len(hits) - dropped, bots=dropped)
 
@@ -156,18 +154,22 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk) -> tuple[list, list]:
         for name, (count, members) in groups.items():
             script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
             args += (name, count, ",".join(map(str, members)))
+    args += (REALTIME_TTL, len(chunk.minutes))
+    for minute, members in chunk.minutes.items():
+        script_keys.append(keys.realtime(sid, minute))
+        args.append(",".join(map(str, members)))
     return script_keys, args
 
 
-def _retry_unloaded_scripts(r, results, script_calls):
+def _retry_unloaded_scripts(r, results, calls):
     """Raise the first real error; rerun only the script calls the server did not know
-    (every other command already ran, and rerunning an INCRBY would double-count)."""
-    script_positions = {pos for pos, _, _ in script_calls}
+    (every other command already ran, and rerunning an INCRBY would double-count).
+    The script calls come first in the pipeline, in the order of `calls`."""
     for pos, result in enumerate(results):
         if isinstance(result, Exception) and not (
-            pos in script_positions and isinstance(result, redis.exceptions.NoScriptError)
+            pos < len(calls) and isinstance(result, redis.exceptions.NoScriptError)
         ):
             raise result
-    for pos, script_keys, args in script_calls:
-        if isinstance(results[pos], redis.exceptions.NoScriptError):
+    for (script_keys, args), result in zip(calls, results):
+        if isinstance(result, redis.exceptions.NoScriptError):
             RECORD_BATCH.run(r, script_keys, args)

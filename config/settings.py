@@ -107,6 +107,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+# The ingestion endpoints run with just this (see config/wsgi.py): no sessions, no CSRF.
+INGEST_MIDDLEWARE = ["django.middleware.security.SecurityMiddleware"]
+
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 

@@ -19,7 +19,8 @@
 -- KEYS[7]  set     the day's page paths
 -- KEYS[8]  set     the day's custom event names
 -- KEYS[9..]  two keys per group, pages first, then custom events, in ARGV's group order:
---            the group's HLL of visitors, then its counter (string)
+--            the group's HLL of visitors, then its counter (string); then one HLL per
+--            realtime minute, in ARGV's order
 --
 -- ARGV[1]  TTL in seconds for KEYS[1] and KEYS[2], 0 for none (daily-salt maps expire)
 -- ARGV[2]  "1" to mark new visitors in KEYS[4], "0" not to (daily salt: all are new daily)
@@ -27,6 +28,7 @@
 -- then     the chunk's pageviews
 -- then     P, then P page groups:  path, pageviews, "i,j,k" (1-based visitor indexes)
 -- then     E, then E event groups: name, count,     "i,j,k"
+-- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
 --
 -- Returns {ids newly assigned, pageviews added}.
 local n = tonumber(ARGV[3])
@@ -96,4 +98,19 @@ local function groups(index_key)
 end
 groups(KEYS[7])
 groups(KEYS[8])
+
+-- Realtime: the visitors of each recent minute, in short-lived HLLs.
+local realtime_ttl, minutes = ARGV[pos], tonumber(ARGV[pos + 1])
+pos = pos + 2
+for _ = 1, minutes do
+  local chosen, c = {}, 0
+  for index in string.gmatch(ARGV[pos], '%d+') do
+    c = c + 1
+    chosen[c] = digests[tonumber(index)]
+  end
+  redis.call('PFADD', KEYS[key_index], unpack(chosen))
+  redis.call('EXPIRE', KEYS[key_index], realtime_ttl)
+  key_index = key_index + 1
+  pos = pos + 1
+end
 return {m, pageviews}

@@ -1,0 +1,299 @@
+"""`make bench`: Tally's ingestion throughput beside references measured in the same run.
+
+Everything runs against one fresh redis-server (the virtualenv's, Redis 6.2) started here:
+
+* the engine alone (no HTTP): `ingest.record()` on validated hits, and validation + record
+  from the raw JSON body, in 1,000-event batches;
+* the references: a bare redis-py pipeline doing the same kind of writes per event, and
+  Doist's bitmapist `mark_event` (per call, and pipelined 1,000 calls at a time) in its
+  own virtualenv (it pins redis-py < 6);
+* over HTTP, with gunicorn sync workers (one per core) and wrk on the same two cores:
+  1,000-event batches to `/api/v1/events` and single events to `/api/event`, each beside
+  a bare WSGI app doing a plain redis-py pipeline per request (bench/reference_app.py).
+
+Numbers are ratios to read side by side, not thresholds: this machine is noisy.
+Environment: BENCH_SECONDS (wrk duration, default 10), BENCH_EVENTS (engine events per
+measurement, default 100000).
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+BASE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE))
+VAR = BASE / "var" / "bench"
+VAR.mkdir(parents=True, exist_ok=True)
+os.environ["TALLY_VAR_DIR"] = str(VAR)
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+
+from tests.redis_server import RedisServer, free_port  # noqa: E402
+
+SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
+EVENTS = int(os.environ.get("BENCH_EVENTS", "100000"))
+BATCH = 1000
+VISITORS = 50_000
+DOMAIN = "bench.example"
+rows: list[tuple[str, str, str]] = []
+
+
+def say(message):
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def batch_events(rng: random.Random, pages: int, n: int = BATCH) -> list[dict]:
+    """Events over a heavy-tailed set of pages (a few popular, many rare) from a pool of
+    returning visitors."""
+    return [
+        {"url": f"https://{DOMAIN}/page/{int(pages ** rng.random())}", "visitor": f"v{rng.randrange(VISITORS)}"}
+        for _ in range(n)
+    ]
+
+
+def timed(fn, events: int) -> float:
+    start = time.perf_counter()
+    fn()
+    return events / (time.perf_counter() - start)
+
+
+def engine(r, site, pages: int):
+    import orjson
+
+    from analytics import schemas
+    from analytics.ingest import record
+    from analytics.ingest_api import _parse_batch
+
+    rng = random.Random(pages)
+    bodies = [orjson.dumps(batch_events(rng, pages)) for _ in range(EVENTS // BATCH)]
+    now = datetime.now(UTC)
+
+    def hits_of(body):
+        items, _ = _parse_batch(body)
+        return [schemas.batch_hit(event, now, None) for _, event in items]
+
+    prepared = [hits_of(body) for body in bodies]
+    distinct_pages = sum(len({h.path for h in hits}) for hits in prepared) / len(prepared)
+    for hits in prepared[:5]:  # warm up: scripts loaded, HLLs past their sparse phase
+        record(r, site, hits, now=now)
+    record_only = timed(lambda: [record(r, site, hits, now=now) for hits in prepared], EVENTS)
+    with_validation = timed(lambda: [record(r, site, hits_of(body), now=now) for body in bodies], EVENTS)
+    return record_only, with_validation, distinct_pages, bodies
+
+
+def pipeline_reference(r, bodies) -> float:
+    """What a straightforward redis-py program does: one pipeline per 1,000 events, the
+    writes of each event sent as their own commands (ids assumed dense already)."""
+    import orjson
+
+    batches = [orjson.loads(body) for body in bodies]
+    day = datetime.now(UTC).date().isoformat()
+
+    def run():
+        for events in batches:
+            pipe = r.pipeline(transaction=False)
+            for e in events:
+                visitor = e["visitor"]
+                page = e["url"]
+                pipe.pfadd(f"ref:{{1}}:uv:{day}", visitor)
+                pipe.pfadd(f"ref:{{1}}:uv:{day}:{page}", visitor)
+                pipe.incrby(f"ref:{{1}}:pv:{day}", 1)
+                pipe.incrby(f"ref:{{1}}:pv:{day}:{page}", 1)
+                pipe.setbit(f"ref:{{1}}:active:{day}", int(visitor[1:]), 1)
+            pipe.execute()
+
+    return timed(run, len(batches) * BATCH)
+
+
+def round_trips(r) -> float:
+    """Calibration: one INCR per round trip (MEASUREMENTS.md saw ~72k/s on its machine)."""
+    r.set("calibrate", 0)
+    return timed(lambda: [r.incr("calibrate") for _ in range(5000)], 5000)
+
+
+def bitmapist_reference(url: str) -> dict | None:
+    venv = VAR / "bitmapist-venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        say("creating the bitmapist virtualenv (once)")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "-r", str(BASE / "bench" / "requirements-bitmapist.txt")],
+            check=True,
+        )
+    out = subprocess.run(
+        [str(python), str(BASE / "bench" / "bitmapist_reference.py"), url, str(EVENTS), str(BATCH)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout)
+
+
+def setup_site():
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from analytics.models import Site
+    from analytics.sites import SiteInfo
+
+    call_command("migrate", verbosity=0)
+    Site.objects.filter(domain=DOMAIN).delete()
+    site = Site.objects.create(domain=DOMAIN)
+    return SiteInfo.from_model(site), site.create_api_key("bench")
+
+
+def start_gunicorn(app: str, redis_url: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = dict(
+        os.environ,
+        REDIS_URL=redis_url,
+        TRUSTED_PROXIES="127.0.0.1",
+        ALLOWED_HOSTS="127.0.0.1",
+        PYTHONPATH=f"{BASE}:{BASE / 'bench'}",
+    )
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            app,
+            "--bind", f"127.0.0.1:{port}",
+            "--workers", str(os.cpu_count() or 2),
+            "--worker-class", "sync",
+            "--log-level", "warning",
+            "--backlog", "2048",
+        ],
+        cwd=BASE,
+        env=env,
+    )
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/nope", timeout=1)
+        except urllib.error.HTTPError:
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        process.kill()
+        raise RuntimeError(f"gunicorn {app} did not start")
+    return process, f"http://127.0.0.1:{port}"
+
+
+def wrk(url: str, script: str, args: list[str], connections: int) -> dict:
+    cmd = [
+        "wrk", "-t1", f"-c{connections}", f"-d{SECONDS}s", "--timeout", "5s",
+        "-s", str(BASE / "bench" / "wrk" / script), url, "--", *args,
+    ]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    line = next(line for line in out.splitlines() if line.startswith("RESULT "))
+    result = json.loads(line[len("RESULT "):])
+    result["per_second"] = result["requests"] / (result["duration_us"] / 1e6)
+    return result
+
+
+def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
+    if not shutil.which("wrk"):
+        say("wrk is not installed (apt-get install wrk): skipping the HTTP measurements")
+        return {}
+    body_dir = VAR / "bodies"
+    body_dir.mkdir(exist_ok=True)
+    files = []
+    for n, body in enumerate(bodies[:20]):
+        path = body_dir / f"batch-{n}.json"
+        path.write_bytes(body)
+        files.append(str(path))
+    results = {}
+    for name, app in (("tally", "config.wsgi:application"), ("reference", "reference_app:application")):
+        process, url = start_gunicorn(app, redis_url)
+        try:
+            batch_url = url + "/api/v1/events"
+            say(f"{name}: batches over HTTP for {SECONDS}s")
+            results[name, "batch"] = wrk(batch_url, "batch.lua", [key, *files], connections=4)
+            say(f"{name}: single events over HTTP for {SECONDS}s")
+            results[name, "single"] = wrk(url, "single.lua", [DOMAIN, "200"], connections=8)
+        finally:
+            process.terminate()
+            process.wait(10)
+    return results
+
+
+def table(title: str, header: tuple, lines: list[tuple]):
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
+    print(f"\n{title}")
+    print("  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
+    print("  ".join("-" * w for w in widths))
+    for line in lines:
+        print("  ".join(str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(line, widths))))
+
+
+def fmt(rate: float) -> str:
+    return f"{rate:,.0f}"
+
+
+def main():
+    with RedisServer() as server:
+        import redis
+
+        os.environ["REDIS_URL"] = server.url
+        r = redis.Redis.from_url(server.url)
+        site, key = setup_site()
+        from analytics import connection
+
+        connection.reset()
+
+        say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
+        engine_rows = {}
+        bodies_for_http = None
+        for pages in (50, 1000):
+            record_only, validated, distinct, bodies = engine(r, site, pages)
+            engine_rows[pages] = (record_only, validated, distinct)
+            if pages == 50:
+                bodies_for_http = bodies
+        say("references: bare redis-py pipeline, bitmapist")
+        calibration = round_trips(r)
+        pipeline_rate = pipeline_reference(r, bodies_for_http)
+        bitmapist = bitmapist_reference(server.url)
+        r.flushall()  # HTTP runs start from an empty Redis, like the engine ones did
+        http_results = http(server.url, key, bodies_for_http)
+
+    lines = []
+    for pages, (record_only, validated, distinct) in engine_rows.items():
+        label = f"{pages} pages (~{distinct:.0f} distinct per batch)"
+        lines.append((f"Tally record(), validated hits — {label}", fmt(record_only), f"{record_only / bitmapist['pipelined']:.2f}x"))
+        lines.append((f"Tally validate + record from JSON — {label}", fmt(validated), f"{validated / bitmapist['pipelined']:.2f}x"))
+    lines.append(("ref: bare redis-py pipeline, 5 writes/event", fmt(pipeline_rate), f"{pipeline_rate / bitmapist['pipelined']:.2f}x"))
+    lines.append(("ref: bitmapist mark_event, 1,000 per pipeline", fmt(bitmapist["pipelined"]), "1.00x"))
+    lines.append(("ref: bitmapist mark_event, one call each", fmt(bitmapist["per_call"]), f"{bitmapist['per_call'] / bitmapist['pipelined']:.2f}x"))
+    lines.append(("calibration: redis-py INCR, one per round trip", fmt(calibration), ""))
+    table(
+        f"Engine alone (no HTTP), {BATCH:,}-event batches, events/s — one process, Redis 6.2 on loopback",
+        ("path", "events/s", "vs bitmapist pipelined"),
+        lines,
+    )
+    if http_results:
+        t, ref = http_results[("tally", "batch")], http_results[("reference", "batch")]
+        s, sref = http_results[("tally", "single")], http_results[("reference", "single")]
+        table(
+            f"HTTP, gunicorn {os.cpu_count()} sync workers, wrk on the same cores, {SECONDS}s each",
+            ("path", "events/s", "req/s", "p50 ms", "p99 ms", "errors", "non-2xx"),
+            [
+                ("Tally POST /api/v1/events, 1,000/batch", fmt(t["per_second"] * BATCH), fmt(t["per_second"]), f"{t['p50_us'] / 1000:.1f}", f"{t['p99_us'] / 1000:.1f}", t["errors"], t["non2xx"]),
+                ("ref: bare WSGI + redis-py pipeline, 1,000/batch", fmt(ref["per_second"] * BATCH), fmt(ref["per_second"]), f"{ref['p50_us'] / 1000:.1f}", f"{ref['p99_us'] / 1000:.1f}", ref["errors"], ref["non2xx"]),
+                ("Tally POST /api/event, 1 event/request", fmt(s["per_second"]), fmt(s["per_second"]), f"{s['p50_us'] / 1000:.1f}", f"{s['p99_us'] / 1000:.1f}", s["errors"], s["non2xx"]),
+                ("ref: bare WSGI + redis-py pipeline, 1 event", fmt(sref["per_second"]), fmt(sref["per_second"]), f"{sref['p50_us'] / 1000:.1f}", f"{sref['p99_us'] / 1000:.1f}", sref["errors"], sref["non2xx"]),
+            ],
+        )
+    print()
+
+
+if __name__ == "__main__":
+    main()
