@@ -15,6 +15,7 @@ test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup
+	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk) || echo "wrk missing: HTTP rows skipped"
 	$(PY) bench/run.py
 
 setup: $(STAMP)
