@@ -94,6 +94,25 @@ def _is_trusted(address: str, networks) -> bool:
     return any(ip in network for network in networks)
 
 
+def methods(*allowed: str):
+    """Like Django's require_http_methods, but the 405 is JSON and names the allowed ones."""
+
+    def decorator(view):
+        @functools.wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method not in allowed:
+                return json_response(
+                    {"error": f"method {request.method} not allowed; use {', '.join(allowed)}"},
+                    status=405,
+                    headers={"Allow": ", ".join(allowed)},
+                )
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "POST, OPTIONS",

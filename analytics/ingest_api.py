@@ -9,13 +9,12 @@ import orjson
 from django.conf import settings
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_http_methods, require_POST
 from pydantic import ValidationError
 
 from . import schemas, sites
 from .bots import is_bot
 from .connection import get_redis
-from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, read_body
+from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
 from .identity import identity_source
 from .ingest import Hit, record
 
@@ -24,7 +23,7 @@ DROPPED_HEADER = "X-Tally-Dropped"
 
 @csrf_exempt
 @cors
-@require_http_methods(["POST", "OPTIONS"])
+@methods("POST", "OPTIONS")
 @json_errors
 def event(request):
     """One event from a browser, in Plausible's format. Sent as application/json or as
@@ -60,7 +59,7 @@ def event(request):
 
 
 @csrf_exempt
-@require_POST
+@methods("POST")
 @json_errors
 def events(request):
     """A batch of server-side events for the site of the Bearer key: a JSON array or NDJSON.

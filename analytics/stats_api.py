@@ -5,11 +5,10 @@ Query parameters are checked here and every mistake is a 400 naming the paramete
 """
 from datetime import UTC, date, datetime, timedelta
 
-from django.views.decorators.http import require_GET
 
 from . import queries, sites
 from .connection import get_redis
-from .http import ApiError, bearer_site, json_errors, json_response
+from .http import ApiError, bearer_site, json_errors, json_response, methods
 
 MAX_RANGE_DAYS = 731
 DEFAULT_RANGE_DAYS = 30
@@ -66,7 +65,7 @@ def _int(request, name: str, default: int, low: int, high: int) -> int:
     return number
 
 
-@require_GET
+@methods("GET")
 @json_errors
 def timeseries(request):
     site = _site(request)
@@ -80,7 +79,7 @@ def timeseries(request):
     return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
 
 
-@require_GET
+@methods("GET")
 @json_errors
 def pages(request):
     site = _site(request)
@@ -90,7 +89,7 @@ def pages(request):
     return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
 
 
-@require_GET
+@methods("GET")
 @json_errors
 def realtime(request):
     site = _site(request)

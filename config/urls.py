@@ -9,3 +9,14 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("dashboard.urls")),
 ]
+
+
+def handler404(request, exception=None):
+    """JSON for API paths (clients parse it), Django's page for the rest."""
+    if request.path.startswith("/api/"):
+        from analytics.http import json_response
+
+        return json_response({"error": f"no such endpoint: {request.path}"}, status=404)
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)

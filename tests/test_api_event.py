@@ -157,3 +157,15 @@ def test_storage_outage_is_a_503_not_a_500(client, site, settings):
     assert response.status_code == 503
     assert response["Retry-After"]
     assert "storage" in response.json()["error"]
+
+
+def test_wrong_methods_and_paths_get_json(client, site):
+    response = client.get("/api/event")
+    assert response.status_code == 405
+    assert response["Allow"] == "POST, OPTIONS"
+    assert "method GET not allowed" in response.json()["error"]
+    assert client.get("/api/v1/events").status_code == 405
+    assert client.post("/api/v1/stats/pages").json()["error"].startswith("method POST not allowed")
+    response = client.get("/api/v2/nothing")
+    assert response.status_code == 404
+    assert response.json() == {"error": "no such endpoint: /api/v2/nothing"}
