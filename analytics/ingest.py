@@ -19,8 +19,6 @@ from .scripts import RECORD_BATCH
 from .sites import SiteInfo
 
 PAGEVIEW = "pageview"
-REALTIME_TTL = 2 * 3600  # per-minute realtime HLLs live two hours
-REALTIME_WINDOW = timedelta(seconds=REALTIME_TTL)
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors per Lua call: Lua's unpack() is bounded
 
@@ -60,7 +58,7 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
     now = now or datetime.now(UTC)
     tz = site.tz
     today = now.astimezone(tz).date()
-    realtime_floor = now - REALTIME_WINDOW
+    realtime_floor = now - timedelta(seconds=site.realtime_ttl)
     now_minute = now.replace(second=0, microsecond=0)
 
     chunks: dict[date, list[_Chunk]] = {}
@@ -154,7 +152,7 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk) -> tuple[list, list]:
         for name, (count, members) in groups.items():
             script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
             args += (name, count, ",".join(map(str, members)))
-    args += (REALTIME_TTL, len(chunk.minutes))
+    args += (site.realtime_ttl, len(chunk.minutes))
     for minute, members in chunk.minutes.items():
         script_keys.append(keys.realtime(sid, minute))
         args.append(",".join(map(str, members)))

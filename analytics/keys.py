@@ -29,6 +29,17 @@ ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
 =================  ======  ===============================================================
+
+Rollup keys (written by rollups.py, expiring with the daily keys they summarise):
+
+=======================  ======  =========================================================
+uv-week:<monday>[:page:<p>]   HLL  PFMERGE of the week's day HLLs (site, or page <p>)
+uv-month:<first>[:page:<p>]   HLL  PFMERGE of the month's day HLLs
+active-week:<monday>     bitmap  BITOP OR of the week's active bitmaps
+new-week:<monday>        bitmap  BITOP OR of the week's new-visitor bitmaps
+lock:<job>               string  a job's lock (locks.py)
+tmp:<token>:<name>       any     scratch results of BITOP/PFMERGE, with a short TTL
+=======================  ======  =========================================================
 """
 from datetime import date, datetime
 
@@ -108,3 +119,27 @@ def realtime(site_id: int, minute: datetime) -> str:
 
 def bots_dropped(site_id: int, day: date) -> str:
     return f"{PREFIX}:{{{site_id}}}:bots:{day.isoformat()}"
+
+
+def lock(site_id: int, job: str) -> str:
+    """The lock that keeps two workers from running the same job on a site at once."""
+    return f"{PREFIX}:{{{site_id}}}:lock:{job}"
+
+
+def temporary(site_id: int, token: str, name: str) -> str:
+    """Scratch keys for BITOP/PFMERGE results; they carry a TTL and are unlinked after use."""
+    return f"{PREFIX}:{{{site_id}}}:tmp:{token}:{name}"
+
+
+def period_visitors(site_id: int, unit: str, start: date, path: str | None = None) -> str:
+    """Merged HLL of a week (`unit` "week", start a Monday) or month ("month", the 1st)."""
+    page = f":page:{path}" if path is not None else ""
+    return f"{PREFIX}:{{{site_id}}}:uv-{unit}:{start.isoformat()}{page}"
+
+
+def active_week(site_id: int, monday: date) -> str:
+    return f"{PREFIX}:{{{site_id}}}:active-week:{monday.isoformat()}"
+
+
+def new_week(site_id: int, monday: date) -> str:
+    return f"{PREFIX}:{{{site_id}}}:new-week:{monday.isoformat()}"

@@ -4,7 +4,7 @@ import secrets
 import zoneinfo
 
 from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
 API_KEY_PREFIX = "tly_"
@@ -39,6 +39,18 @@ class Site(models.Model):
     # digest. Never shown; rotating it starts every visitor afresh.
     salt = models.CharField(max_length=64, default=new_salt, editable=False)
     created = models.DateTimeField(auto_now_add=True)
+
+    # Key expiry policy: raw Redis keys live this long; the rollup rows are kept for good.
+    # Days' keys get their TTL only once the day's rollup is stored (see rollups.py).
+    keep_realtime_hours = models.PositiveIntegerField(
+        default=2, validators=[MinValueValidator(1)], help_text="per-minute realtime HLLs"
+    )
+    keep_page_days = models.PositiveIntegerField(
+        default=400, validators=[MinValueValidator(1)], help_text="daily page HLLs and page counters, after the day is rolled up"
+    )
+    keep_daily_days = models.PositiveIntegerField(
+        default=400, validators=[MinValueValidator(1)], help_text="daily bitmaps and site HLLs, after the day is rolled up"
+    )
 
     class Meta:
         ordering = ["domain"]
@@ -79,3 +91,64 @@ class ApiKey(models.Model):
         key = API_KEY_PREFIX + secrets.token_urlsafe(32)
         cls.objects.create(site=site, name=name, prefix=key[:10], key_hash=hash_api_key(key))
         return key
+
+
+class DailyMetrics(models.Model):
+    """One site-day's finished numbers, written by the rollups (upserts: re-running a rollup
+    rewrites the same row). `final` once the day is over in the site's time zone."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="daily_metrics")
+    date = models.DateField()
+    visitors = models.PositiveIntegerField(default=0)
+    pageviews = models.PositiveBigIntegerField(default=0)
+    dau = models.PositiveIntegerField(default=0)
+    new_visitors = models.PositiveIntegerField(null=True)
+    wau = models.PositiveIntegerField(default=0)
+    mau = models.PositiveIntegerField(default=0)
+    final = models.BooleanField(default=False)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "date"], name="daily_metrics_site_date")]
+        verbose_name_plural = "daily metrics"
+
+    @property
+    def stickiness(self):
+        return round(self.dau / self.mau, 4) if self.mau else 0.0
+
+
+class PeriodVisitors(models.Model):
+    """Unique visitors of a week (ISO, starting Monday) or a calendar month, from PFMERGE."""
+
+    class Unit(models.TextChoices):
+        WEEK = "week"
+        MONTH = "month"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="period_visitors")
+    unit = models.CharField(max_length=5, choices=Unit.choices)
+    start = models.DateField()
+    visitors = models.PositiveIntegerField(default=0)
+    final = models.BooleanField(default=False)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "unit", "start"], name="period_visitors_unique")]
+
+
+class Retention(models.Model):
+    """A cohort (visitors new on a day, or in an ISO week) and how many of it came back:
+    retained[n] = active on cohort + n days (weeks); retained[0] == size."""
+
+    class Unit(models.TextChoices):
+        DAY = "day"
+        WEEK = "week"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="retention")
+    unit = models.CharField(max_length=4, choices=Unit.choices)
+    cohort = models.DateField()
+    size = models.PositiveIntegerField(default=0)
+    retained = models.JSONField(default=list)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "unit", "cohort"], name="retention_unique")]

@@ -21,6 +21,7 @@ class SiteInfo:
     tz: zoneinfo.ZoneInfo
     daily_salt: bool
     salt: bytes
+    realtime_ttl: int = 7200  # seconds the per-minute realtime HLLs live
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -30,6 +31,7 @@ class SiteInfo:
             tz=zoneinfo.ZoneInfo(site.timezone),
             daily_salt=site.identity_mode == Site.IdentityMode.DAILY,
             salt=bytes.fromhex(site.salt),
+            realtime_ttl=site.keep_realtime_hours * 3600,
         )
 
     def today(self) -> date:

@@ -29,3 +29,5 @@ class Script:
 
 
 RECORD_BATCH = Script("record_batch")
+LOCK_RELEASE = Script("lock_release")
+LOCK_RENEW = Script("lock_renew")

@@ -1,0 +1,303 @@
+"""Rollups: turn the raw per-day keys into the numbers people came for, and store them.
+
+For a site and a range of days, `rollup()` computes and upserts:
+
+* per day: visitors (PFCOUNT), pageviews, DAU and new visitors (BITCOUNT), WAU and MAU
+  (BITCOUNT of BITOP OR over the 7 / 30 days ending that day);
+* per ISO week and calendar month: unique visitors from PFMERGE of the day HLLs (site and
+  each page), and, per week, the OR of its active and new-visitor bitmaps;
+* retention: for each day cohort (visitors new that day) the number active n = 0..30
+  days later, BITCOUNT(BITOP AND cohort, active(d+n)); for each week cohort n = 0..12
+  weeks, against the week's OR.
+
+Every result is a function of the raw keys alone, so running a rollup twice writes the
+same rows, and a cohort is always computed as far as data goes (not just to the end of
+the range asked): rollups can run in any order. Scratch keys get a TTL and are unlinked
+even when a job fails. Days whose raw keys may have expired (older than the site's
+`keep_daily_days`) are never recomputed: their stored rows are the record.
+"""
+import secrets
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+import redis
+
+from . import expiry, keys
+from .models import DailyMetrics, PeriodVisitors, Retention, Site
+from .queries import days_between
+from .sites import SiteInfo
+
+OR_CHUNK = 16  # Redis 6.2 runs BITOP over more than 16 keys ~4x slower: OR in chunks
+DAY_PERIODS = 30
+WEEK_PERIODS = 12
+SCRATCH_TTL_MS = 10 * 60 * 1000
+
+
+def monday(day: date) -> date:
+    return day - timedelta(days=day.weekday())
+
+
+def month_start(day: date) -> date:
+    return day.replace(day=1)
+
+
+def month_days(first: date) -> list[date]:
+    following = (first.replace(day=28) + timedelta(days=4)).replace(day=1)
+    return days_between(first, following - timedelta(days=1))
+
+
+class Scratch:
+    """Names for one job's temporary keys, all unlinked when the job ends."""
+
+    def __init__(self, r: redis.Redis, site_id: int):
+        self.r = r
+        self.site_id = site_id
+        self.token = secrets.token_hex(6)
+        self.made: set[str] = set()
+
+    def key(self, name: str) -> str:
+        made = keys.temporary(self.site_id, self.token, name)
+        self.made.add(made)
+        return made
+
+    def cleanup(self):
+        made = list(self.made)
+        for i in range(0, len(made), 500):
+            self.r.unlink(*made[i : i + 500])
+
+
+@contextmanager
+def scratch(r: redis.Redis, site_id: int):
+    s = Scratch(r, site_id)
+    try:
+        yield s
+    finally:
+        s.cleanup()
+
+
+def queue_union(pipe, dest: str, sources: list[str], ttl_ms: int = SCRATCH_TTL_MS):
+    """Queue BITOP OR of `sources` into `dest`, at most 16 keys per BITOP."""
+    pipe.bitop("OR", dest, *sources[:OR_CHUNK])
+    rest = sources[OR_CHUNK:]
+    for i in range(0, len(rest), OR_CHUNK - 1):
+        pipe.bitop("OR", dest, dest, *rest[i : i + OR_CHUNK - 1])
+    pipe.pexpire(dest, ttl_ms)
+
+
+def earliest_day(site: Site, today: date) -> date:
+    """The oldest day whose raw keys are surely still there."""
+    return today - timedelta(days=site.keep_daily_days - 1)
+
+
+@dataclass
+class Summary:
+    days: int = 0
+    day_cohorts: int = 0
+    week_cohorts: int = 0
+    periods: int = 0
+
+
+def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | None = None) -> Summary:
+    """Compute and store everything that depends on the days start..end (inclusive)."""
+    info = SiteInfo.from_model(site)
+    today = today or info.today()
+    end = min(end, today)
+    first = earliest_day(site, today)
+    start = max(start, first)
+    if start > end:
+        return Summary()
+    days = days_between(start, end)
+    with scratch(r, site.pk) as tmp:
+        summary = Summary(days=len(days))
+        _store_days(site, day_metrics(r, info, days, tmp), today)
+
+        periods = _merge_periods(r, site, info, days, today)
+        summary.periods = len(periods)
+
+        # Week unions for every week a week cohort touched by the range reaches.
+        first_week = max(monday(start) - timedelta(weeks=WEEK_PERIODS), monday(first + timedelta(days=6)))
+        last_week = min(monday(end) + timedelta(weeks=WEEK_PERIODS), monday(today))
+        weeks = [first_week + timedelta(weeks=n) for n in range((last_week - first_week).days // 7 + 1)]
+        week_unions(r, site, weeks, today)
+
+        day_cohorts = days_between(max(start - timedelta(days=DAY_PERIODS), first), end)
+        _store_retention(site, "day", retention(r, info, "day", day_cohorts, today, tmp))
+        week_cohorts = [w for w in weeks if monday(start) - timedelta(weeks=WEEK_PERIODS) <= w <= monday(end)]
+        _store_retention(site, "week", retention(r, info, "week", week_cohorts, monday(today), tmp))
+        summary.day_cohorts, summary.week_cohorts = len(day_cohorts), len(week_cohorts)
+
+    expiry.apply(r, site, [day for day in days if day < today])
+    return summary
+
+
+def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch) -> dict[date, dict]:
+    """Visitors, pageviews, DAU, new visitors, WAU and MAU of each day: one round trip."""
+    sid = site.id
+    pipe = r.pipeline(transaction=False)
+    wanted = []  # (day, metric, position of its answer)
+    for day in days:
+        for metric, command, key in (
+            ("visitors", pipe.pfcount, keys.site_visitors(sid, day)),
+            ("pageviews", pipe.get, keys.pageviews(sid, day)),
+            ("dau", pipe.bitcount, keys.active(sid, day)),
+            ("new_visitors", pipe.bitcount, keys.new_visitors(sid, day)),
+        ):
+            wanted.append((day, metric, len(pipe)))
+            command(key)
+        for metric, window in (("wau", 7), ("mau", 30)):
+            dest = tmp.key(f"{metric}:{day.isoformat()}")
+            queue_union(pipe, dest, [keys.active(sid, day - timedelta(days=n)) for n in range(window)])
+            wanted.append((day, metric, len(pipe)))
+            pipe.bitcount(dest)
+            pipe.unlink(dest)
+    answers = pipe.execute()
+    result = {day: {} for day in days}
+    for day, metric, position in wanted:
+        result[day][metric] = int(answers[position] or 0)
+    if site.daily_salt:
+        for row in result.values():
+            row["new_visitors"] = None
+    return result
+
+
+def _store_days(site: Site, metrics: dict[date, dict], today: date):
+    rows = [DailyMetrics(site=site, date=day, final=day < today, **values) for day, values in metrics.items()]
+    DailyMetrics.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["site", "date"],
+        update_fields=["visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "final", "updated"],
+    )
+
+
+def _merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], today: date) -> list:
+    """PFMERGE the day HLLs of each week and month the days fall in (site and pages)."""
+    sid = info.id
+    periods = sorted({("week", monday(d)) for d in days} | {("month", month_start(d)) for d in days})
+    page_first = today - timedelta(days=site.keep_page_days - 1)
+    ttl = site.keep_daily_days * 86400
+    rows = []
+    for unit, start in periods:
+        period_days = [start + timedelta(days=n) for n in range(7)] if unit == "week" else month_days(start)
+        final = period_days[-1] < today
+        present = [d for d in period_days if d <= today and d >= earliest_day(site, today)]
+        if not present:
+            continue
+        pipe = r.pipeline(transaction=False)
+        key = keys.period_visitors(sid, unit, start)
+        pipe.pfmerge(key, *(keys.site_visitors(sid, d) for d in present))
+        pipe.expire(key, ttl)
+        pipe.pfcount(key)
+        page_days = [d for d in present if d >= page_first]
+        if page_days:
+            pipe.sunion(*(keys.pages_index(sid, d) for d in page_days))
+        answers = pipe.execute()
+        if page_days:
+            pipe = r.pipeline(transaction=False)
+            for path in answers[3]:
+                path = path.decode()
+                page_key = keys.period_visitors(sid, unit, start, path)
+                pipe.pfmerge(page_key, *(keys.page_visitors(sid, d, path) for d in page_days))
+                pipe.expire(page_key, site.keep_page_days * 86400)
+            pipe.execute()
+        rows.append(PeriodVisitors(site=site, unit=unit, start=start, visitors=answers[2], final=final))
+    PeriodVisitors.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["site", "unit", "start"],
+        update_fields=["visitors", "final", "updated"],
+    )
+    return rows
+
+
+def week_unions(r: redis.Redis, site: Site, weeks: list[date], today: date):
+    """OR each week's active and new-visitor bitmaps into lasting week keys."""
+    if not weeks:
+        return
+    sid = site.pk
+    ttl_ms = site.keep_daily_days * 86400 * 1000
+    pipe = r.pipeline(transaction=False)
+    for week in weeks:
+        week_days = [week + timedelta(days=n) for n in range(7) if week + timedelta(days=n) <= today]
+        queue_union(pipe, keys.active_week(sid, week), [keys.active(sid, d) for d in week_days], ttl_ms)
+        queue_union(pipe, keys.new_week(sid, week), [keys.new_visitors(sid, d) for d in week_days], ttl_ms)
+    pipe.execute()
+
+
+def retention(r: redis.Redis, site: SiteInfo, unit: str, cohorts: list[date], last: date, tmp: Scratch) -> list:
+    """(cohort, size, retained) for each cohort, retained[n] for every period n that has
+    begun by `last` (today, or this week's Monday), up to 30 days or 12 weeks."""
+    sid = site.id
+    if unit == "day":
+        cohort_key, active_key, step, periods = keys.new_visitors, keys.active, timedelta(days=1), DAY_PERIODS
+    else:
+        cohort_key, active_key, step, periods = keys.new_week, keys.active_week, timedelta(weeks=1), WEEK_PERIODS
+    result = []
+    for start in range(0, len(cohorts), 8):  # a few cohorts per round trip
+        pipe = r.pipeline(transaction=False)
+        layout = []
+        for cohort in cohorts[start : start + 8]:
+            source = cohort_key(sid, cohort)
+            reach = min(periods, (last - cohort) // step)
+            pipe.bitcount(source)
+            dest = tmp.key(f"and:{unit}:{cohort.isoformat()}")
+            for n in range(reach + 1):
+                pipe.bitop("AND", dest, source, active_key(sid, cohort + n * step))
+                pipe.bitcount(dest)
+            pipe.unlink(dest)
+            layout.append((cohort, reach))
+        answers = iter(pipe.execute())
+        for cohort, reach in layout:
+            size = next(answers)
+            retained = []
+            for _ in range(reach + 1):
+                next(answers)
+                retained.append(next(answers))
+            next(answers)
+            result.append((cohort, size, retained))
+    return result
+
+
+def _store_retention(site: Site, unit: str, rows: list):
+    Retention.objects.bulk_create(
+        [Retention(site=site, unit=unit, cohort=c, size=size, retained=retained) for c, size, retained in rows],
+        update_conflicts=True,
+        unique_fields=["site", "unit", "cohort"],
+        update_fields=["size", "retained", "updated"],
+    )
+
+
+# The jobs that beat runs, per site. Each holds its own lock and skips when it is taken.
+
+
+def roll_recent(r: redis.Redis, site: Site) -> Summary | None:
+    """Every few minutes: today and yesterday, still changing."""
+    from .locks import held
+
+    today = SiteInfo.from_model(site).today()
+    with held(r, keys.lock(site.pk, "rollup-recent")) as lock:
+        if lock is None:
+            return None
+        return rollup(r, site, today - timedelta(days=1), today, today=today)
+
+
+def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
+    """Closed days not yet final, oldest first: yesterday on a normal night, every missed
+    day after an outage (it looks back to the last final day)."""
+    from .locks import held
+
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    last_final = DailyMetrics.objects.filter(site=site, final=True).order_by("-date").values_list("date", flat=True).first()
+    if last_final is not None:
+        start = last_final + timedelta(days=1)
+    else:
+        start = site.created.astimezone(info.tz).date()
+    end = today - timedelta(days=1)
+    if start > end:
+        return Summary()
+    with held(r, keys.lock(site.pk, "rollup-closed")) as lock:
+        if lock is None:
+            return None
+        return rollup(r, site, start, end, today=today)

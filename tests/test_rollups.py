@@ -1,0 +1,213 @@
+"""Rollups against brute force over the same events: WAU/MAU and retention exact."""
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, time, timedelta
+
+import pytest
+
+from analytics import keys, rollups
+from analytics.identity import identity_source
+from analytics.ingest import Hit, record
+from analytics.models import DailyMetrics, PeriodVisitors, Retention
+from analytics.sites import SiteInfo
+
+
+def at(day, hour=0):
+    return datetime.combine(day, time(hour), tzinfo=UTC)
+
+
+def ingest_history(r, site, days=50, seed=5, pool=400):
+    """Random visits over `days` days ending today (site in UTC); returns {day: set(visitors)}."""
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    rng = random.Random(seed)
+    active = defaultdict(set)
+    hits = []
+    for offset in range(days - 1, -1, -1):
+        day = today - timedelta(days=offset)
+        for _ in range(rng.randrange(60, 140)):
+            v = min(rng.randrange(pool), rng.randrange(pool))  # some visitors return often
+            active[day].add(v)
+            page = f"/p{rng.randrange(6)}"
+            hits.append(Hit(at(day), page, "pageview", identity_source(None, f"v{v}", None, None)))
+    for i in range(0, len(hits), 500):
+        record(r, info, hits[i : i + 500])
+    return active
+
+
+def brute_force(active):
+    days = sorted(active)
+    first = {}
+    for day in days:
+        for v in active[day]:
+            first.setdefault(v, day)
+    new = defaultdict(set)
+    for v, day in first.items():
+        new[day].add(v)
+
+    def union(day, window):
+        out = set()
+        for n in range(window):
+            out |= active.get(day - timedelta(days=n), set())
+        return out
+
+    def monday(d):
+        return d - timedelta(days=d.weekday())
+
+    week_active, week_new = defaultdict(set), defaultdict(set)
+    for day in days:
+        week_active[monday(day)] |= active[day]
+        week_new[monday(day)] |= new[day]
+    return new, union, week_active, week_new
+
+
+def test_rollup_matches_brute_force(site, r):
+    active = ingest_history(r, site)
+    today = SiteInfo.from_model(site).today()
+    start = today - timedelta(days=49)
+    rollups.rollup(r, site, start, today)
+    new, union, week_active, week_new = brute_force(active)
+
+    rows = {row.date: row for row in DailyMetrics.objects.filter(site=site)}
+    assert sorted(rows) == sorted(active)
+    for day, row in rows.items():
+        assert row.dau == len(active[day])
+        assert row.new_visitors == len(new[day])
+        assert row.wau == len(union(day, 7))
+        assert row.mau == len(union(day, 30))
+        assert abs(row.visitors - row.dau) <= max(2, 0.02 * row.dau)
+        assert row.final == (day < today)
+        assert row.stickiness == round(row.dau / row.mau, 4)
+
+    for cohort in Retention.objects.filter(site=site, unit="day"):
+        c = cohort.cohort
+        expected = [len(new[c] & active.get(c + timedelta(days=n), set())) for n in range(min(30, (today - c).days) + 1)]
+        assert cohort.size == len(new[c])
+        assert cohort.retained == expected, c
+        assert cohort.retained[0] == cohort.size
+    # the 50 days, and the 30 before whose cohorts they could reach (empty ones)
+    assert Retention.objects.filter(site=site, unit="day").count() == 80
+
+    this_week = today - timedelta(days=today.weekday())
+    weekly = Retention.objects.filter(site=site, unit="week")
+    assert weekly.count() >= 7
+    for cohort in weekly:
+        w = cohort.cohort
+        assert w.weekday() == 0
+        reach = min(12, (this_week - w).days // 7)
+        expected = [len(week_new[w] & week_active[w + timedelta(weeks=n)]) for n in range(reach + 1)]
+        assert (cohort.size, cohort.retained) == (len(week_new[w]), expected), w
+
+    for period in PeriodVisitors.objects.filter(site=site):
+        if period.unit == "week":
+            span = [period.start + timedelta(days=n) for n in range(7)]
+        else:
+            span = [d for d in active if d.replace(day=1) == period.start]
+        truth = len(set().union(*(active.get(d, set()) for d in span)))
+        assert abs(period.visitors - truth) <= max(2, 0.02 * truth), period.start
+
+
+def test_rerunning_a_rollup_writes_the_same_rows(site, r):
+    ingest_history(r, site, days=20)
+    today = SiteInfo.from_model(site).today()
+
+    def snapshot():
+        return (
+            list(DailyMetrics.objects.order_by("date").values("date", "visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "final")),
+            list(Retention.objects.order_by("unit", "cohort").values("unit", "cohort", "size", "retained")),
+            list(PeriodVisitors.objects.order_by("unit", "start").values("unit", "start", "visitors")),
+        )
+
+    rollups.rollup(r, site, today - timedelta(days=19), today)
+    first = snapshot()
+    rollups.rollup(r, site, today - timedelta(days=19), today)
+    rollups.rollup(r, site, today - timedelta(days=5), today - timedelta(days=3))  # a sub-range, later
+    assert snapshot() == first
+
+
+def test_a_missed_night_is_caught_up(site, r):
+    active = ingest_history(r, site, days=12)
+    today = SiteInfo.from_model(site).today()
+    rollups.rollup(r, site, today - timedelta(days=11), today - timedelta(days=6))  # last final: today-6
+    assert not DailyMetrics.objects.filter(date=today - timedelta(days=3)).exists()
+    summary = rollups.roll_closed(r, site)
+    assert summary.days == 5  # today-5 .. yesterday
+    final = set(DailyMetrics.objects.filter(site=site, final=True).values_list("date", flat=True))
+    assert final == {today - timedelta(days=n) for n in range(1, 12)}
+    assert DailyMetrics.objects.get(date=today - timedelta(days=1)).dau == len(active[today - timedelta(days=1)])
+    assert rollups.roll_closed(r, site).days == 0  # nothing left to do
+
+
+def test_a_new_site_catches_up_from_its_creation_day(site, r):
+    ingest_history(r, site, days=4)
+    type(site).objects.filter(pk=site.pk).update(created=datetime.now(UTC) - timedelta(days=3))
+    site.refresh_from_db()
+    assert rollups.roll_closed(r, site).days == 3
+
+
+def test_recent_rollup_does_today_and_yesterday(site, r):
+    ingest_history(r, site, days=3)
+    today = SiteInfo.from_model(site).today()
+    rollups.roll_recent(r, site)
+    rows = {row.date: row.final for row in DailyMetrics.objects.all()}
+    assert rows == {today - timedelta(days=1): True, today: False}
+
+
+def test_a_job_skips_while_another_holds_its_lock(site, r):
+    from analytics.locks import Lock
+
+    ingest_history(r, site, days=2)
+    assert Lock(r, keys.lock(site.pk, "rollup-recent")).acquire()
+    assert rollups.roll_recent(r, site) is None
+    assert not DailyMetrics.objects.exists()
+
+
+def test_week_and_month_boundaries_in_a_time_zone(make_site, r):
+    site, _ = make_site("la.example", timezone="America/Los_Angeles")
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    # Find the last Sunday at least 3 weeks back (local), and visit late that Sunday
+    # evening (already Monday in UTC) and again on Monday.
+    sunday = today - timedelta(days=(today.weekday() + 1) % 7 + 21)
+    sunday_evening = datetime.combine(sunday, time(22), tzinfo=info.tz)
+    record(r, info, [Hit(sunday_evening.astimezone(UTC), "/", "pageview", identity_source(None, "a", None, None))])
+    monday_noon = datetime.combine(sunday + timedelta(days=1), time(12), tzinfo=info.tz)
+    record(r, info, [Hit(monday_noon.astimezone(UTC), "/", "pageview", identity_source(None, "a", None, None))])
+    rollups.rollup(r, site, sunday - timedelta(days=1), today)
+    assert DailyMetrics.objects.get(site=site, date=sunday).new_visitors == 1  # local Sunday, not UTC Monday
+    week = Retention.objects.get(site=site, unit="week", cohort=sunday - timedelta(days=6))
+    assert week.size == 1 and week.retained[:2] == [1, 1]  # new in Sunday's week, back the next
+    assert Retention.objects.get(site=site, unit="week", cohort=sunday + timedelta(days=1)).size == 0
+
+
+def test_scratch_keys_are_removed_even_when_a_job_fails(site, r, monkeypatch):
+    ingest_history(r, site, days=3)
+    today = SiteInfo.from_model(site).today()
+
+    def boom(*args):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(rollups, "_store_retention", boom)
+    with pytest.raises(RuntimeError):
+        rollups.rollup(r, site, today - timedelta(days=2), today)
+    assert list(r.scan_iter(keys.site_prefix(site.pk) + "tmp:*")) == []
+
+
+def test_expiry_waits_for_the_rollup(site, r):
+    ingest_history(r, site, days=5)
+    today = SiteInfo.from_model(site).today()
+    old = today - timedelta(days=4)
+    from analytics import expiry
+
+    assert expiry.apply_all(r, site, today) == 0  # nothing final: nothing gets a TTL
+    assert r.ttl(keys.active(site.pk, old)) == -1
+    site.keep_daily_days = 3
+    site.keep_page_days = 2
+    site.save()
+    rollups.rollup(r, site, today - timedelta(days=2), today)
+    # rolled and final: expiring at day + keep; today's keys are left alone
+    assert 0 < r.ttl(keys.active(site.pk, today - timedelta(days=1))) <= 4 * 86400
+    assert r.ttl(keys.page_visitors(site.pk, today - timedelta(days=1), "/p1")) <= 3 * 86400
+    assert r.ttl(keys.active(site.pk, today)) == -1
+    # the oldest days were never rolled up (older than keep_daily_days): still there, no TTL
+    assert r.ttl(keys.active(site.pk, old)) == -1
