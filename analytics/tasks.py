@@ -1,0 +1,37 @@
+"""Celery tasks: thin wrappers that take plain ids and call the plain functions in
+rollups.py and expiry.py (which tests call directly). The schedule is in config/celery.py."""
+from celery import shared_task
+
+from . import expiry, rollups
+from .connection import get_redis
+from .models import Site
+from .sites import SiteInfo
+
+JOBS = {"recent": rollups.roll_recent, "closed": rollups.roll_closed}
+SITE_TASK_EXPIRES = {"recent": 5 * 60 * 1.5, "closed": 60 * 60 * 1.5}
+
+
+@shared_task(ignore_result=True)
+def rollup_recent():
+    for site_id in Site.objects.values_list("pk", flat=True):
+        rollup_site.apply_async((site_id, "recent"), expires=SITE_TASK_EXPIRES["recent"])
+
+
+@shared_task(ignore_result=True)
+def rollup_closed():
+    for site_id in Site.objects.values_list("pk", flat=True):
+        rollup_site.apply_async((site_id, "closed"), expires=SITE_TASK_EXPIRES["closed"])
+
+
+@shared_task(ignore_result=True)
+def rollup_site(site_id: int, job: str):
+    site = Site.objects.filter(pk=site_id).first()
+    if site is not None:
+        JOBS[job](get_redis(), site)
+
+
+@shared_task(ignore_result=True)
+def apply_expiry():
+    r = get_redis()
+    for site in Site.objects.all():
+        expiry.apply_all(r, site, SiteInfo.from_model(site).today())

@@ -1,0 +1,39 @@
+"""The Celery app (Redis as broker) and the beat schedule, declared here and only here.
+
+Every entry expires after about 1.5x its interval, so a backed-up worker does not run a
+stale copy of a job many times over.
+"""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("tally")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+FIVE_MINUTES = 5 * 60
+HOUR = 60 * 60
+DAY = 24 * HOUR
+
+app.conf.beat_schedule = {
+    # today and yesterday, still changing
+    "rollup-recent": {
+        "task": "analytics.tasks.rollup_recent",
+        "schedule": FIVE_MINUTES,
+        "options": {"expires": FIVE_MINUTES * 1.5},
+    },
+    # closed days: hourly, so each site's midnight (in its own time zone) is seen within
+    # the hour; a missed run is caught up by the next one
+    "rollup-closed": {
+        "task": "analytics.tasks.rollup_closed",
+        "schedule": HOUR,
+        "options": {"expires": HOUR * 1.5},
+    },
+    "apply-expiry": {
+        "task": "analytics.tasks.apply_expiry",
+        "schedule": DAY,
+        "options": {"expires": DAY * 1.5},
+    },
+}
