@@ -9,46 +9,112 @@ from datetime import date, datetime, timedelta
 import redis
 
 from . import keys
+from .periods import days_between, monday, period_days, period_start
 from .sites import SiteInfo
 
-METRICS = ("visitors", "pageviews", "dau", "new_visitors")
+METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
+DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
+PERIOD_METRICS = ("visitors", "pageviews", "new_visitors")  # for interval=week|month
+WINDOW_METRICS = {"wau", "mau", "stickiness"}
 # Pages ranked by visitors are estimated for at most this many candidates (the ones with
 # the most pageviews); a multi-key PFCOUNT per page is the cost.
 MAX_PAGE_CANDIDATES = 5000
+DAY_PERIODS = 30  # retention: days after a day cohort
+WEEK_PERIODS = 12  # weeks after a week cohort
 REALTIME_MINUTES = 5
 
 
-def days_between(start: date, end: date) -> list[date]:
-    return [start + timedelta(days=n) for n in range((end - start).days + 1)]
+def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows: bool = True) -> dict[date, dict]:
+    """Every metric of every day: closed days from their stored rollup rows, the others
+    (today, or days no rollup has finished yet) live from Redis."""
+    from .models import DailyMetrics
+    from .rollups import day_metrics, scratch
 
-
-def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=METRICS) -> list[dict]:
-    """One row per day from start to end inclusive, zeros included."""
     days = days_between(start, end)
-    pipe = r.pipeline(transaction=False)
+    values = {
+        row.date: {
+            "visitors": row.visitors,
+            "pageviews": row.pageviews,
+            "dau": row.dau,
+            "new_visitors": row.new_visitors,
+            "wau": row.wau,
+            "mau": row.mau,
+        }
+        for row in DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end))
+    }
+    missing = [day for day in days if day not in values]
+    if missing:
+        with scratch(r, site.id) as tmp:
+            values.update(day_metrics(r, site, missing, tmp, windows=windows))
+    for row in values.values():
+        if "mau" in row:
+            row["stickiness"] = round(row["dau"] / row["mau"], 4) if row["mau"] else 0.0
+    return values
+
+
+def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=DEFAULT_METRICS, interval: str = "day") -> list[dict]:
+    """One row per day (or per ISO week / calendar month touching the range), zeros
+    included. Week and month visitors are true unions (HLL merge), not sums of days."""
+    values = daily_values(r, site, start, end, windows=bool(WINDOW_METRICS & set(metrics)))
+    days = days_between(start, end)
+    if interval == "day":
+        return [{"date": day.isoformat(), **{m: values[day][m] for m in metrics}} for day in days]
+
+    from .models import PeriodVisitors
+
+    groups: dict[date, list[date]] = {}
     for day in days:
+        groups.setdefault(period_start(interval, day), []).append(day)
+    stored = {
+        row.start: row.visitors
+        for row in PeriodVisitors.objects.filter(site_id=site.id, unit=interval, final=True, start__in=list(groups))
+    }
+    pipe = r.pipeline(transaction=False)
+    for first, members in groups.items():
+        pipe.pfcount(*(keys.site_visitors(site.id, day) for day in members))
+    live = dict(zip(groups, pipe.execute()))
+    rows = []
+    for first, members in groups.items():
+        whole = members == period_days(interval, first)
+        row = {"date": first.isoformat()}
         for metric in metrics:
             if metric == "visitors":
-                pipe.pfcount(keys.site_visitors(site.id, day))
-            elif metric == "pageviews":
-                pipe.get(keys.pageviews(site.id, day))
-            elif metric == "dau":
-                pipe.bitcount(keys.active(site.id, day))
-            elif metric == "new_visitors":
-                pipe.bitcount(keys.new_visitors(site.id, day))
+                row[metric] = stored[first] if whole and first in stored else live[first]
+            elif metric == "new_visitors" and site.daily_salt:
+                row[metric] = None
             else:
-                raise ValueError(f"unknown metric {metric}")
-    values = iter(pipe.execute())
-    rows = []
-    for day in days:
-        row = {"date": day.isoformat()}
-        for metric in metrics:
-            value = int(next(values) or 0)
-            if metric == "new_visitors" and site.daily_salt:
-                value = None  # every visitor is new every day when the salt rotates
-            row[metric] = value
+                row[metric] = sum(values[day][metric] for day in members)
         rows.append(row)
     return rows
+
+
+def retention(r: redis.Redis, site: SiteInfo, unit: str, start: date, end: date, periods: int) -> list[dict]:
+    """Cohorts starting start..end (days, or the ISO weeks touching the range): stored
+    rows where the rollups made them, live from Redis otherwise; retained[n] for n up to
+    `periods`, and only for periods that have begun."""
+    from .models import Retention
+    from .rollups import retention as live_retention
+    from .rollups import scratch
+
+    if unit == "day":
+        cohorts = days_between(start, end)
+        last = site.today()
+    else:
+        cohorts = sorted({monday(day) for day in days_between(start, end)})
+        last = monday(site.today())
+    cohorts = [c for c in cohorts if c <= last]
+    rows = {
+        row.cohort: (row.size, row.retained)
+        for row in Retention.objects.filter(site_id=site.id, unit=unit, cohort__in=cohorts)
+    }
+    missing = [c for c in cohorts if c not in rows]
+    if missing:
+        with scratch(r, site.id) as tmp:
+            for cohort, size, retained in live_retention(r, site, unit, missing, last, tmp, live=True):
+                rows[cohort] = (size, retained)
+    return [
+        {"cohort": c.isoformat(), "size": rows[c][0], "retained": rows[c][1][: periods + 1]} for c in cohorts
+    ]
 
 
 def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int = 10) -> list[dict]:

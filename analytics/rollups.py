@@ -25,26 +25,12 @@ import redis
 
 from . import expiry, keys
 from .models import DailyMetrics, PeriodVisitors, Retention, Site
-from .queries import days_between
+from .queries import DAY_PERIODS, WEEK_PERIODS
+from .periods import days_between, monday, month_start, period_days
 from .sites import SiteInfo
 
 OR_CHUNK = 16  # Redis 6.2 runs BITOP over more than 16 keys ~4x slower: OR in chunks
-DAY_PERIODS = 30
-WEEK_PERIODS = 12
 SCRATCH_TTL_MS = 10 * 60 * 1000
-
-
-def monday(day: date) -> date:
-    return day - timedelta(days=day.weekday())
-
-
-def month_start(day: date) -> date:
-    return day.replace(day=1)
-
-
-def month_days(first: date) -> list[date]:
-    following = (first.replace(day=28) + timedelta(days=4)).replace(day=1)
-    return days_between(first, following - timedelta(days=1))
 
 
 class Scratch:
@@ -131,8 +117,9 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
     return summary
 
 
-def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch) -> dict[date, dict]:
-    """Visitors, pageviews, DAU, new visitors, WAU and MAU of each day: one round trip."""
+def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch, windows: bool = True) -> dict[date, dict]:
+    """Visitors, pageviews, DAU, new visitors, and (with `windows`) WAU and MAU of each
+    day, straight from the raw keys: one round trip."""
     sid = site.id
     pipe = r.pipeline(transaction=False)
     wanted = []  # (day, metric, position of its answer)
@@ -145,7 +132,7 @@ def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch) 
         ):
             wanted.append((day, metric, len(pipe)))
             command(key)
-        for metric, window in (("wau", 7), ("mau", 30)):
+        for metric, window in (("wau", 7), ("mau", 30)) if windows else ():
             dest = tmp.key(f"{metric}:{day.isoformat()}")
             queue_union(pipe, dest, [keys.active(sid, day - timedelta(days=n)) for n in range(window)])
             wanted.append((day, metric, len(pipe)))
@@ -179,9 +166,9 @@ def _merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date],
     ttl = site.keep_daily_days * 86400
     rows = []
     for unit, start in periods:
-        period_days = [start + timedelta(days=n) for n in range(7)] if unit == "week" else month_days(start)
-        final = period_days[-1] < today
-        present = [d for d in period_days if d <= today and d >= earliest_day(site, today)]
+        span = period_days(unit, start)
+        final = span[-1] < today
+        present = [d for d in span if d <= today and d >= earliest_day(site, today)]
         if not present:
             continue
         pipe = r.pipeline(transaction=False)
@@ -225,14 +212,21 @@ def week_unions(r: redis.Redis, site: Site, weeks: list[date], today: date):
     pipe.execute()
 
 
-def retention(r: redis.Redis, site: SiteInfo, unit: str, cohorts: list[date], last: date, tmp: Scratch) -> list:
+def retention(
+    r: redis.Redis, site: SiteInfo, unit: str, cohorts: list[date], last: date, tmp: Scratch, live: bool = False
+) -> list:
     """(cohort, size, retained) for each cohort, retained[n] for every period n that has
-    begun by `last` (today, or this week's Monday), up to 30 days or 12 weeks."""
+    begun by `last` (today, or this week's Monday), up to 30 days or 12 weeks.
+
+    Week cohorts use the week unions `week_unions()` keeps; with `live`, they are made
+    in scratch keys instead (a read for weeks no rollup has covered yet)."""
     sid = site.id
     if unit == "day":
         cohort_key, active_key, step, periods = keys.new_visitors, keys.active, timedelta(days=1), DAY_PERIODS
     else:
         cohort_key, active_key, step, periods = keys.new_week, keys.active_week, timedelta(weeks=1), WEEK_PERIODS
+        if live and cohorts:
+            cohort_key, active_key = _scratch_week_unions(r, sid, min(cohorts), last, tmp)
     result = []
     for start in range(0, len(cohorts), 8):  # a few cohorts per round trip
         pipe = r.pipeline(transaction=False)
@@ -257,6 +251,19 @@ def retention(r: redis.Redis, site: SiteInfo, unit: str, cohorts: list[date], la
             next(answers)
             result.append((cohort, size, retained))
     return result
+
+
+def _scratch_week_unions(r: redis.Redis, sid: int, first_week: date, last_week: date, tmp: Scratch):
+    """OR each week's day bitmaps into scratch keys; returns key functions like keys'."""
+    pipe = r.pipeline(transaction=False)
+    week = first_week
+    while week <= last_week:
+        week_days = [week + timedelta(days=n) for n in range(7)]
+        queue_union(pipe, tmp.key(f"active-week:{week}"), [keys.active(sid, d) for d in week_days])
+        queue_union(pipe, tmp.key(f"new-week:{week}"), [keys.new_visitors(sid, d) for d in week_days])
+        week += timedelta(weeks=1)
+    pipe.execute()
+    return (lambda _, w: tmp.key(f"new-week:{w}")), (lambda _, w: tmp.key(f"active-week:{w}"))
 
 
 def _store_retention(site: Site, unit: str, rows: list):

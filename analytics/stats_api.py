@@ -65,18 +65,48 @@ def _int(request, name: str, default: int, low: int, high: int) -> int:
     return number
 
 
+def _choice(request, name: str, choices: tuple, default: str) -> str:
+    value = request.GET.get(name) or default
+    if value not in choices:
+        raise ApiError(400, f"{name}: must be one of {', '.join(choices)}")
+    return value
+
+
 @methods("GET")
 @json_errors
 def timeseries(request):
     site = _site(request)
     start, end = _range(request, site)
-    wanted = request.GET.get("metrics") or ",".join(queries.METRICS)
+    interval = _choice(request, "interval", ("day", "week", "month"), "day")
+    allowed = queries.METRICS if interval == "day" else queries.PERIOD_METRICS
+    wanted = request.GET.get("metrics") or ",".join(queries.DEFAULT_METRICS if interval == "day" else allowed)
     metrics = [m.strip() for m in wanted.split(",") if m.strip()]
-    unknown = [m for m in metrics if m not in queries.METRICS]
+    unknown = [m for m in metrics if m not in allowed]
     if unknown or not metrics:
-        raise ApiError(400, f"metrics: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(queries.METRICS)}")
-    results = queries.timeseries(get_redis(), site, start, end, metrics)
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
+        raise ApiError(
+            400,
+            f"metrics: unknown {', '.join(unknown) or '(none)'} for interval={interval}; choose from {', '.join(allowed)}",
+        )
+    results = queries.timeseries(get_redis(), site, start, end, metrics, interval)
+    return json_response(
+        {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "interval": interval, "results": results}
+    )
+
+
+@methods("GET")
+@json_errors
+def retention(request):
+    site = _site(request)
+    if site.daily_salt:
+        raise ApiError(400, "retention needs a stable visitor identity; this site rotates its salt daily")
+    unit = _choice(request, "unit", ("day", "week"), "day")
+    top = queries.DAY_PERIODS if unit == "day" else queries.WEEK_PERIODS
+    periods = _int(request, "periods", top, 0, top)
+    start, end = _range(request, site)
+    cohorts = queries.retention(get_redis(), site, unit, start, end, periods)
+    return json_response(
+        {"site": site.domain, "unit": unit, "from": start.isoformat(), "to": end.isoformat(), "periods": periods, "cohorts": cohorts}
+    )
 
 
 @methods("GET")

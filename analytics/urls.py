@@ -7,5 +7,6 @@ urlpatterns = [
     path("api/v1/events", ingest_api.events, name="events"),
     path("api/v1/stats/timeseries", stats_api.timeseries, name="stats-timeseries"),
     path("api/v1/stats/pages", stats_api.pages, name="stats-pages"),
+    path("api/v1/stats/retention", stats_api.retention, name="stats-retention"),
     path("api/v1/stats/realtime", stats_api.realtime, name="stats-realtime"),
 ]
