@@ -1,0 +1,265 @@
+"""The OpenAPI 3.1 document for Tally's ingest and read API, served at /api/v1/openapi.json.
+
+Written by hand next to the code it describes; a test checks that every API route is in
+it and that it is a valid OpenAPI document.
+"""
+from django.views.decorators.http import require_GET
+
+from .http import json_response
+from .queries import DAY_PERIODS, DEFAULT_METRICS, METRICS, PERIOD_METRICS, WEEK_PERIODS
+
+
+def _error(description):
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _param(name, description, schema, required=False):
+    return {"name": name, "in": "query", "required": required, "description": description, "schema": schema}
+
+
+SITE = _param("site", "The site's domain.", {"type": "string"}, required=True)
+FROM = _param("from", "First day, the site's local date (default: 30 days before `to`).", {"type": "string", "format": "date"})
+TO = _param("to", "Last day, inclusive (default: today in the site's time zone). At most 731 days in all.", {"type": "string", "format": "date"})
+READ_ERRORS = {
+    "400": _error("A parameter is missing or wrong; the message names it."),
+    "401": _error("No valid API key (and no staff session)."),
+    "403": _error("The key is for another site."),
+    "503": _error("Redis is unavailable; retry later."),
+}
+
+DOCUMENT = {
+    "openapi": "3.1.0",
+    "info": {
+        "title": "Tally API",
+        "version": "1",
+        "description": (
+            "Ingest visit events and read the numbers. Visitors are HyperLogLog estimates "
+            "(0.81% standard error); pageviews, DAU, WAU, MAU, new visitors and retention are exact. "
+            "Every error is a JSON body {\"error\": \"...\"}."
+        ),
+    },
+    "components": {
+        "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer", "description": "The site's API key."}},
+        "schemas": {
+            "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+            "PlausibleEvent": {
+                "type": "object",
+                "required": ["name", "url", "domain"],
+                "description": "Plausible's Events API body; the tracker's short names n, u, d, r, p, h are accepted too.",
+                "properties": {
+                    "name": {"type": "string", "maxLength": 120, "examples": ["pageview"]},
+                    "url": {"type": "string", "maxLength": 2048, "examples": ["https://example.com/pricing"]},
+                    "domain": {"type": "string", "description": "The site's domain; several, comma-separated, count the event for each."},
+                    "referrer": {"type": ["string", "null"]},
+                    "props": {"description": "Custom properties (accepted, not yet counted)."},
+                    "revenue": {"description": "Revenue (accepted, not yet counted)."},
+                    "interactive": {"type": "boolean"},
+                    "user_id": {"type": "string", "maxLength": 256, "description": "Extension: a stable id from the site's login."},
+                },
+            },
+            "BatchEvent": {
+                "type": "object",
+                "required": ["url"],
+                "description": "One of visitor, user_id or ip is required.",
+                "properties": {
+                    "url": {"type": "string", "maxLength": 2048},
+                    "ts": {"type": ["string", "null"], "format": "date-time", "description": "ISO-8601; no offset means UTC; default now."},
+                    "visitor": {"type": ["string", "null"], "maxLength": 256},
+                    "user_id": {"type": ["string", "null"], "maxLength": 256},
+                    "ip": {"type": ["string", "null"], "maxLength": 64},
+                    "user_agent": {"type": ["string", "null"], "maxLength": 2048},
+                    "referrer": {"type": ["string", "null"], "maxLength": 2048},
+                    "name": {"type": "string", "default": "pageview", "maxLength": 120},
+                },
+            },
+            "BatchResult": {
+                "type": "object",
+                "properties": {
+                    "accepted": {"type": "integer"},
+                    "bots_dropped": {"type": "integer"},
+                    "rejected": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"index": {"type": "integer"}, "error": {"type": "string"}}},
+                    },
+                },
+            },
+            "Cohort": {
+                "type": "object",
+                "properties": {
+                    "cohort": {"type": "string", "format": "date"},
+                    "size": {"type": "integer"},
+                    "retained": {"type": "array", "items": {"type": "integer"}, "description": "retained[0] == size; periods not begun are left out."},
+                },
+            },
+        },
+    },
+    "paths": {
+        "/api/event": {
+            "post": {
+                "summary": "One event from a browser (Plausible-compatible)",
+                "description": "Send as application/json or text/plain. The visitor is the keyed hash of the client IP and User-Agent, or of user_id. CORS open, no CSRF.",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/PlausibleEvent"}},
+                        "text/plain": {"schema": {"$ref": "#/components/schemas/PlausibleEvent"}},
+                    },
+                },
+                "responses": {
+                    "202": {
+                        "description": "Counted, or dropped on purpose (then `X-Tally-Dropped: bot`).",
+                        "headers": {"X-Tally-Dropped": {"schema": {"type": "string"}}},
+                        "content": {"text/plain": {"schema": {"type": "string", "const": "ok"}}},
+                    },
+                    "400": _error("Malformed JSON, wrong types, a bad url, an unknown domain, no User-Agent."),
+                    "405": _error("Not POST."),
+                    "413": _error("Body over the limit (64 KB)."),
+                    "503": _error("Redis is unavailable; retry later."),
+                },
+            }
+        },
+        "/api/v1/events": {
+            "post": {
+                "summary": "A batch of server-side events",
+                "security": [{"apiKey": []}],
+                "parameters": [_param("bots", "`keep` to count bot traffic (dropped by default).", {"type": "string", "enum": ["keep"]})],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"type": "array", "maxItems": 10000, "items": {"$ref": "#/components/schemas/BatchEvent"}}},
+                        "application/x-ndjson": {"schema": {"type": "string", "description": "One BatchEvent object per line."}},
+                    },
+                },
+                "responses": {
+                    "200": {"description": "Good events counted; bad ones listed.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchResult"}}}},
+                    "400": _error("Neither a JSON array nor NDJSON."),
+                    "401": _error("No valid API key."),
+                    "413": _error("Over 10,000 events or 16 MB."),
+                    "503": _error("Redis is unavailable; retry later."),
+                },
+            }
+        },
+        "/api/v1/stats/timeseries": {
+            "get": {
+                "summary": "Metrics per day, ISO week or month",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    SITE,
+                    FROM,
+                    TO,
+                    _param(
+                        "metrics",
+                        f"Comma-separated. Per day: {', '.join(METRICS)} (default {', '.join(DEFAULT_METRICS)}); "
+                        f"per week or month: {', '.join(PERIOD_METRICS)}.",
+                        {"type": "string"},
+                    ),
+                    _param("interval", "Row per day, ISO week (Monday) or calendar month.", {"type": "string", "enum": ["day", "week", "month"], "default": "day"}),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "One row per period, zeros included.",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "site": {"type": "string"},
+                                        "from": {"type": "string", "format": "date"},
+                                        "to": {"type": "string", "format": "date"},
+                                        "interval": {"type": "string"},
+                                        "results": {"type": "array", "items": {"type": "object", "additionalProperties": {"type": ["number", "string", "null"]}}},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/stats/pages": {
+            "get": {
+                "summary": "Top pages by unique visitors over the range",
+                "security": [{"apiKey": []}],
+                "parameters": [SITE, FROM, TO, _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10})],
+                "responses": {
+                    "200": {
+                        "description": "Pages with visitors (HLL union over the range) and pageviews.",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "results": {
+                                            "type": "array",
+                                            "items": {"type": "object", "properties": {"page": {"type": "string"}, "visitors": {"type": "integer"}, "pageviews": {"type": "integer"}}},
+                                        }
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/stats/retention": {
+            "get": {
+                "summary": "Retention cohorts (exact)",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    SITE,
+                    FROM,
+                    TO,
+                    _param("unit", "Day cohorts or ISO-week cohorts.", {"type": "string", "enum": ["day", "week"], "default": "day"}),
+                    _param("periods", f"Largest n in retained (at most {DAY_PERIODS} days or {WEEK_PERIODS} weeks).", {"type": "integer", "minimum": 0, "maximum": DAY_PERIODS}),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "Cohort = visitors first seen that day (week); retained[n] = of them, active n days (weeks) later.",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "site": {"type": "string"},
+                                        "unit": {"type": "string"},
+                                        "periods": {"type": "integer"},
+                                        "cohorts": {"type": "array", "items": {"$ref": "#/components/schemas/Cohort"}},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/stats/realtime": {
+            "get": {
+                "summary": "Unique visitors over the last five minutes",
+                "security": [{"apiKey": []}],
+                "parameters": [SITE],
+                "responses": {
+                    "200": {
+                        "description": "Union of the per-minute HLLs.",
+                        "content": {
+                            "application/json": {
+                                "schema": {"type": "object", "properties": {"site": {"type": "string"}, "visitors": {"type": "integer"}, "minutes": {"type": "integer"}}}
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/openapi.json": {
+            "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}}}
+        },
+    },
+}
+
+
+@require_GET
+def document(request):
+    return json_response(DOCUMENT, headers={"Access-Control-Allow-Origin": "*"})
