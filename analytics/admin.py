@@ -1,5 +1,7 @@
 """Admin for sites and API keys. Keys are shown once, in a message, when made."""
+import redis
 from django.contrib import admin, messages
+from django.utils.html import format_html, format_html_join
 
 from .models import ApiKey, Site
 
@@ -26,9 +28,37 @@ def _show_key(request, site, key):
 class SiteAdmin(admin.ModelAdmin):
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
-    readonly_fields = ("created",)
+    readonly_fields = ("created", "memory_today")
     inlines = [ApiKeyInline]
     actions = ["create_api_key"]
+    fieldsets = [
+        (None, {"fields": ("domain", "timezone", "identity_mode", "created")}),
+        (
+            "Key expiry policy",
+            {
+                "fields": ("keep_realtime_hours", "keep_page_days", "keep_daily_days", "memory_today"),
+                "description": "Raw Redis keys expire after these times, and only once their day is rolled up; "
+                "the rolled-up numbers are kept for good.",
+            },
+        ),
+    ]
+
+    @admin.display(description="Redis memory of today's keys")
+    def memory_today(self, obj):
+        if obj.pk is None:
+            return "—"
+        from .connection import get_redis
+        from .keyspace import memory_today
+        from .sites import SiteInfo
+
+        try:
+            usage = memory_today(get_redis(), SiteInfo.from_model(obj))
+        except redis.exceptions.RedisError as e:
+            return f"Redis unavailable ({e.__class__.__name__})"
+        rows = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", ((name, n, _size(b)) for name, (n, b) in usage.items())
+        )
+        return format_html("<table><tr><th>family</th><th>keys</th><th>memory</th></tr>{}</table>", rows)
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
@@ -50,3 +80,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024

@@ -74,3 +74,15 @@ def test_the_admin_is_staff_only(client, django_user_model):
 def test_the_dashboard_needs_login(client):
     response = client.get("/")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_the_admin_shows_the_expiry_policy_and_todays_memory(admin_client, site, r):
+    from analytics.identity import identity_source
+    from analytics.ingest import Hit, record
+    from analytics.sites import SiteInfo
+
+    record(r, SiteInfo.from_model(site), [Hit(None, f"/p{n}", "pageview", identity_source(None, str(n), None, None)) for n in range(50)])
+    page = admin_client.get(f"/admin/analytics/site/{site.pk}/change/").content.decode()
+    assert "Key expiry policy" in page and 'name="keep_page_days"' in page
+    assert "daily pages" in page and "realtime minutes" in page
+    assert "<td>101</td>" in page  # 50 page HLLs + 50 page counters + the page index

@@ -1,0 +1,50 @@
+"""What a site's keys cost in Redis memory, per key family (shown in the admin beside the
+expiry policy, so an operator sees what a longer retention would cost)."""
+from datetime import UTC, datetime, timedelta
+
+import redis
+
+from . import keys
+from .sites import SiteInfo
+
+MAX_PAGES_MEASURED = 2000  # beyond this, the measured pages' average stands for the rest
+
+
+def _usage(r: redis.Redis, names: list[str]) -> tuple[int, int]:
+    """(keys that exist, bytes) for these key names."""
+    if not names:
+        return 0, 0
+    pipe = r.pipeline(transaction=False)
+    for name in names:
+        pipe.memory_usage(name)
+    sizes = [size for size in pipe.execute() if size is not None]
+    return len(sizes), sum(sizes)
+
+
+def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
+    """{family: (keys, bytes)} for today's keys of each expiry family, plus the lasting
+    visitor-id map."""
+    sid, today = site.id, site.today()
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    minutes = [keys.realtime(sid, now - timedelta(minutes=n)) for n in range(site.realtime_ttl // 60)]
+    paths = [p.decode() for p in r.srandmember(keys.pages_index(sid, today), MAX_PAGES_MEASURED) or []]
+    total_pages = r.scard(keys.pages_index(sid, today))
+    page_keys = [keys.page_visitors(sid, today, p) for p in paths] + [keys.page_pageviews(sid, today, p) for p in paths]
+    count, size = _usage(r, page_keys + [keys.pages_index(sid, today)])
+    if paths and total_pages > len(paths):
+        scale = total_pages / len(paths)
+        count, size = int(count * scale), int(size * scale)
+    daily = [
+        keys.active(sid, today),
+        keys.new_visitors(sid, today),
+        keys.site_visitors(sid, today),
+        keys.pageviews(sid, today),
+        keys.bots_dropped(sid, today),
+        keys.events_index(sid, today),
+    ]
+    return {
+        "realtime minutes": _usage(r, minutes),
+        "daily pages": (count, size),
+        "daily bitmaps and site HLL": _usage(r, daily),
+        "visitor ids (kept)": _usage(r, [keys.visitor_ids(sid), keys.visitor_id_counter(sid)]),
+    }
