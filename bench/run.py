@@ -27,6 +27,7 @@ from pathlib import Path
 
 BASE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE))
+sys.path.insert(0, str(BASE / "bench"))
 VAR = BASE / "var" / "bench"
 VAR.mkdir(parents=True, exist_ok=True)
 os.environ["TALLY_VAR_DIR"] = str(VAR)
@@ -226,6 +227,16 @@ def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
     return results
 
 
+def rollup_section(r):
+    import rollup_bench
+
+    from analytics.models import Site
+
+    Site.objects.filter(domain="rollup.example").delete()
+    site = Site.objects.create(domain="rollup.example")
+    return rollup_bench.run(r, site, say)
+
+
 def table(title: str, header: tuple, lines: list[tuple]):
     widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
     print(f"\n{title}")
@@ -264,6 +275,8 @@ def main():
         bitmapist = bitmapist_reference(server.url)
         r.flushall()  # HTTP runs start from an empty Redis, like the engine ones did
         http_results = http(server.url, key, bodies_for_http)
+        r.flushall()
+        rollup_rows = rollup_section(r)
 
     lines = []
     for pages, (record_only, validated, distinct) in engine_rows.items():
@@ -292,7 +305,18 @@ def main():
                 ("ref: bare WSGI + redis-py pipeline, 1 event", fmt(sref["per_second"]), fmt(sref["per_second"]), f"{sref['p50_us'] / 1000:.1f}", f"{sref['p99_us'] / 1000:.1f}", sref["errors"], sref["non2xx"]),
             ],
         )
+    table(
+        f"Nightly rollup, {rollup_bench_visitors():,} visitors over 35 days (one site), Redis 6.2",
+        ("what", "ms", "peak extra Redis MB"),
+        rollup_rows,
+    )
     print()
+
+
+def rollup_bench_visitors():
+    import rollup_bench
+
+    return rollup_bench.VISITORS
 
 
 if __name__ == "__main__":
