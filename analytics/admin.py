@@ -28,11 +28,13 @@ def _show_key(request, site, key):
 class SiteAdmin(admin.ModelAdmin):
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
-    readonly_fields = ("created", "memory_today")
+    readonly_fields = ("created", "memory_today", "share_link")
     inlines = [ApiKeyInline]
-    actions = ["create_api_key"]
+    actions = ["create_api_key", "enable_sharing", "revoke_sharing"]
+    filter_horizontal = ("owners",)
     fieldsets = [
-        (None, {"fields": ("domain", "timezone", "identity_mode", "created")}),
+        (None, {"fields": ("domain", "timezone", "identity_mode", "created", "owners")}),
+        ("Public share link", {"fields": ("share_link",), "description": "Use the actions on the site list to create or revoke it."}),
         (
             "Key expiry policy",
             {
@@ -42,6 +44,29 @@ class SiteAdmin(admin.ModelAdmin):
             },
         ),
     ]
+
+    @admin.display(description="Share link")
+    def share_link(self, obj):
+        if not obj.share_token:
+            return "Not shared."
+        from django.urls import reverse
+
+        url = reverse("dashboard:shared", args=[obj.share_token])
+        return format_html('<a href="{}">{}</a>', url, url)
+
+    @admin.action(description="Create (or replace) a public read-only share link")
+    def enable_sharing(self, request, queryset):
+        from django.urls import reverse
+
+        for site in queryset:
+            url = request.build_absolute_uri(reverse("dashboard:shared", args=[site.enable_sharing()]))
+            messages.success(request, f"Share link for {site.domain}: {url}")
+
+    @admin.action(description="Revoke the share link")
+    def revoke_sharing(self, request, queryset):
+        for site in queryset:
+            site.revoke_sharing()
+        messages.success(request, f"Revoked the share links of {queryset.count()} site(s).")
 
     @admin.display(description="Redis memory of today's keys")
     def memory_today(self, obj):

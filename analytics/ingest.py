@@ -19,6 +19,7 @@ from .scripts import RECORD_BATCH
 from .sites import SiteInfo
 
 PAGEVIEW = "pageview"
+PAGE_SEARCH_CAP = 10_000  # paths kept for prefix search per site
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors per Lua call: Lua's unpack() is bounded
 
@@ -136,6 +137,8 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk) -> tuple[list, list]:
         keys.pageviews(sid, day),
         keys.pages_index(sid, day),
         keys.events_index(sid, day),
+        keys.page_search(sid),
+        keys.live_tick(sid),
     ]
     args = [
         DAILY_ID_MAP_TTL if site.daily_salt else 0,
@@ -156,6 +159,7 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk) -> tuple[list, list]:
     for minute, members in chunk.minutes.items():
         script_keys.append(keys.realtime(sid, minute))
         args.append(",".join(map(str, members)))
+    args += (PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
     return script_keys, args
 
 

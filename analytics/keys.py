@@ -28,7 +28,12 @@ ids[:<day>]        hash    visitor digest -> dense id (per day in daily-salt mod
 ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
+page-search        zset    every page path, score 0, for prefix search (ZRANGEBYLEX); capped
+tick               string  set for a second after ingest published a live tick
 =================  ======  ===============================================================
+
+Pub/sub channel ``tally:{<site id>}:live``: ingest publishes there (at most once a second
+per site) when new events arrive; live dashboards listen.
 
 Rollup keys (written by rollups.py, expiring with the daily keys they summarise):
 
@@ -143,3 +148,15 @@ def active_week(site_id: int, monday: date) -> str:
 
 def new_week(site_id: int, monday: date) -> str:
     return f"{PREFIX}:{{{site_id}}}:new-week:{monday.isoformat()}"
+
+
+def page_search(site_id: int) -> str:
+    return f"{PREFIX}:{{{site_id}}}:page-search"
+
+
+def live_tick(site_id: int) -> str:
+    return f"{PREFIX}:{{{site_id}}}:tick"
+
+
+def live_channel(site_id: int) -> str:
+    return f"{PREFIX}:{{{site_id}}}:live"

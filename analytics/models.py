@@ -3,6 +3,7 @@ import hashlib
 import secrets
 import zoneinfo
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
@@ -39,6 +40,13 @@ class Site(models.Model):
     # digest. Never shown; rotating it starts every visitor afresh.
     salt = models.CharField(max_length=64, default=new_salt, editable=False)
     created = models.DateTimeField(auto_now_add=True)
+    owners = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="sites", help_text="Users who may see this site (staff see every site)."
+    )
+    share_token = models.CharField(
+        max_length=64, null=True, blank=True, unique=True, editable=False,
+        help_text="Anyone with the share link sees this site's dashboard, read-only.",
+    )
 
     # Key expiry policy: raw Redis keys live this long; the rollup rows are kept for good.
     # Days' keys get their TTL only once the day's rollup is stored (see rollups.py).
@@ -61,6 +69,16 @@ class Site(models.Model):
     def save(self, *args, **kwargs):
         self.domain = self.domain.strip().lower()
         super().save(*args, **kwargs)
+
+    def enable_sharing(self) -> str:
+        """A new unguessable public read-only link token (replacing any old one)."""
+        self.share_token = secrets.token_urlsafe(24)
+        self.save(update_fields=["share_token"])
+        return self.share_token
+
+    def revoke_sharing(self):
+        self.share_token = None
+        self.save(update_fields=["share_token"])
 
     def create_api_key(self, name=""):
         """Make a new key and return it in clear text: the only time anyone sees it."""

@@ -150,3 +150,44 @@ def realtime_visitors(r: redis.Redis, site: SiteInfo, now: datetime) -> int:
     """Distinct visitors over the last five UTC minutes, this one included."""
     minute = now.replace(second=0, microsecond=0)
     return r.pfcount(*(keys.realtime(site.id, minute - timedelta(minutes=n)) for n in range(REALTIME_MINUTES)))
+
+
+def search_pages(r: redis.Redis, site: SiteInfo, prefix: str, limit: int = 10) -> list[str]:
+    """Paths starting with `prefix`, in byte order: ZRANGEBYLEX over a set of equal scores."""
+    low = b"[" + prefix.encode() if prefix else b"-"
+    high = b"[" + prefix.encode() + b"\xff" if prefix else b"+"
+    return [p.decode() for p in r.zrangebylex(keys.page_search(site.id), low, high, start=0, num=limit)]
+
+
+def page_timeseries(r: redis.Redis, site: SiteInfo, path: str, start: date, end: date) -> list[dict]:
+    """One page's visitors (HLL) and pageviews per day."""
+    days = days_between(start, end)
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.pfcount(keys.page_visitors(site.id, day, path))
+        pipe.get(keys.page_pageviews(site.id, day, path))
+    answers = pipe.execute()
+    return [
+        {"date": day.isoformat(), "visitors": answers[2 * n], "pageviews": int(answers[2 * n + 1] or 0)}
+        for n, day in enumerate(days)
+    ]
+
+
+def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict | None = None) -> dict:
+    """Headline numbers of a period: unique visitors over the whole period (a union, not a
+    sum of days), pageviews and new visitors summed, DAU averaged, WAU and MAU on its last
+    day, stickiness = average DAU / MAU on the last day."""
+    values = values or daily_values(r, site, start, end)
+    days = days_between(start, end)
+    rows = [values[day] for day in days]
+    last = values[min(end, site.today())] if start <= site.today() else rows[-1]
+    dau = sum(row["dau"] for row in rows) / len(rows)
+    return {
+        "visitors": r.pfcount(*(keys.site_visitors(site.id, day) for day in days)),
+        "pageviews": sum(row["pageviews"] for row in rows),
+        "dau": round(dau, 1),
+        "wau": last["wau"],
+        "mau": last["mau"],
+        "stickiness": round(dau / last["mau"], 4) if last["mau"] else 0.0,
+        "new_visitors": None if site.daily_salt else sum(row["new_visitors"] for row in rows),
+    }

@@ -1,12 +1,13 @@
 """Read API: `GET /api/v1/stats/timeseries`, `/pages`, `/realtime`.
 
-Authorised by the site's Bearer key, or by a logged-in staff session (the dashboard).
+Authorised by the site's Bearer key, or by a logged-in session of a user who may see the
+site (staff, or one of its owners: see access.py).
 Query parameters are checked here and every mistake is a 400 naming the parameter.
 """
 from datetime import UTC, date, datetime, timedelta
 
 
-from . import queries, sites
+from . import access, queries, sites
 from .connection import get_redis
 from .http import ApiError, bearer_site, json_errors, json_response, methods
 
@@ -24,11 +25,11 @@ def _site(request) -> sites.SiteInfo:
         if site.domain != domain:
             raise ApiError(403, f"this API key is not for site {domain!r}")
         return site
-    if request.user.is_authenticated and request.user.is_staff:
-        site = sites.site_for_domain(domain)
+    if request.user.is_authenticated:
+        site = access.site_for_user(request.user, domain)
         if site is None:
             raise ApiError(404, f"unknown site: {domain!r}")
-        return site
+        return sites.SiteInfo.from_model(site)
     raise ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", {"WWW-Authenticate": "Bearer"})
 
 

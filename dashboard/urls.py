@@ -1,8 +1,18 @@
 from django.urls import path
 
-from . import views
+from . import live, views
 
 app_name = "dashboard"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("dashboard/<str:domain>/", views.site, name="site"),
+    path("dashboard/<str:domain>/search", views.search, name="search"),
+    path("dashboard/<str:domain>/page", views.page, name="page"),
+    path("dashboard/<str:domain>/realtime", views.realtime, name="realtime"),
+    path("share/<str:token>/", views.site, name="shared"),
+    path("share/<str:token>/search", views.search, name="search-shared"),
+    path("share/<str:token>/page", views.page, name="page-shared"),
+    path("share/<str:token>/realtime", views.realtime, name="realtime-shared"),
+    path("live/share/<str:token>", live.live_shared, name="live-shared"),
+    path("live/<str:domain>", live.live, name="live"),
 ]

@@ -1,11 +1,138 @@
-"""The web UI. It only reads (through analytics.queries) and renders; it never writes Redis."""
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+"""The web UI. It reads through analytics.queries (the functions behind the read API) and
+renders; it never writes to Redis."""
+import functools
+from datetime import timedelta
 
-from analytics.models import Site
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, JsonResponse
+from django.shortcuts import render
+from django.templatetags.static import static
+from django.urls import reverse
+
+from analytics import access, queries
+from analytics.connection import get_redis
+from analytics.sites import SiteInfo
+
+from . import charts, periods
+
+CHART_METRICS = ("visitors", "pageviews", "dau", "wau", "mau")
+CARDS = [
+    ("visitors", "Visitors"),
+    ("pageviews", "Pageviews"),
+    ("dau", "DAU (avg)"),
+    ("wau", "WAU"),
+    ("mau", "MAU"),
+    ("stickiness", "Stickiness"),
+    ("new_visitors", "New visitors"),
+]
 
 
 @login_required
 def home(request):
-    sites = Site.objects.all() if request.user.is_staff else Site.objects.none()
-    return render(request, "dashboard/home.html", {"sites": sites})
+    sites = access.visible_sites(request.user).order_by("domain")
+    return render(request, "dashboard/home.html", {"sites": sites, "can_add": request.user.is_staff})
+
+
+def site_view(view):
+    """Resolve the site from a domain (logged-in users who may see it) or a share token
+    (anyone holding it). Another user's site is a 404: its existence is not revealed."""
+
+    @functools.wraps(view)
+    def wrapper(request, domain=None, token=None):
+        if token is not None:
+            site = access.site_for_share_token(token)
+            base = reverse("dashboard:shared", args=[token])
+        else:
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            site = access.site_for_user(request.user, domain)
+            base = reverse("dashboard:site", args=[domain])
+        if site is None:
+            raise Http404("no such site")
+        return view(request, site, SiteInfo.from_model(site), base=base, shared=token is not None)
+
+    return wrapper
+
+
+def _change(now, before):
+    if now is None or before is None or not before:
+        return None
+    return round(100 * (now - before) / before, 1)
+
+
+def _live_url(request, site, shared: bool) -> str:
+    base = settings.LIVE_URL or f"{request.scheme}://{request.get_host().rsplit(':', 1)[0]}:{settings.LIVE_PORT}"
+    path = reverse("dashboard:live-shared", args=[site.share_token]) if shared else reverse("dashboard:live", args=[site.domain])
+    return base.rstrip("/") + path
+
+
+@site_view
+def site(request, site, info, base, shared):
+    today = info.today()
+    period = periods.parse(request.GET, today)
+    previous = period.previous()
+    r = get_redis()
+    values = queries.daily_values(r, info, period.start, period.end)
+    rows = [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
+    now = queries.summary(r, info, period.start, period.end, values)
+    before = queries.summary(r, info, previous.start, previous.end)
+    pages = queries.top_pages(r, info, period.start, period.end, limit=10)
+    retention_day = [] if info.daily_salt else queries.retention(r, info, "day", max(period.start, period.end - timedelta(days=29)), period.end, 30)
+    retention_week = [] if info.daily_salt else queries.retention(r, info, "week", period.end - timedelta(weeks=11), period.end, 12)
+    figures = {
+        "visitors": charts.visitors(rows),
+        "actives": charts.actives(rows),
+        "pages": charts.top_pages(pages),
+        "retention-day": charts.retention(retention_day, "day"),
+        "retention-week": charts.retention(retention_week, "week"),
+    }
+    cards = [
+        {"key": key, "label": label, "value": now[key], "before": before[key], "change": _change(now[key], before[key])}
+        for key, label in CARDS
+        if not (key == "new_visitors" and now[key] is None)
+    ]
+    tracker = request.build_absolute_uri(static("tracker.js"))
+    return render(
+        request,
+        "dashboard/site.html",
+        {
+            "site": site,
+            "info": info,
+            "period": period,
+            "choices": periods.CHOICES,
+            "cards": cards,
+            "pages": pages,
+            "figures": figures,
+            "has_data": bool(now["pageviews"] or before["pageviews"] or pages),
+            "shared": shared,
+            "base": base,
+            "live_url": _live_url(request, site, shared),
+            "snippet": f'<script defer data-domain="{site.domain}" src="{tracker}"></script>',
+            "event_url": request.build_absolute_uri(reverse("event")),
+            "daily_salt": info.daily_salt,
+        },
+    )
+
+
+@site_view
+def search(request, site, info, base, shared):
+    prefix = request.GET.get("q", "")[:200]
+    return JsonResponse({"pages": queries.search_pages(get_redis(), info, prefix, limit=10)})
+
+
+@site_view
+def page(request, site, info, base, shared):
+    path = request.GET.get("path", "")[:1024]
+    period = periods.parse(request.GET, info.today())
+    rows = queries.page_timeseries(get_redis(), info, path, period.start, period.end)
+    return JsonResponse({"path": path, "figure": charts.page(rows, path)})
+
+
+@site_view
+def realtime(request, site, info, base, shared):
+    """The polling fallback of the live counter."""
+    from datetime import UTC, datetime
+
+    return JsonResponse({"visitors": queries.realtime_visitors(get_redis(), info, datetime.now(UTC))})

@@ -68,11 +68,14 @@ def test_staff_sessions_may_read(client, make_site, django_user_model):
     assert get(client, "timeseries", site="missing.example").status_code == 404
 
 
-def test_anonymous_and_non_staff_are_refused(client, make_site, django_user_model):
-    make_site()
+def test_anonymous_and_other_users_are_refused_owners_may_read(client, make_site, django_user_model):
+    site, _ = make_site()
     assert get(client, "pages", site="example.com").status_code == 401
-    client.force_login(django_user_model.objects.create_user("plain", password="pw-12345678"))
-    assert get(client, "pages", site="example.com").status_code == 401
+    user = django_user_model.objects.create_user("plain", password="pw-12345678")
+    client.force_login(user)
+    assert get(client, "pages", site="example.com").status_code == 404  # not theirs: not even its existence
+    site.owners.add(user)
+    assert get(client, "pages", site="example.com").status_code == 200
 
 
 @pytest.mark.parametrize(

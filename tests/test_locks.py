@@ -33,8 +33,8 @@ def test_a_dead_holders_lock_frees_after_its_ttl(r):
 
 
 def test_a_slow_holder_keeps_its_lock_by_renewal(r):
-    with held(r, "tally:{1}:lock:slow", ttl_ms=300) as lock:
-        time.sleep(1.0)  # over three TTLs
+    with held(r, "tally:{1}:lock:slow", ttl_ms=600) as lock:
+        time.sleep(2.0)  # over three TTLs
         assert r.get("tally:{1}:lock:slow") == lock.token.encode()
         assert not Lock(r, "tally:{1}:lock:slow").acquire()
         assert not lock.lost

@@ -18,7 +18,9 @@
 -- KEYS[6]  string  the day's pageviews
 -- KEYS[7]  set     the day's page paths
 -- KEYS[8]  set     the day's custom event names
--- KEYS[9..]  two keys per group, pages first, then custom events, in ARGV's group order:
+-- KEYS[9]  zset    every page path, for prefix search (capped)
+-- KEYS[10] string  the live tick (exists for a second after a publish)
+-- KEYS[11..] two keys per group, pages first, then custom events, in ARGV's group order:
 --            the group's HLL of visitors, then its counter (string); then one HLL per
 --            realtime minute, in ARGV's order
 --
@@ -29,6 +31,7 @@
 -- then     P, then P page groups:  path, pageviews, "i,j,k" (1-based visitor indexes)
 -- then     E, then E event groups: name, count,     "i,j,k"
 -- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
+-- then     the page-search cap, then the live channel to publish a tick on ("" for none)
 --
 -- Returns {ids newly assigned, pageviews added}.
 local n = tonumber(ARGV[3])
@@ -76,7 +79,7 @@ pos = pos + 1
 
 -- A group: a name (page path or event name) for the day's index set, a count for the
 -- group's counter, and the indexes of its visitors for the group's HLL.
-local key_index = 9
+local key_index = 11
 local function groups(index_key)
   local count = tonumber(ARGV[pos])
   pos = pos + 1
@@ -95,8 +98,9 @@ local function groups(index_key)
     pos = pos + 3
   end
   redis.call('SADD', index_key, unpack(names))
+  return names
 end
-groups(KEYS[7])
+local pages = groups(KEYS[7])
 groups(KEYS[8])
 
 -- Realtime: the visitors of each recent minute, in short-lived HLLs.
@@ -112,5 +116,21 @@ for _ = 1, minutes do
   redis.call('EXPIRE', KEYS[key_index], realtime_ttl)
   key_index = key_index + 1
   pos = pos + 1
+end
+
+-- Page search: add new paths while the index is under its cap (ZADD NX keeps scores 0).
+local cap, channel = tonumber(ARGV[pos]), ARGV[pos + 1]
+if pages and redis.call('ZCARD', KEYS[9]) < cap then
+  local members = {}
+  for i, path in ipairs(pages) do
+    members[2 * i - 1] = 0
+    members[2 * i] = path
+  end
+  redis.call('ZADD', KEYS[9], 'NX', unpack(members))
+end
+
+-- Live dashboards: one tick a second at most, whatever the traffic.
+if channel ~= '' and redis.call('SET', KEYS[10], 1, 'NX', 'PX', 1000) then
+  redis.call('PUBLISH', channel, 1)
 end
 return {m, pageviews}

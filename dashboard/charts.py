@@ -1,0 +1,117 @@
+"""Plotly figures, built in Python and handed to the page as JSON (plotly.js renders them).
+
+Every label that came from the public (page paths) is HTML-escaped first: Plotly reads a
+little HTML in text (<b>, <a href>), so a raw path could otherwise inject markup.
+"""
+import json
+
+import plotly.graph_objects as go
+import plotly.io as pio
+from django.utils.html import escape
+
+ACCENT, SECOND, THIRD = "#3b5bdb", "#12b886", "#f59f00"
+LAYOUT = dict(
+    margin=dict(l=48, r=16, t=16, b=40),
+    height=300,
+    paper_bgcolor="rgba(0,0,0,0)",
+    plot_bgcolor="rgba(0,0,0,0)",
+    font=dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12, color="#1d2430"),
+    legend=dict(orientation="h", y=1.12, x=0),
+    hovermode="x unified",
+    xaxis=dict(gridcolor="#eef1f5"),
+    yaxis=dict(gridcolor="#eef1f5", rangemode="tozero"),
+)
+
+
+def as_json(fig: go.Figure) -> dict:
+    return json.loads(pio.to_json(fig, validate=False))
+
+
+def visitors(rows: list[dict]) -> dict:
+    dates = [row["date"] for row in rows]
+    fig = go.Figure(
+        [
+            go.Bar(x=dates, y=[row["pageviews"] for row in rows], name="Pageviews", marker_color="#c5d0fa"),
+            go.Scatter(x=dates, y=[row["visitors"] for row in rows], name="Visitors", mode="lines+markers", line=dict(color=ACCENT, width=2)),
+        ]
+    )
+    fig.update_layout(**LAYOUT)
+    return as_json(fig)
+
+
+def actives(rows: list[dict]) -> dict:
+    dates = [row["date"] for row in rows]
+    fig = go.Figure(
+        [
+            go.Scatter(x=dates, y=[row["dau"] for row in rows], name="DAU", line=dict(color=ACCENT, width=2)),
+            go.Scatter(x=dates, y=[row["wau"] for row in rows], name="WAU", line=dict(color=SECOND, width=2)),
+            go.Scatter(x=dates, y=[row["mau"] for row in rows], name="MAU", line=dict(color=THIRD, width=2)),
+        ]
+    )
+    fig.update_layout(**LAYOUT)
+    return as_json(fig)
+
+
+def retention(cohorts: list[dict], unit: str) -> dict:
+    """Rows = cohorts (newest at the top), columns = n days/weeks later; colour and text are
+    the share of the cohort still active, with the count."""
+    width = max((len(c["retained"]) for c in cohorts), default=1)
+    # Colour by the later periods: n = 0 is always 100% and would wash the rest out.
+    later = [100 * n / c["size"] for c in cohorts if c["size"] for n in c["retained"][1:]]
+    top = max(later, default=0) or 100
+    z, text = [], []
+    for cohort in cohorts:
+        size = cohort["size"]
+        pct = [round(100 * n / size, 1) if size else 0 for n in cohort["retained"]]
+        z.append(pct + [None] * (width - len(pct)))
+        text.append([f"{p:g}%<br>{n}" for p, n in zip(pct, cohort["retained"])] + [""] * (width - len(pct)))
+    labels = [f"{c['cohort']} ({c['size']})" for c in cohorts]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[f"{unit[0]}{n}" for n in range(width)],
+            y=labels,
+            text=text,
+            texttemplate="%{text}",
+            textfont=dict(size=9),
+            colorscale=[[0, "#f1f3ff"], [1, ACCENT]],
+            zmin=0,
+            zmax=top,
+            hovertemplate="cohort %{y}<br>%{x}: %{z}%<extra></extra>",
+            showscale=False,
+            xgap=1,
+            ygap=1,
+        )
+    )
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest", "height": max(260, 30 * len(cohorts) + 70), "margin": dict(l=130, r=16, t=40, b=16)})
+    fig.update_yaxes(autorange="reversed", gridcolor="rgba(0,0,0,0)", rangemode="normal")
+    fig.update_xaxes(side="top", gridcolor="rgba(0,0,0,0)")
+    return as_json(fig)
+
+
+def top_pages(pages: list[dict]) -> dict:
+    ordered = list(reversed(pages))  # biggest at the top
+    fig = go.Figure(
+        go.Bar(
+            x=[p["visitors"] for p in ordered],
+            y=[escape(p["page"]) for p in ordered],
+            orientation="h",
+            marker_color=ACCENT,
+            customdata=[p["pageviews"] for p in ordered],
+            hovertemplate="%{y}<br>%{x} visitors, %{customdata} pageviews<extra></extra>",
+        )
+    )
+    fig.update_layout(**{**LAYOUT, "hovermode": "closest", "height": max(220, 26 * len(pages) + 60)})
+    fig.update_yaxes(automargin=True, rangemode="normal")
+    return as_json(fig)
+
+
+def page(rows: list[dict], path: str) -> dict:
+    fig = go.Figure(
+        [
+            go.Bar(x=[r["date"] for r in rows], y=[r["pageviews"] for r in rows], name="Pageviews", marker_color="#c5d0fa"),
+            go.Scatter(x=[r["date"] for r in rows], y=[r["visitors"] for r in rows], name=f"Visitors of {escape(path)}", line=dict(color=ACCENT, width=2)),
+        ]
+    )
+    fig.update_layout(**LAYOUT)
+    return as_json(fig)

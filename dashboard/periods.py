@@ -1,0 +1,63 @@
+"""The period picker: `?period=30d` (or today, 7d, 90d, month, last_month) and
+`?period=custom&from=YYYY-MM-DD&to=YYYY-MM-DD`, in the site's time zone."""
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+CHOICES = [
+    ("today", "Today"),
+    ("7d", "Last 7 days"),
+    ("30d", "Last 30 days"),
+    ("90d", "Last 90 days"),
+    ("month", "This month"),
+    ("last_month", "Last month"),
+    ("custom", "Custom range"),
+]
+DEFAULT = "30d"
+MAX_DAYS = 731
+
+
+@dataclass(frozen=True)
+class Period:
+    key: str
+    start: date
+    end: date
+    error: str = ""
+
+    @property
+    def days(self) -> int:
+        return (self.end - self.start).days + 1
+
+    @property
+    def label(self) -> str:
+        return dict(CHOICES)[self.key]
+
+    def previous(self) -> "Period":
+        """The period of the same length just before this one (for the cards' changes)."""
+        end = self.start - timedelta(days=1)
+        return Period(self.key, end - timedelta(days=self.days - 1), end)
+
+
+def parse(params, today: date) -> Period:
+    key = params.get("period") or DEFAULT
+    if key == "today":
+        return Period(key, today, today)
+    if key in ("7d", "30d", "90d"):
+        return Period(key, today - timedelta(days=int(key[:-1]) - 1), today)
+    if key == "month":
+        return Period(key, today.replace(day=1), today)
+    if key == "last_month":
+        end = today.replace(day=1) - timedelta(days=1)
+        return Period(key, end.replace(day=1), end)
+    if key == "custom":
+        try:
+            start, end = date.fromisoformat(params.get("from", "")), date.fromisoformat(params.get("to", ""))
+        except ValueError:
+            return _default(today, "The custom range needs two dates (YYYY-MM-DD); showing the last 30 days.")
+        if start > end or (end - start).days + 1 > MAX_DAYS:
+            return _default(today, f"A custom range runs forward and spans at most {MAX_DAYS} days; showing the last 30 days.")
+        return Period(key, start, end)
+    return _default(today, "Unknown period; showing the last 30 days.")
+
+
+def _default(today: date, error: str) -> Period:
+    return Period(DEFAULT, today - timedelta(days=29), today, error)

@@ -1,0 +1,20 @@
+"""Number formatting for the cards: 1234 -> 1,234; 1234567 -> 1.23M; 0.1234 -> 12.3%."""
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def compact(value):
+    if value is None:
+        return "–"
+    if abs(value) >= 1_000_000:
+        return f"{value / 1_000_000:.2f}M"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
+
+
+@register.filter
+def percent(value):
+    return "–" if value is None else f"{100 * value:.1f}%"

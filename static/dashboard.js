@@ -1,0 +1,95 @@
+// The site dashboard: draws the server-built Plotly figures, page search, live visitors.
+(function () {
+  "use strict";
+  var config = { displayModeBar: false, responsive: true };
+  var figures = JSON.parse(document.getElementById("figures").textContent);
+
+  function draw(id, figure) {
+    var el = document.getElementById(id);
+    if (el && figure) Plotly.newPlot(el, figure.data, figure.layout, config);
+  }
+  Object.keys(figures).forEach(function (key) { draw("chart-" + key, figures[key]); });
+
+  // Retention: days or weeks.
+  document.querySelectorAll("[data-cohorts]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var unit = button.getAttribute("data-cohorts");
+      document.querySelectorAll("[data-cohorts]").forEach(function (b) { b.classList.toggle("active", b === button); });
+      ["day", "week"].forEach(function (u) {
+        var el = document.getElementById("chart-retention-" + u);
+        el.hidden = u !== unit;
+        if (u === unit) Plotly.Plots.resize(el);
+      });
+    });
+  });
+
+  // Page search with autocomplete (prefix search on the server).
+  var input = document.getElementById("page-search");
+  var list = document.getElementById("page-suggestions");
+  var pageChart = document.getElementById("chart-page");
+  var timer = null;
+  function showPage(path) {
+    var params = new URLSearchParams(pageChart.getAttribute("data-period"));
+    params.set("path", path);
+    fetch(pageChart.getAttribute("data-url") + "?" + params.toString(), { credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (body) {
+        document.getElementById("page-title").textContent = "Visitors of " + body.path;
+        draw("chart-page", body.figure);
+      });
+  }
+  function suggest() {
+    fetch(input.getAttribute("data-url") + "?q=" + encodeURIComponent(input.value), { credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (body) {
+        list.replaceChildren();
+        body.pages.forEach(function (path) {
+          var item = document.createElement("li");
+          item.textContent = path;
+          item.setAttribute("role", "option");
+          item.addEventListener("click", function () {
+            input.value = path;
+            list.replaceChildren();
+            showPage(path);
+          });
+          list.appendChild(item);
+        });
+      });
+  }
+  if (input) {
+    input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(suggest, 120); });
+    input.addEventListener("focus", suggest);
+    input.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" && list.firstChild) { e.preventDefault(); list.firstChild.click(); }
+    });
+  }
+
+  // Live visitors: server-sent events; polling when they are unavailable; closed while hidden.
+  var live = document.getElementById("live");
+  var count = document.getElementById("live-count");
+  var source = null, poller = null, failures = 0;
+  function show(n) { count.textContent = String(n); live.classList.add("on"); }
+  function poll() {
+    fetch(live.getAttribute("data-poll-url"), { credentials: "same-origin" })
+      .then(function (r) { return r.json(); }).then(function (b) { show(b.visitors); });
+  }
+  function startPolling() { if (!poller) { poll(); poller = setInterval(poll, 10000); } }
+  function stop() {
+    if (source) { source.close(); source = null; }
+    if (poller) { clearInterval(poller); poller = null; }
+    live.classList.remove("on");
+  }
+  function start() {
+    if (!window.EventSource || failures >= 3) { startPolling(); return; }
+    source = new EventSource(live.getAttribute("data-live-url"), { withCredentials: true });
+    source.onmessage = function (e) { failures = 0; show(JSON.parse(e.data).visitors); };
+    source.onerror = function () {
+      failures += 1;
+      if (failures >= 3) { source.close(); source = null; startPolling(); }
+    };
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) stop(); else start();
+  });
+  start();
+})();

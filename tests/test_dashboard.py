@@ -1,0 +1,147 @@
+"""The dashboard pages (server side): access, periods, numbers equal to the API, escaping."""
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from analytics.identity import identity_source
+from analytics.ingest import Hit, record
+from analytics.sites import SiteInfo
+from dashboard import periods
+
+XSS = "/<script>alert(1)</script>"
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user("owner", password="pw-12345678")
+
+
+@pytest.fixture
+def data_site(make_site, r, owner):
+    site, key = make_site()
+    site.owners.add(owner)
+    info = SiteInfo.from_model(site)
+    now = datetime.now(UTC)
+    hits = [Hit(now - timedelta(days=n % 10), f"/p{n % 7}", "pageview", identity_source(None, f"v{n % 40}", None, None)) for n in range(300)]
+    hits.append(Hit(None, XSS, "pageview", identity_source(None, "attacker", None, None)))
+    record(r, info, hits)
+    return site, key
+
+
+def figures(response):
+    html = response.content.decode()
+    start = html.index('<script id="figures" type="application/json">') + len('<script id="figures" type="application/json">')
+    return json.loads(html[start : html.index("</script>", start)])
+
+
+def test_the_dashboard_shows_cards_and_charts_equal_to_the_api(client, data_site, owner):
+    site, key = data_site
+    client.force_login(owner)
+    response = client.get("/dashboard/example.com/?period=7d")
+    assert response.status_code == 200
+    cards = {c["key"]: c for c in response.context["cards"]}
+    api = client.get(
+        "/api/v1/stats/timeseries",
+        {"site": "example.com", "from": response.context["period"].start, "to": response.context["period"].end, "metrics": "pageviews,dau"},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()["results"]
+    assert cards["pageviews"]["value"] == sum(row["pageviews"] for row in api)
+    figs = figures(response)
+    assert set(figs) == {"visitors", "actives", "pages", "retention-day", "retention-week"}
+    bars = figs["visitors"]["data"][0]
+    assert bars["y"] == [row["pageviews"] for row in api]
+    pages_api = client.get("/api/v1/stats/pages", {"site": "example.com", "from": api[0]["date"], "to": api[-1]["date"]}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+    assert [p["page"] for p in response.context["pages"]] == [p["page"] for p in pages_api]
+
+
+def test_every_public_string_is_escaped(client, data_site, owner):
+    client.force_login(owner)
+    html = client.get("/dashboard/example.com/?period=today").content.decode()
+    assert XSS not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # the pages table
+    assert "/\\u0026lt;script\\u0026gt;alert(1)" in html  # inside the chart JSON: escaped for Plotly, then for JSON
+    suggestions = client.get("/dashboard/example.com/search?q=/%3C").json()
+    assert suggestions == {"pages": [XSS]}  # JSON; the page inserts it with textContent
+
+
+def test_content_security_policy_allows_only_our_scripts(client, data_site, owner):
+    client.force_login(owner)
+    csp = client.get("/dashboard/example.com/")["Content-Security-Policy"]
+    assert "script-src 'self';" in csp and "unsafe-eval" not in csp and "frame-ancestors 'none'" in csp
+
+
+def test_login_is_required_and_other_sites_are_hidden(client, data_site, make_site, django_user_model):
+    assert client.get("/dashboard/example.com/").status_code == 302
+    stranger = django_user_model.objects.create_user("stranger", password="pw-12345678")
+    make_site("theirs.example")[0].owners.add(stranger)
+    client.force_login(stranger)
+    assert client.get("/dashboard/example.com/").status_code == 404
+    assert client.get("/dashboard/example.com/search?q=/").status_code == 404
+    home = client.get("/").content.decode()
+    assert "theirs.example" in home and "example.com/" not in home.replace("theirs.example", "")
+
+
+def test_share_links_open_one_site_read_only_until_revoked(client, data_site):
+    site, _ = data_site
+    token = site.enable_sharing()
+    response = client.get(f"/share/{token}/?period=30d")
+    assert response.status_code == 200 and response.context["shared"]
+    assert "Tracking snippet" not in response.content.decode()
+    assert client.get(f"/share/{token}/search?q=/p").json()["pages"][:2] == ["/p0", "/p1"]
+    assert client.get(f"/share/{token}/realtime").json()["visitors"] >= 1
+    site.revoke_sharing()
+    assert client.get(f"/share/{token}/").status_code == 404
+    assert client.get("/share/not-a-token/").status_code == 404
+
+
+def test_page_search_and_a_pages_chart(client, data_site, owner):
+    client.force_login(owner)
+    assert client.get("/dashboard/example.com/search?q=/p").json()["pages"] == [f"/p{n}" for n in range(7)]
+    assert client.get("/dashboard/example.com/search?q=/nothing").json()["pages"] == []
+    body = client.get("/dashboard/example.com/page?path=/p3&period=30d").json()
+    assert body["path"] == "/p3"
+    assert sum(body["figure"]["data"][0]["y"]) == sum(1 for n in range(300) if n % 7 == 3)
+
+
+def test_the_live_stream_refuses_to_hold_a_wsgi_worker(client, data_site, owner):
+    client.force_login(owner)
+    response = client.get("/live/example.com")
+    assert response.status_code == 404
+    assert b"ASGI" in response.content
+
+
+def test_empty_states_say_what_to_do(client, make_site, owner, admin_client):
+    site, _ = make_site("quiet.example")
+    site.owners.add(owner)
+    client.force_login(owner)
+    html = client.get("/dashboard/quiet.example/").content.decode()
+    assert "No data yet" in html and "data-domain=&quot;quiet.example&quot;" in html and "curl -X POST" in html
+    assert "No site yet" in admin_client.get("/").content.decode() or "quiet.example" in admin_client.get("/").content.decode()
+
+
+@pytest.mark.parametrize(
+    "params, days, error",
+    [
+        ({"period": "today"}, 1, ""),
+        ({"period": "7d"}, 7, ""),
+        ({"period": "90d"}, 90, ""),
+        ({"period": "custom", "from": "2026-01-01", "to": "2026-01-10"}, 10, ""),
+        ({"period": "custom", "from": "2026-01-10", "to": "2026-01-01"}, 30, "runs forward"),
+        ({"period": "custom", "from": "nope"}, 30, "two dates"),
+        ({"period": "forever"}, 30, "Unknown period"),
+    ],
+)
+def test_periods(params, days, error):
+    period = periods.parse(params, datetime(2026, 3, 15).date())
+    assert period.days == days
+    assert error in period.error
+    assert period.previous().end == period.start - timedelta(days=1)
+    assert period.previous().days == period.days
+
+
+def test_last_month_and_this_month():
+    today = datetime(2026, 3, 15).date()
+    assert (periods.parse({"period": "month"}, today).start.isoformat(), periods.parse({"period": "month"}, today).days) == ("2026-03-01", 15)
+    last = periods.parse({"period": "last_month"}, today)
+    assert (last.start.isoformat(), last.end.isoformat()) == ("2026-02-01", "2026-02-28")
