@@ -27,7 +27,7 @@
   var input = document.getElementById("page-search");
   var list = document.getElementById("page-suggestions");
   var pageChart = document.getElementById("chart-page");
-  var timer = null;
+  var timer = null, asked = 0;
   function showPage(path) {
     var params = new URLSearchParams(pageChart.getAttribute("data-period"));
     params.set("path", path);
@@ -39,9 +39,11 @@
       });
   }
   function suggest() {
+    var ticket = ++asked;  // answers can arrive out of order: keep only the latest
     fetch(input.getAttribute("data-url") + "?q=" + encodeURIComponent(input.value), { credentials: "same-origin" })
       .then(function (r) { return r.json(); })
       .then(function (body) {
+        if (ticket !== asked) return;
         list.replaceChildren();
         body.pages.forEach(function (path) {
           var item = document.createElement("li");

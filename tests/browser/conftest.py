@@ -1,0 +1,68 @@
+"""Browser fixtures: Debian's Chromium driven by Playwright, Django's live server, and the
+ASGI live-stream server in a thread.
+
+No Chromium: the browser tests skip with a message, except under CI=true, where a
+missing browser fails the run (.ci/run installs it).
+"""
+import os
+import shutil
+import threading
+import time
+
+import pytest
+
+from tests.redis_server import free_port
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+USER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36"
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
+# here are still plain synchronous code.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+        message = f"Chromium not found at {CHROMIUM}: install it with `apt-get install -y chromium`"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + " (CI=true: browser tests may not be skipped)")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def live_stream(settings):
+    """The ASGI server for server-sent events, as `make run` starts it, in a thread."""
+    import uvicorn
+
+    from config.asgi import application
+
+    port = free_port()
+    settings.LIVE_PORT = port
+    server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield port
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture
+def context(browser):
+    context = browser.new_context(user_agent=USER_AGENT, viewport={"width": 1280, "height": 900})
+    yield context
+    context.close()

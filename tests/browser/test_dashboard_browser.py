@@ -1,0 +1,125 @@
+"""The dashboard in a real browser: login, charts drawn, period switch, page search, the
+live counter moving when a page with tracker.js opens in another tab, escaping, phone width."""
+import re
+from datetime import UTC, datetime, timedelta
+
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from analytics import rollups
+from analytics.identity import identity_source
+from analytics.ingest import Hit, record
+from analytics.models import Site
+from analytics.sites import SiteInfo
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+PASSWORD = "correct horse battery"
+XSS = "/<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def dashboard(r, live_server, live_stream, django_user_model, context):
+    django_user_model.objects.create_superuser("admin", "", PASSWORD)
+    site = Site.objects.create(domain="example.com")
+    info = SiteInfo.from_model(site)
+    now = datetime.now(UTC)
+    hits = [
+        Hit(now - timedelta(days=n % 20, minutes=5), f"/p{n % 9}", "pageview", identity_source(None, f"v{n % 120}", None, None))
+        for n in range(1500)
+    ]
+    hits.append(Hit(now - timedelta(days=1), XSS, "pageview", identity_source(None, "x", None, None)))
+    record(r, info, hits)
+    rollups.rollup(r, site, info.today() - timedelta(days=20), info.today())
+
+    page = context.new_page()
+    problems = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    page.streams = []
+    page.on("response", lambda resp: page.streams.append(resp.status) if "/live/example.com" in resp.url else None)
+    page.goto(f"{live_server.url}/accounts/login/?next=/dashboard/example.com/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/dashboard/example\.com/"))
+    return page, problems, site, info
+
+
+def charts_drawn(page):
+    for chart in ("visitors", "actives", "pages", "retention-day"):
+        page.wait_for_selector(f"#chart-{chart} .main-svg", timeout=15_000)
+
+
+def card(page, key):
+    return int(page.inner_text(f'[data-metric="{key}"] .value').replace(",", ""))
+
+
+def test_charts_periods_search_and_live(dashboard, r, live_server, context):
+    page, problems, site, info = dashboard
+    charts_drawn(page)
+    assert card(page, "pageviews") == 1501
+
+    # switch the period: a week holds the last 7 days' pageviews only
+    page.click("text=Last 7 days")
+    page.wait_for_url(re.compile(r"period=7d"))
+    charts_drawn(page)
+    since = info.today() - timedelta(days=6)
+    expected = sum(1 for n in range(1500) if (datetime.now(UTC) - timedelta(days=n % 20, minutes=5)).astimezone(info.tz).date() >= since) + 1
+    assert card(page, "pageviews") == expected
+
+    # the retention toggle shows weekly cohorts
+    page.click("[data-cohorts=week]")
+    page.wait_for_selector("#chart-retention-week .main-svg")
+    assert page.is_hidden("#chart-retention-day")
+
+    # page search: suggestions, then that page's own chart
+    page.fill("#page-search", "/p")
+    expect(page.locator("#page-suggestions li")).to_have_count(9)
+    assert page.inner_text("#page-suggestions li >> nth=0") == "/p0"
+    page.click("#page-suggestions li >> nth=0")
+    page.wait_for_selector("#chart-page .main-svg")
+    assert page.inner_text("#page-title") == "Visitors of /p0"
+
+    # live: open a tracked page in a second tab; the first tab's counter goes up
+    expect(page.locator("#live-count")).not_to_have_text("–")
+    before = int(page.inner_text("#live-count"))
+    tracked = context.new_page()
+    tracker = f"{live_server.url}/static/tracker.js"
+    # The tracked page is served on the test server's host (Chromium blocks a public page's
+    # requests to loopback), so the snippet carries data-allow-localhost, as documented.
+    tracked.route(
+        f"{live_server.url}/welcome",
+        lambda route: route.fulfill(
+            content_type="text/html",
+            body=f'<!doctype html><title>Shop</title><script src="{tracker}" data-domain="example.com" data-allow-localhost></script><h1>Shop</h1>',
+        ),
+    )
+    tracked.goto(f"{live_server.url}/welcome")
+    deadline = time.monotonic() + 15  # (no wait_for_function: our CSP forbids eval, rightly)
+    while int(page.inner_text("#live-count")) <= before:
+        assert time.monotonic() < deadline, f"the live counter did not move: {problems} {r.smembers(f'tally:{{{site.pk}}}:pages:{info.today().isoformat()}')} {page.inner_text('#live-count')}"
+        page.wait_for_timeout(200)
+    assert page.streams and set(page.streams) == {200}  # pushed over server-sent events, not polled
+    assert "/welcome" in r.smembers(f"tally:{{{site.pk}}}:pages:{info.today().isoformat()}").__repr__()
+    assert problems == []
+
+
+def test_public_strings_are_shown_as_text(dashboard):
+    page, problems, site, info = dashboard
+    page.goto(page.url.split("?")[0] + "?period=7d")
+    charts_drawn(page)
+    assert XSS in page.inner_text("table.pages")
+    assert page.locator("table.pages img").count() == 0
+    assert problems == []
+
+
+def test_it_fits_a_phone(dashboard, context):
+    page, problems, site, info = dashboard
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    charts_drawn(page)
+    width = page.locator("html").bounding_box()["width"]
+    assert width <= 391, f"the page is {width}px wide on a 390px phone"
