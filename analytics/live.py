@@ -1,11 +1,14 @@
 """Live visitor counts for dashboards, pushed when ingest publishes a tick.
 
-Ingest publishes on the site's channel at most once a second (record_batch.lua); each
-listener answers a tick with one realtime count (PFCOUNT over five minute-HLLs), and also
-recounts every HEARTBEAT seconds so the number falls as visitors leave. This runs in the
-ASGI server (config/asgi.py), where an open connection costs a coroutine, not a worker.
+Ingest publishes on the site's channel at most once a second (record_batch.lua). In each
+server process one listener per site subscribes, answers a tick with one realtime count
+(PFCOUNT over five minute-HLLs), also recounts every HEARTBEAT seconds so the number falls
+as visitors leave, and hands the count to every open dashboard of that site: a thousand
+open tabs cost one count a second, not a thousand. This runs in the ASGI server
+(config/asgi.py), where an open connection is a coroutine, not a worker.
 """
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -24,19 +27,55 @@ async def _count(r, site: SiteInfo) -> int:
     return await r.pfcount(*(keys.realtime(site.id, minute - timedelta(minutes=n)) for n in range(REALTIME_MINUTES)))
 
 
-async def visitor_counts(site: SiteInfo) -> AsyncIterator[int]:
-    """The current count, then a new one after every tick (or heartbeat), forever."""
-    r = aioredis.from_url(settings.REDIS_URL)
-    pubsub = r.pubsub()
-    try:
-        await pubsub.subscribe(keys.live_channel(site.id))
-        yield await _count(r, site)
-        while True:
-            try:
+def _offer(queue: asyncio.Queue, count: int):
+    """Keep only the newest count for a slow reader."""
+    with contextlib.suppress(asyncio.QueueEmpty):
+        if queue.full():
+            queue.get_nowait()
+    queue.put_nowait(count)
+
+
+class _SiteChannel:
+    def __init__(self, site: SiteInfo):
+        self.site = site
+        self.listeners: set[asyncio.Queue] = set()
+        self.last: int | None = None
+        self.task: asyncio.Task | None = None
+
+    async def run(self):
+        r = aioredis.from_url(settings.REDIS_URL)
+        pubsub = r.pubsub()
+        try:
+            await pubsub.subscribe(keys.live_channel(self.site.id))
+            while True:
+                self.last = await _count(r, self.site)
+                for queue in list(self.listeners):
+                    _offer(queue, self.last)
                 await pubsub.get_message(ignore_subscribe_messages=True, timeout=HEARTBEAT)
-            except asyncio.TimeoutError:
-                pass
-            yield await _count(r, site)
+        finally:
+            await pubsub.aclose()
+            await r.aclose()
+
+
+_channels: dict[int, _SiteChannel] = {}
+
+
+async def visitor_counts(site: SiteInfo) -> AsyncIterator[int]:
+    """The current count, then a new one after every tick (or heartbeat), until closed."""
+    channel = _channels.get(site.id)
+    if channel is None:
+        channel = _channels[site.id] = _SiteChannel(site)
+    queue: asyncio.Queue = asyncio.Queue(maxsize=1)
+    channel.listeners.add(queue)
+    if channel.task is None:
+        channel.task = asyncio.create_task(channel.run())
+    elif channel.last is not None:
+        _offer(queue, channel.last)
+    try:
+        while True:
+            yield await queue.get()
     finally:
-        await pubsub.aclose()
-        await r.aclose()
+        channel.listeners.discard(queue)
+        if not channel.listeners and _channels.get(site.id) is channel:
+            del _channels[site.id]
+            channel.task.cancel()

@@ -170,3 +170,18 @@ class Retention(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["site", "unit", "cohort"], name="retention_unique")]
+
+
+class PageDaily(models.Model):
+    """A page's numbers on one day, stored by the rollups so that ranking pages over a
+    long period is one indexed query instead of thousands of Redis reads."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="page_daily")
+    date = models.DateField()
+    path = models.CharField(max_length=1024)
+    visitors = models.PositiveIntegerField(default=0)
+    pageviews = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "date", "path"], name="page_daily_unique")]
+        indexes = [models.Index(fields=["site", "date"], name="page_daily_site_date")]

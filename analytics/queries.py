@@ -16,8 +16,8 @@ METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "sticki
 DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
 PERIOD_METRICS = ("visitors", "pageviews", "new_visitors")  # for interval=week|month
 WINDOW_METRICS = {"wau", "mau", "stickiness"}
-# Pages ranked by visitors are estimated for at most this many candidates (the ones with
-# the most pageviews); a multi-key PFCOUNT per page is the cost.
+# Pages ranked by visitors: at most this many candidates get their visitors counted (a
+# multi-key PFCOUNT each); see top_pages().
 MAX_PAGE_CANDIDATES = 5000
 DAY_PERIODS = 30  # retention: days after a day cohort
 WEEK_PERIODS = 12  # weeks after a week cohort
@@ -118,32 +118,97 @@ def retention(r: redis.Redis, site: SiteInfo, unit: str, start: date, end: date,
 
 
 def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int = 10) -> list[dict]:
-    """Pages by visitors over the range (multi-key PFCOUNT of the page's day HLLs, so a
-    visitor who came back on several days counts once), with exact pageviews."""
+    """Pages by visitors over the range, with exact pageviews.
+
+    Visitors are a union over the whole range (a visitor who came back on several days
+    counts once): multi-key PFCOUNT over the fewest keys that cover it, the rollups'
+    merged month and week HLLs where whole periods fit, day HLLs for the rest. Per-day
+    numbers come from the stored page rows for rolled-up days, from Redis for the others.
+
+    A union costs a multi-key PFCOUNT, so pages are taken in order of visitor-days (the
+    sum of their daily visitors, which no union exceeds): once the limit-th best union is
+    at least the next page's visitor-days, no other page can enter the top. Past
+    2 x limit + 5 candidates the ranking stops there (a page with many one-day visitors
+    far down the visitor-days order is the only thing that could be missed)."""
+    from django.db.models import Sum
+
+    from .models import DailyMetrics, PageDaily
+
     days = days_between(start, end)
-    pipe = r.pipeline(transaction=False)
-    for day in days:
-        pipe.smembers(keys.pages_index(site.id, day))
-    page_days: dict[str, list[date]] = {}
-    for day, paths in zip(days, pipe.execute()):
-        for path in paths:
-            page_days.setdefault(path.decode(), []).append(day)
+    final = set(
+        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True)
+    )
+    pageviews: dict[str, int] = {}
+    visitor_days: dict[str, int] = {}
+    if final:
+        totals = (
+            PageDaily.objects.filter(site_id=site.id, date__in=final)
+            .values("path")
+            .annotate(views=Sum("pageviews"), people=Sum("visitors"))
+        )
+        for row in totals:
+            pageviews[row["path"]] = row["views"]
+            visitor_days[row["path"]] = row["people"]
+    live = [day for day in days if day not in final]
+    if live:
+        pipe = r.pipeline(transaction=False)
+        for day in live:
+            pipe.smembers(keys.pages_index(site.id, day))
+        listed = [(day, sorted(p.decode() for p in paths)) for day, paths in zip(live, pipe.execute())]
+        pipe = r.pipeline(transaction=False)
+        for day, paths in listed:
+            for path in paths:
+                pipe.get(keys.page_pageviews(site.id, day, path))
+                pipe.pfcount(keys.page_visitors(site.id, day, path))
+        answers = iter(pipe.execute())
+        for day, paths in listed:
+            for path in paths:
+                pageviews[path] = pageviews.get(path, 0) + int(next(answers) or 0)
+                visitor_days[path] = visitor_days.get(path, 0) + next(answers)
 
-    pipe = r.pipeline(transaction=False)
-    for path, seen_on in page_days.items():
-        pipe.mget([keys.page_pageviews(site.id, day, path) for day in seen_on])
-    pageviews = {path: sum(int(v or 0) for v in counts) for path, counts in zip(page_days, pipe.execute())}
-
-    candidates = sorted(pageviews, key=pageviews.get, reverse=True)[:MAX_PAGE_CANDIDATES]
-    pipe = r.pipeline(transaction=False)
-    for path in candidates:
-        pipe.pfcount(*(keys.page_visitors(site.id, day, path) for day in page_days[path]))
-    pages = [
-        {"page": path, "visitors": visitors, "pageviews": pageviews[path]}
-        for path, visitors in zip(candidates, pipe.execute())
-    ]
+    ranked = sorted(visitor_days, key=lambda p: (-visitor_days[p], -pageviews[p], p))
+    cover = _cover(site, start, end)
+    visitors: dict[str, int] = {}
+    wanted, budget = limit + 5, min(2 * limit + 5, MAX_PAGE_CANDIDATES)
+    while True:
+        batch = [path for path in ranked[:wanted] if path not in visitors]
+        pipe = r.pipeline(transaction=False)
+        for path in batch:
+            pipe.pfcount(*cover(path))
+        visitors.update(zip(batch, pipe.execute()))
+        best = sorted(visitors.values(), reverse=True)[:limit]
+        if wanted >= len(ranked) or wanted >= budget:
+            break
+        if len(best) == limit and best[-1] >= visitor_days[ranked[wanted]]:
+            break
+        wanted = min(2 * wanted, budget)
+    pages = [{"page": p, "visitors": v, "pageviews": pageviews[p]} for p, v in visitors.items()]
     pages.sort(key=lambda p: (-p["visitors"], -p["pageviews"], p["page"]))
     return pages[:limit]
+
+
+def _cover(site: SiteInfo, start: date, end: date):
+    """A function path -> HLL keys whose union is the page's visitors from start to end:
+    whole final months and weeks inside the range by their merged keys, other days by
+    their day keys."""
+    from .models import PeriodVisitors
+
+    periods = PeriodVisitors.objects.filter(site_id=site.id, final=True, start__gte=start, start__lte=end)
+    covered: set[date] = set()
+    parts = []
+    for row in sorted(periods, key=lambda p: (p.unit != "month", p.start)):  # months first
+        span = period_days(row.unit, row.start)
+        if span[-1] <= end and not covered.intersection(span):
+            parts.append((row.unit, row.start))
+            covered.update(span)
+    rest = [day for day in days_between(start, end) if day not in covered]
+
+    def keys_of(path: str) -> list[str]:
+        return [keys.period_visitors(site.id, unit, first, path) for unit, first in parts] + [
+            keys.page_visitors(site.id, day, path) for day in rest
+        ]
+
+    return keys_of
 
 
 def realtime_visitors(r: redis.Redis, site: SiteInfo, now: datetime) -> int:

@@ -24,7 +24,7 @@ from datetime import date, timedelta
 import redis
 
 from . import expiry, keys
-from .models import DailyMetrics, PeriodVisitors, Retention, Site
+from .models import DailyMetrics, PageDaily, PeriodVisitors, Retention, Site
 from .queries import DAY_PERIODS, WEEK_PERIODS
 from .periods import days_between, monday, month_start, period_days
 from .sites import SiteInfo
@@ -97,6 +97,7 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
     with scratch(r, site.pk) as tmp:
         summary = Summary(days=len(days))
         _store_days(site, day_metrics(r, info, days, tmp), today)
+        _store_pages(r, site, days)
 
         periods = _merge_periods(r, site, info, days, today)
         summary.periods = len(periods)
@@ -156,6 +157,31 @@ def _store_days(site: Site, metrics: dict[date, dict], today: date):
         unique_fields=["site", "date"],
         update_fields=["visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "final", "updated"],
     )
+
+
+def _store_pages(r: redis.Redis, site: Site, days: list[date]):
+    """Each page's visitors and pageviews per day, as rows (see queries.top_pages)."""
+    sid = site.pk
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.smembers(keys.pages_index(sid, day))
+    listed = pipe.execute()
+    for day, paths in zip(days, listed):
+        paths = sorted(p.decode() for p in paths)
+        if not paths:
+            continue
+        pipe = r.pipeline(transaction=False)
+        for path in paths:
+            pipe.pfcount(keys.page_visitors(sid, day, path))
+            pipe.get(keys.page_pageviews(sid, day, path))
+        answers = pipe.execute()
+        rows = [
+            PageDaily(site=site, date=day, path=path, visitors=answers[2 * n], pageviews=int(answers[2 * n + 1] or 0))
+            for n, path in enumerate(paths)
+        ]
+        PageDaily.objects.bulk_create(
+            rows, batch_size=500, update_conflicts=True, unique_fields=["site", "date", "path"], update_fields=["visitors", "pageviews"]
+        )
 
 
 def _merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], today: date) -> list:

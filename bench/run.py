@@ -32,6 +32,7 @@ VAR = BASE / "var" / "bench"
 VAR.mkdir(parents=True, exist_ok=True)
 os.environ["TALLY_VAR_DIR"] = str(VAR)
 os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")  # the dashboard bench uses the test client
 
 from tests.redis_server import RedisServer, free_port  # noqa: E402
 
@@ -201,6 +202,59 @@ def wrk(url: str, script: str, args: list[str], connections: int) -> dict:
     return result
 
 
+class LiveDashboards:
+    """n open server-sent-event streams on the ASGI live server, each read by a thread,
+    as n dashboard tabs would hold them."""
+
+    def __init__(self, url: str, n: int):
+        import http.client
+        import threading
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self.connections, self.events, self.threads = [], [0] * n, []
+        for i in range(n):
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+            conn.request("GET", parts.path)
+            response = conn.getresponse()
+            assert response.status == 200, response.status
+            self.connections.append(conn)
+            thread = threading.Thread(target=self._read, args=(i, response), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _read(self, i, response):
+        try:
+            for line in response:
+                if line.startswith(b"data:"):
+                    self.events[i] += 1
+        except (OSError, ValueError):
+            pass
+
+    def close(self):
+        for conn in self.connections:
+            conn.close()
+
+
+def start_live_server(redis_url: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = dict(os.environ, REDIS_URL=redis_url, ALLOWED_HOSTS="127.0.0.1", PYTHONPATH=str(BASE))
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "uvicorn"), "config.asgi:application", "--host", "127.0.0.1",
+         "--port", str(port), "--no-access-log", "--log-level", "warning"],
+        cwd=BASE, env=env,
+    )
+    import socket
+
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return process, f"http://127.0.0.1:{port}"
+
+
 def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
     if not shutil.which("wrk"):
         say("wrk is not installed (apt-get install wrk): skipping the HTTP measurements")
@@ -221,10 +275,38 @@ def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
             results[name, "batch"] = wrk(batch_url, "batch.lua", [key, *files], connections=4)
             say(f"{name}: single events over HTTP for {SECONDS}s")
             results[name, "single"] = wrk(url, "single.lua", [DOMAIN, "200"], connections=8)
+            if name == "tally":
+                from analytics.models import Site
+
+                token = Site.objects.get(domain=DOMAIN).enable_sharing()
+                live, live_url = start_live_server(redis_url)
+                dashboards = LiveDashboards(f"{live_url}/live/share/{token}", 20)
+                try:
+                    say(f"tally: the same, with 20 live dashboards open, {SECONDS}s each")
+                    results[name, "batch-live"] = wrk(batch_url, "batch.lua", [key, *files], connections=4)
+                    results[name, "single-live"] = wrk(url, "single.lua", [DOMAIN, "200"], connections=8)
+                    results["live-events"] = sum(dashboards.events)
+                finally:
+                    dashboards.close()
+                    live.terminate()
+                    live.wait(10)
+                say(f"tally: again without them (machines drift: compare with both runs), {SECONDS}s each")
+                results[name, "batch-again"] = wrk(batch_url, "batch.lua", [key, *files], connections=4)
+                results[name, "single-again"] = wrk(url, "single.lua", [DOMAIN, "200"], connections=8)
         finally:
             process.terminate()
             process.wait(10)
     return results
+
+
+def dashboard_section(r):
+    import dashboard_bench
+
+    from analytics.models import Site
+
+    Site.objects.filter(domain="dashboard.example").delete()
+    site = Site.objects.create(domain="dashboard.example")
+    return dashboard_bench.run(r, site, say)
 
 
 def rollup_section(r):
@@ -277,6 +359,8 @@ def main():
         http_results = http(server.url, key, bodies_for_http)
         r.flushall()
         rollup_rows = rollup_section(r)
+        r.flushall()
+        dashboard_rows = dashboard_section(r)
 
     lines = []
     for pages, (record_only, validated, distinct) in engine_rows.items():
@@ -305,6 +389,26 @@ def main():
                 ("ref: bare WSGI + redis-py pipeline, 1 event", fmt(sref["per_second"]), fmt(sref["per_second"]), f"{sref['p50_us'] / 1000:.1f}", f"{sref['p99_us'] / 1000:.1f}", sref["errors"], sref["non2xx"]),
             ],
         )
+        lb, ls = http_results[("tally", "batch-live")], http_results[("tally", "single-live")]
+        ab, as_ = http_results[("tally", "batch-again")], http_results[("tally", "single-again")]
+        base_b, base_s = (t["per_second"] + ab["per_second"]) / 2, (s["per_second"] + as_["per_second"]) / 2
+        table(
+            f"Ingestion with 20 live dashboards open (SSE on the ASGI server; {http_results['live-events']:,} events pushed to them); runs: without, with, without",
+            ("path", "without (1st)", "with 20 open", "without (2nd)", "with / mean without"),
+            [
+                ("POST /api/v1/events, events/s", fmt(t["per_second"] * BATCH), fmt(lb["per_second"] * BATCH), fmt(ab["per_second"] * BATCH), f"{lb['per_second'] / base_b:.2f}"),
+                ("POST /api/event, req/s", fmt(s["per_second"]), fmt(ls["per_second"]), fmt(as_["per_second"]), f"{ls['per_second'] / base_s:.2f}"),
+            ],
+        )
+    table(
+        "Dashboard server time: 90-day period, 100,000 daily visitors (closed days from stored rows)",
+        ("what", "ms"),
+        dashboard_rows,
+    )
+    tracker = (BASE / "static" / "tracker.js").read_bytes()
+    import gzip
+
+    table("tracker.js", ("form", "bytes"), [("as served (hand-minified)", len(tracker)), ("gzipped", len(gzip.compress(tracker, 9)))])
     table(
         f"Nightly rollup, {rollup_bench_visitors():,} visitors over 35 days (one site), Redis 6.2",
         ("what", "ms", "peak extra Redis MB"),

@@ -100,3 +100,38 @@ def test_retention_needs_a_stable_identity(client, make_site):
     response = get(client, key, "retention")
     assert response.status_code == 400
     assert "rotates its salt daily" in response.json()["error"]
+
+
+@pytest.mark.parametrize("rolled", [True, False], ids=["from stored rows", "live from Redis"])
+def test_top_pages_over_weeks_match_brute_force(client, make_site, r, rolled):
+    import random
+    from collections import defaultdict
+
+    from analytics.identity import identity_source
+    from analytics.ingest import Hit, record
+    from tests.test_rollups import at
+
+    site, key = make_site()
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    rng = random.Random(9)
+    views, people, hits = defaultdict(int), defaultdict(set), []
+    for offset in range(45, -1, -1):
+        day = today - timedelta(days=offset)
+        for _ in range(120):
+            page = f"/p{min(rng.randrange(30), rng.randrange(30))}"
+            v = rng.randrange(300)
+            hits.append(Hit(at(day), page, "pageview", identity_source(None, f"v{v}", None, None)))
+            views[page] += 1
+            people[page].add(v)
+    record(r, info, hits)
+    if rolled:
+        call_command("rollup", "--from", (today - timedelta(days=45)).isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
+    body = get(client, key, "pages", limit=30, **{"from": (today - timedelta(days=45)).isoformat(), "to": today.isoformat()}).json()
+    assert {p["page"] for p in body["results"]} == set(views)
+    for p in body["results"]:
+        assert p["pageviews"] == views[p["page"]]
+        truth = len(people[p["page"]])
+        assert abs(p["visitors"] - truth) <= max(4, 0.02 * truth), p
+    top3 = get(client, key, "pages", limit=3, **{"from": (today - timedelta(days=45)).isoformat(), "to": today.isoformat()}).json()["results"]
+    assert top3 == body["results"][:3]
