@@ -228,10 +228,19 @@ class LiveDashboards:
             for line in response:
                 if line.startswith(b"data:"):
                     self.events[i] += 1
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):  # closed under the reader at the end
             pass
 
     def close(self):
+        import socket
+
+        for conn in self.connections:  # shut the sockets first: a reader blocked in recv holds the file's lock
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for thread in self.threads:
+            thread.join(5)
         for conn in self.connections:
             conn.close()
 

@@ -112,6 +112,22 @@ def manage(*args):
     subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], check=True, cwd=BASE_DIR)
 
 
+def offer_demo():
+    """On a first start with no site, offer the demo site so the dashboard has something."""
+    count = subprocess.run(
+        [sys.executable, str(BASE_DIR / "manage.py"), "shell", "-c", "from analytics.models import Site; print(Site.objects.count())"],
+        cwd=BASE_DIR, capture_output=True, text=True,
+    ).stdout.strip().splitlines()
+    if not count or count[-1] != "0":
+        return
+    if not sys.stdin.isatty() or os.environ.get("TALLY_DEMO") == "no":
+        log("no site yet: `.venv/bin/python manage.py demo` makes demo.example with 90 days of data")
+        return
+    answer = input("[tally] No site yet. Create demo.example with 90 days of demo traffic? [Y/n] ").strip().lower()
+    if answer in ("", "y", "yes"):
+        manage("demo")
+
+
 def stop(process: subprocess.Popen, name: str, timeout: float = 15):
     if process.poll() is not None:
         return
@@ -150,6 +166,7 @@ def main():
         manage("migrate", "--noinput", "-v", "0")
         manage("collectstatic", "--noinput", "-v", "0")
         manage("ensure_admin")
+        offer_demo()
 
         port = int(os.environ.get("PORT", "8000"))
         workers = os.environ.get("WEB_WORKERS", str(os.cpu_count() or 2))
