@@ -265,6 +265,7 @@ def retention(
             for n in range(reach + 1):
                 pipe.bitop("AND", dest, source, active_key(sid, cohort + n * step))
                 pipe.bitcount(dest)
+            pipe.pexpire(dest, SCRATCH_TTL_MS)  # should this process die before the unlink
             pipe.unlink(dest)
             layout.append((cohort, reach))
         answers = iter(pipe.execute())
@@ -274,7 +275,7 @@ def retention(
             for _ in range(reach + 1):
                 next(answers)
                 retained.append(next(answers))
-            next(answers)
+            next(answers), next(answers)  # PEXPIRE, UNLINK
             result.append((cohort, size, retained))
     return result
 
