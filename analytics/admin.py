@@ -28,13 +28,21 @@ def _show_key(request, site, key):
 class SiteAdmin(admin.ModelAdmin):
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
-    readonly_fields = ("created", "memory_today", "share_link")
+    readonly_fields = ("created", "memory_today", "share_link", "bloom_memory")
     inlines = [ApiKeyInline]
     actions = ["create_api_key", "enable_sharing", "revoke_sharing"]
     filter_horizontal = ("owners",)
     fieldsets = [
         (None, {"fields": ("domain", "timezone", "identity_mode", "created", "owners")}),
         ("Public share link", {"fields": ("share_link",), "description": "Use the actions on the site list to create or revoke it."}),
+        (
+            "Recommendation dedup (Bloom filters)",
+            {
+                "fields": ("bloom_capacity", "bloom_error_rate", "bloom_expansion", "bloom_nonscaling", "bloom_idle_days", "bloom_memory"),
+                "description": "Each visitor with a user id gets a scalable Bloom filter of the pages and items they have seen. "
+                "New settings apply to filters made from now on.",
+            },
+        ),
         (
             "Key expiry policy",
             {
@@ -44,6 +52,20 @@ class SiteAdmin(admin.ModelAdmin):
             },
         ),
     ]
+
+    @admin.display(description="Memory a filter needs")
+    def bloom_memory(self, obj):
+        from .bloom import BloomConfig, shape
+
+        config = BloomConfig.for_site(obj)
+        first = shape(config, 0)
+        grown = sum(shape(config, j)[1] for j in range(3))
+        items = config.capacity * sum(config.expansion**j for j in range(3))
+        return (
+            f"{_size(first[1] // 8)} for the first {config.capacity:,} items ({first[1] / config.capacity:.1f} bits and "
+            f"{first[2]} hash functions per item); {_size(grown // 8)} once scaled to {items:,} items"
+            + (" (not scaling: it refuses more)" if config.nonscaling else "")
+        )
 
     @admin.display(description="Share link")
     def share_link(self, obj):

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import redis
 
-from . import identity, keys
+from . import bloom, identity, keys
 from .scripts import RECORD_BATCH
 from .sites import SiteInfo
 
@@ -26,13 +26,15 @@ SCRIPT_CHUNK = 1000  # visitors per Lua call: Lua's unpack() is bounded
 
 class Hit(NamedTuple):
     """One validated event. `ts` is aware (UTC) or None for "now"; `identity` is the
-    un-hashed identity source from `identity.identity_source()`."""
+    un-hashed identity source from `identity.identity_source()`; `user` the site's own
+    user id when the event had one (its pageviews mark pages seen for recommendations)."""
 
     ts: datetime | None
     path: str
     name: str
     identity: bytes
     bot: bool = False
+    user: str | None = None
 
 
 class Recorded(NamedTuple):
@@ -64,10 +66,11 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
 
     chunks: dict[date, list[_Chunk]] = {}
     bots: dict[date, int] = defaultdict(int)
+    seen_pages: dict[str, dict[str, None]] = {}  # user -> pages viewed, for their Bloom filter
     hash_keys: dict[date, bytes] = {}
     digest = identity.digest
 
-    for ts, path, name, source, bot in hits:
+    for ts, path, name, source, bot, user in hits:
         if ts is None:
             day, minute = today, now_minute
         else:
@@ -92,6 +95,8 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
                 day_chunks.append(chunk)
             index = chunk.visitors[visitor] = len(chunk.visitors) + 1
         if name == PAGEVIEW:
+            if user is not None:
+                seen_pages.setdefault(user, {})[path] = None
             chunk.pageviews += 1
             group = chunk.pages.get(path)
             if group is None:
@@ -110,16 +115,20 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
 
     calls = [_script_call(site, day, chunk) for day in sorted(chunks) for chunk in chunks[day]]
     # (in day order, so a visitor's "new" mark lands on the earliest day of the batch)
-    if len(calls) == 1 and not bots:
+    if len(calls) == 1 and not bots and not seen_pages:
         RECORD_BATCH.run(r, *calls[0])  # the common case, a single call: no pipeline needed
-    elif calls or bots:
+    elif calls or bots or seen_pages:
         pipe = r.pipeline(transaction=False)
         for script_keys, args in calls:
             RECORD_BATCH.queue(pipe, script_keys, args)
         for day, count in bots.items():
             pipe.incrby(keys.bots_dropped(site.id, day), count)
+        marks = len(pipe)
+        for user, pages in seen_pages.items():
+            bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom)
         results = pipe.execute(raise_on_error=False)
-        _retry_unloaded_scripts(r, results, calls)
+        _retry_unloaded_scripts(r, results[:marks], calls)
+        bloom.check_queued(r, results[marks:], pipe.command_stack[marks:])
     dropped = sum(bots.values())
     return Recorded(accepted=len(hits) - dropped, bots=dropped)
 

@@ -48,7 +48,7 @@ def event(request):
         raise ApiError(400, f"unknown domain: {payload.domain!r}; add the site first")
 
     source = identity_source(payload.user_id, None, client_ip(request), user_agent)
-    hit = Hit(ts=None, path=path, name=payload.name, identity=source, bot=is_bot(user_agent))
+    hit = Hit(ts=None, path=path, name=payload.name, identity=source, bot=is_bot(user_agent), user=payload.user_id)
     r = get_redis()
     for site in targets:
         record(r, site, [hit])

@@ -160,3 +160,12 @@ def live_tick(site_id: int) -> str:
 
 def live_channel(site_id: int) -> str:
     return f"{PREFIX}:{{{site_id}}}:live"
+
+
+def bloom(site_id: int, user_digest: str) -> str:
+    """A visitor's scalable Bloom filter of seen items (bits); the user id is hashed."""
+    return f"{PREFIX}:{{{site_id}}}:bloom:{user_digest}"
+
+
+def bloom_shape(site_id: int, user_digest: str) -> str:
+    return f"{PREFIX}:{{{site_id}}}:bloom:{user_digest}:shape"

@@ -5,7 +5,7 @@ import zoneinfo
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 API_KEY_PREFIX = "tly_"
@@ -58,6 +58,25 @@ class Site(models.Model):
     )
     keep_daily_days = models.PositiveIntegerField(
         default=400, validators=[MinValueValidator(1)], help_text="daily bitmaps and site HLLs, after the day is rolled up"
+    )
+
+    # Recommendation dedup: each visitor's scalable Bloom filter of seen pages and items.
+    bloom_capacity = models.PositiveIntegerField(
+        "Bloom capacity", default=1000, validators=[MinValueValidator(1)], help_text="items a visitor's first sub-filter holds"
+    )
+    bloom_error_rate = models.FloatField(
+        "Bloom error rate",
+        default=0.01,
+        validators=[MinValueValidator(1e-9), MaxValueValidator(0.5)],
+        help_text="target false-positive rate, all sub-filters together",
+    )
+    bloom_expansion = models.PositiveIntegerField(
+        "Bloom expansion", default=2, validators=[MinValueValidator(1), MaxValueValidator(16)],
+        help_text="each new sub-filter holds this many times the previous one",
+    )
+    bloom_nonscaling = models.BooleanField("Bloom non-scaling", default=False, help_text="refuse items past capacity instead of growing")
+    bloom_idle_days = models.PositiveIntegerField(
+        "Bloom idle expiry (days)", default=180, validators=[MinValueValidator(1)], help_text="a filter unused this long expires"
     )
 
     class Meta:

@@ -83,6 +83,15 @@ DOCUMENT = {
                     },
                 },
             },
+            "SeenRequest": {
+                "type": "object",
+                "required": ["user", "items"],
+                "additionalProperties": False,
+                "properties": {
+                    "user": {"type": "string", "minLength": 1, "maxLength": 256},
+                    "items": {"type": "array", "minItems": 1, "maxItems": 10000, "items": {"type": "string", "minLength": 1, "maxLength": 2048}},
+                },
+            },
             "Cohort": {
                 "type": "object",
                 "properties": {
@@ -248,6 +257,60 @@ DOCUMENT = {
                                 "schema": {"type": "object", "properties": {"site": {"type": "string"}, "visitors": {"type": "integer"}, "minutes": {"type": "integer"}}}
                             }
                         },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/seen": {
+            "post": {
+                "summary": "Mark items seen by a user (scalable Bloom filter)",
+                "security": [{"apiKey": []}],
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}}},
+                "responses": {
+                    "200": {
+                        "description": "added[i]: true if item i was new (at least one bit newly set).",
+                        "content": {"application/json": {"schema": {"type": "object", "properties": {"added": {"type": "array", "items": {"type": "boolean"}}}}}},
+                    },
+                    "400": _error("Empty user, items not a list of strings, ..."),
+                    "401": _error("No valid API key."),
+                    "409": _error("The site's filters do not scale and this one is full."),
+                    "413": _error("More than 10,000 items."),
+                },
+            }
+        },
+        "/api/v1/unseen": {
+            "post": {
+                "summary": "The items a user has not seen yet, in the order given",
+                "description": "Seen items are never returned; an unseen item is wrongly held back at about the configured error rate (a Bloom filter's false positives).",
+                "security": [{"apiKey": []}],
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}}},
+                "responses": {
+                    "200": {
+                        "description": "The unseen items.",
+                        "content": {"application/json": {"schema": {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}}},
+                    },
+                    "400": _error("Empty user, items not a list of strings, ..."),
+                    "401": _error("No valid API key."),
+                    "413": _error("More than 10,000 items."),
+                },
+            }
+        },
+        "/api/v1/recommendations": {
+            "get": {
+                "summary": "Top pages of the last days that the user has probably not seen",
+                "description": "Pageviews sent with a user_id mark their page seen in that user's filter.",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    SITE,
+                    _param("user", "The site's user id.", {"type": "string"}, required=True),
+                    _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
+                    _param("days", "Rank pages by visitors over this many days.", {"type": "integer", "minimum": 1, "maximum": 90, "default": 7}),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "Pages with their visitors and pageviews.",
+                        "content": {"application/json": {"schema": {"type": "object", "properties": {"pages": {"type": "array", "items": {"type": "object"}}}}}},
                     },
                     **READ_ERRORS,
                 },

@@ -118,4 +118,5 @@ def batch_hit(event: BatchEvent, now: datetime, is_bot) -> Hit:
         name=event.get("name") or PAGEVIEW,
         identity=identity_source(user_id, visitor, ip, user_agent),
         bot=user_agent is not None and is_bot(user_agent),
+        user=user_id or None,
     )

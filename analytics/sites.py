@@ -9,6 +9,7 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import date
 
+from .bloom import BloomConfig
 from .models import ApiKey, Site, hash_api_key
 
 CACHE_SECONDS = 30
@@ -22,6 +23,7 @@ class SiteInfo:
     daily_salt: bool
     salt: bytes
     realtime_ttl: int = 7200  # seconds the per-minute realtime HLLs live
+    bloom: BloomConfig = BloomConfig()  # the site's recommendation-dedup filter settings
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -32,6 +34,7 @@ class SiteInfo:
             daily_salt=site.identity_mode == Site.IdentityMode.DAILY,
             salt=bytes.fromhex(site.salt),
             realtime_ttl=site.keep_realtime_hours * 3600,
+            bloom=BloomConfig.for_site(site),
         )
 
     def today(self) -> date:

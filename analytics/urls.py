@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import ingest_api, openapi, stats_api
+from . import dedup_api, ingest_api, openapi, stats_api
 
 urlpatterns = [
     path("api/event", ingest_api.event, name="event"),
@@ -9,5 +9,8 @@ urlpatterns = [
     path("api/v1/stats/pages", stats_api.pages, name="stats-pages"),
     path("api/v1/stats/retention", stats_api.retention, name="stats-retention"),
     path("api/v1/stats/realtime", stats_api.realtime, name="stats-realtime"),
+    path("api/v1/seen", dedup_api.seen, name="seen"),
+    path("api/v1/unseen", dedup_api.unseen, name="unseen"),
+    path("api/v1/recommendations", dedup_api.recommendations, name="recommendations"),
     path("api/v1/openapi.json", openapi.document, name="openapi"),
 ]

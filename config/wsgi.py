@@ -15,7 +15,7 @@ django_application = get_wsgi_application()
 from django.conf import settings  # noqa: E402  (configured by the line above)
 from django.core.handlers.wsgi import WSGIHandler  # noqa: E402
 
-INGEST_PATHS = frozenset({"/api/event", "/api/v1/events"})
+INGEST_PATHS = frozenset({"/api/event", "/api/v1/events", "/api/v1/seen", "/api/v1/unseen"})
 
 
 def _handler_with_middleware(middleware: list[str]) -> WSGIHandler:

@@ -51,6 +51,10 @@ def test_the_admin_shows_a_new_sites_key_once(admin_client):
             "keep_realtime_hours": "2",
             "keep_page_days": "400",
             "keep_daily_days": "400",
+            "bloom_capacity": "1000",
+            "bloom_error_rate": "0.01",
+            "bloom_expansion": "2",
+            "bloom_idle_days": "180",
             "api_keys-TOTAL_FORMS": "0",
             "api_keys-INITIAL_FORMS": "0",
         },
@@ -86,3 +90,4 @@ def test_the_admin_shows_the_expiry_policy_and_todays_memory(admin_client, site,
     assert "Key expiry policy" in page and 'name="keep_page_days"' in page
     assert "daily pages" in page and "realtime minutes" in page
     assert "<td>101</td>" in page  # 50 page HLLs + 50 page counters + the page index
+    assert "for the first 1,000 items (11.0 bits and 8 hash functions per item)" in page

@@ -31,3 +31,4 @@ class Script:
 RECORD_BATCH = Script("record_batch")
 LOCK_RELEASE = Script("lock_release")
 LOCK_RENEW = Script("lock_renew")
+BLOOM = Script("bloom")
