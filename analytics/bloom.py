@@ -73,14 +73,14 @@ def has_native(r: redis.Redis) -> bool:
     return known
 
 
-def _script_args(mode: str, config: BloomConfig, items: list[str]) -> list:
+def _script_args(mode: str, config: BloomConfig, items: list[str], touch: bool = True) -> list:
     return [
         mode,
         config.capacity,
         repr(config.error_rate),
         config.expansion,
         "1" if config.nonscaling else "0",
-        config.idle_days * 86400,
+        config.idle_days * 86400 if touch else 0,
         *(item_hash(item) for item in items),
     ]
 
@@ -124,8 +124,11 @@ def add(r: redis.Redis, site_id: int, digest: str, items: list[str], config: Blo
     return [answer == 1 for answer in answers]
 
 
-def seen(r: redis.Redis, site_id: int, digest: str, items: list[str], config: BloomConfig, native: bool | None = None) -> list[bool]:
-    """For each item: probably seen (True) or certainly not (False)."""
+def seen(
+    r: redis.Redis, site_id: int, digest: str, items: list[str], config: BloomConfig, native: bool | None = None, touch: bool = True
+) -> list[bool]:
+    """For each item: probably seen (True) or certainly not (False). A check counts as
+    activity for the idle expiry unless `touch` is false (the dashboard only looks)."""
     if not items:
         return []
     if native if native is not None else has_native(r):
@@ -133,9 +136,12 @@ def seen(r: redis.Redis, site_id: int, digest: str, items: list[str], config: Bl
         if not r.exists(key):
             return [False] * len(items)
         answers = r.execute_command("BF.MEXISTS", key, *items)
-        r.expire(key, config.idle_days * 86400)
+        if touch:
+            r.expire(key, config.idle_days * 86400)
         return [bool(a) for a in answers]
-    answers = BLOOM.run(r, [keys.bloom(site_id, digest), keys.bloom_shape(site_id, digest)], _script_args("check", config, items))
+    answers = BLOOM.run(
+        r, [keys.bloom(site_id, digest), keys.bloom_shape(site_id, digest)], _script_args("check", config, items, touch)
+    )
     return [answer == 1 for answer in answers]
 
 

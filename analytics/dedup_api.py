@@ -71,11 +71,13 @@ def recommendations(request):
     return json_response({"site": site.domain, "user": user, "pages": recommend(site, user, limit, days)})
 
 
-def recommend(site, user: str, limit: int, days: int) -> list[dict]:
+def recommend(site, user: str, limit: int, days: int, touch: bool = True) -> list[dict]:
+    """The site's top pages of the last `days` days minus those the user has seen."""
     from datetime import timedelta
 
     r = get_redis()
     end = site.today()
     candidates = queries.top_pages(r, site, end - timedelta(days=days - 1), end, limit=min(4 * limit + 20, 200))
-    flags = bloom.seen(r, site.id, bloom.user_digest(site.salt, user), [p["page"] for p in candidates], site.bloom)
+    pages = [p["page"] for p in candidates]
+    flags = bloom.seen(r, site.id, bloom.user_digest(site.salt, user), pages, site.bloom, touch=touch)
     return [p for p, was_seen in zip(candidates, flags) if not was_seen][:limit]

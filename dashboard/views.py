@@ -136,3 +136,26 @@ def realtime(request, site, info, base, shared):
     from datetime import UTC, datetime
 
     return JsonResponse({"visitors": queries.realtime_visitors(get_redis(), info, datetime.now(UTC))})
+
+
+@site_view
+def recommend(request, site, info, base, shared):
+    """The recommendation panel: top pages the visitor has not seen (looking does not
+    count as the visitor's activity: the dashboard never writes)."""
+    from analytics.dedup_api import recommend as unseen_top_pages
+
+    user = request.GET.get("user", "").strip()[:256]
+    if not user:
+        return JsonResponse({"error": "enter a visitor's user id"}, status=400)
+    return JsonResponse({"user": user, "pages": unseen_top_pages(info, user, 10, 7, touch=False)})
+
+
+@site_view
+def filters(request, site, info, base, shared):
+    """The site's Bloom filters: how many, their memory, fill and expected error."""
+    from dataclasses import asdict
+
+    from analytics.bloom import site_stats
+
+    stats = asdict(site_stats(get_redis(), info.id))
+    return JsonResponse({**stats, "target_error": info.bloom.error_rate})

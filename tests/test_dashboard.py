@@ -145,3 +145,18 @@ def test_last_month_and_this_month():
     assert (periods.parse({"period": "month"}, today).start.isoformat(), periods.parse({"period": "month"}, today).days) == ("2026-03-01", 15)
     last = periods.parse({"period": "last_month"}, today)
     assert (last.start.isoformat(), last.end.isoformat()) == ("2026-02-01", "2026-02-28")
+
+
+def test_the_recommendation_panel_reads_without_writing(client, data_site, owner, r):
+    site, key = data_site
+    client.post("/api/v1/seen", data='{"user": "zoe", "items": ["/p0", "/p1"]}', content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    client.force_login(owner)
+    shape_key = next(r.scan_iter(f"tally:{{{site.pk}}}:bloom:*:shape"))
+    r.expire(shape_key, 1000)
+    body = client.get("/dashboard/example.com/recommend?user=zoe").json()
+    pages = [p["page"] for p in body["pages"]]
+    assert "/p0" not in pages and "/p1" not in pages and "/p2" in pages
+    assert client.get("/dashboard/example.com/recommend?user=").status_code == 400
+    stats = client.get("/dashboard/example.com/filters").json()
+    assert stats["filters"] == 1 and stats["memory_bytes"] > 0 and stats["target_error"] == 0.01
+    assert r.ttl(shape_key) <= 1000  # looking did not count as the visitor's activity
