@@ -204,3 +204,18 @@ class PageDaily(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["site", "date", "path"], name="page_daily_unique")]
         indexes = [models.Index(fields=["site", "date"], name="page_daily_site_date")]
+
+
+class ImportedLog(models.Model):
+    """An access log already imported into a site, by content hash: importing it again
+    would count its visits twice, so `import_log` refuses."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="imported_logs")
+    sha256 = models.CharField(max_length=64)
+    name = models.CharField(max_length=500)
+    lines = models.PositiveBigIntegerField(default=0)
+    imported = models.PositiveBigIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "sha256"], name="imported_log_unique")]
