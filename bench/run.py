@@ -374,6 +374,13 @@ def main():
         import bloom_bench
 
         bloom_rows = bloom_bench.run(r, say)
+        r.flushall()
+        import import_bench
+
+        from analytics.models import Site
+
+        Site.objects.filter(domain="logs.example").delete()
+        import_rows = import_bench.run(Site.objects.create(domain="logs.example"), say)
 
     lines = []
     for pages, (record_only, validated, distinct) in engine_rows.items():
@@ -423,6 +430,7 @@ def main():
         ("filter", "false positives", "/ target", "bits/item (MEMORY USAGE)", "bits/item (formula)", "adds/s / checks/s"),
         bloom_rows,
     )
+    table("Access-log import", ("what", "lines/s", "time vs ceiling"), import_rows)
     tracker = (BASE / "static" / "tracker.js").read_bytes()
     import gzip
 
