@@ -169,3 +169,19 @@ def bloom(site_id: int, user_digest: str) -> str:
 
 def bloom_shape(site_id: int, user_digest: str) -> str:
     return f"{PREFIX}:{{{site_id}}}:bloom:{user_digest}:shape"
+
+
+# Exports: one semaphore for the whole installation (its own hash tag), a job per export.
+
+def export_semaphore() -> tuple[str, str, str]:
+    """The export semaphore's keys: arrival order, last signs of life, arrival counter."""
+    tag = f"{PREFIX}:{{exports}}:semaphore"
+    return f"{tag}:order", f"{tag}:seen", f"{tag}:counter"
+
+
+def export_job(job_id: str) -> str:
+    return f"{PREFIX}:{{exports}}:job:{job_id}"
+
+
+def export_file(job_id: str) -> str:
+    return f"{PREFIX}:{{exports}}:job:{job_id}:file"

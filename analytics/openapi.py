@@ -92,6 +92,18 @@ DOCUMENT = {
                     "items": {"type": "array", "minItems": 1, "maxItems": 10000, "items": {"type": "string", "minLength": 1, "maxLength": 2048}},
                 },
             },
+            "ExportJob": {
+                "type": "object",
+                "properties": {
+                    "job": {"type": "string"},
+                    "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+                    "progress": {"type": "number"},
+                    "position": {"type": "integer", "description": "Place in line while queued (0: not waiting)."},
+                    "message": {"type": "string"},
+                    "status_url": {"type": "string"},
+                    "file_url": {"type": "string"},
+                },
+            },
             "Cohort": {
                 "type": "object",
                 "properties": {
@@ -313,6 +325,51 @@ DOCUMENT = {
                         "content": {"application/json": {"schema": {"type": "object", "properties": {"pages": {"type": "array", "items": {"type": "object"}}}}}},
                     },
                     **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/reports/{fmt}": {
+            "get": {
+                "summary": "Export a report: daily metrics, top pages, retention",
+                "description": "Up to 31 days the file comes at once; longer periods (or async=1) answer 202 with a job. "
+                "Cells starting with = + - @ are prefixed with ' (no spreadsheet formulas from public strings).",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table; xlsx: a sheet per table."},
+                    SITE,
+                    FROM,
+                    TO,
+                    _param("async", "1 to run as a job whatever the length.", {"type": "string", "enum": ["1"]}),
+                ],
+                "responses": {
+                    "200": {"description": "The file.", "content": {"application/zip": {}, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": {}, "application/json": {}}},
+                    "202": {"description": "A background job: poll status_url, then fetch file_url.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ExportJob"}}}},
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/reports/jobs/{job}": {
+            "get": {
+                "summary": "An export job's state and progress",
+                "security": [{"apiKey": []}],
+                "parameters": [{"name": "job", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "queued (with its place in line), running, done or failed.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ExportJob"}}}},
+                    "401": _error("No valid API key."),
+                    "404": _error("No such job (kept 24 hours), or another site's."),
+                },
+            }
+        },
+        "/api/v1/reports/jobs/{job}/file": {
+            "get": {
+                "summary": "An export job's file (kept 24 hours)",
+                "security": [{"apiKey": []}],
+                "parameters": [{"name": "job", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "The file."},
+                    "404": _error("No such job."),
+                    "409": _error("Not ready yet."),
+                    "410": _error("Expired."),
                 },
             }
         },

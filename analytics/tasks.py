@@ -2,7 +2,7 @@
 rollups.py and expiry.py (which tests call directly). The schedule is in config/celery.py."""
 from celery import shared_task
 
-from . import expiry, rollups
+from . import exports, expiry, rollups
 from .connection import get_redis
 from .models import Site
 from .sites import SiteInfo
@@ -35,3 +35,15 @@ def apply_expiry():
     r = get_redis()
     for site in Site.objects.all():
         expiry.apply_all(r, site, SiteInfo.from_model(site).today())
+
+
+@shared_task(bind=True, ignore_result=True, max_retries=None)
+def build_export(self, job: str, site_id: int):
+    """Build a large export when the export semaphore has a slot; wait in line otherwise
+    (retrying every two seconds keeps our place and tells the user where we are)."""
+    site = Site.objects.filter(pk=site_id).first()
+    r = get_redis()
+    if site is None or exports.status(r, job) is None:
+        return  # the site is gone, or the job expired
+    if not exports.try_build(r, job, SiteInfo.from_model(site)):
+        raise self.retry(countdown=2)

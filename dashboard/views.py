@@ -112,6 +112,7 @@ def site(request, site, info, base, shared):
             "snippet": f'<script defer data-domain="{site.domain}" src="{tracker}"></script>',
             "event_url": request.build_absolute_uri(reverse("event")),
             "daily_salt": info.daily_salt,
+            "export_formats": [("csv", "CSV"), ("xlsx", "Excel"), ("json", "JSON")],
         },
     )
 

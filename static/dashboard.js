@@ -66,6 +66,47 @@
     });
   }
 
+  // Exports: small ones download at once; big ones run as a job with a progress bar.
+  var bar = document.getElementById("export-progress");
+  var exportStatus = document.getElementById("export-status");
+  function download(blob, name) {
+    var link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = name;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+  }
+  function follow(job) {
+    fetch(job.status_url, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (s) {
+      bar.hidden = false;
+      bar.value = s.progress;
+      if (s.state === "done") {
+        exportStatus.replaceChildren();
+        var link = document.createElement("a");
+        link.href = s.file_url;
+        link.textContent = "Download " + s.filename;
+        exportStatus.appendChild(link);
+      } else if (s.state === "failed") {
+        exportStatus.textContent = "The export failed: " + (s.error || "unknown error");
+      } else {
+        exportStatus.textContent = s.message || (s.state === "running" ? "Building the export…" : "Queued…");
+        setTimeout(function () { follow(job); }, 1000);
+      }
+    });
+  }
+  document.querySelectorAll("[data-export]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      exportStatus.textContent = "Preparing…";
+      fetch(button.getAttribute("data-export"), { credentials: "same-origin" }).then(function (r) {
+        if (r.status === 202) return r.json().then(follow);
+        if (!r.ok) return r.json().then(function (b) { exportStatus.textContent = b.error; });
+        var name = (r.headers.get("Content-Disposition") || "").split('filename="')[1] || "export";
+        return r.blob().then(function (blob) { download(blob, name.replace(/"$/, "")); exportStatus.textContent = "Downloaded."; });
+      });
+    });
+  });
+
   // Recommendations: unseen top pages for a visitor, and the site's filter statistics.
   var panel = document.getElementById("recommendations");
   if (panel) {

@@ -13,6 +13,17 @@ def redis_server():
 
 
 @pytest.fixture(autouse=True)
+def eager_celery():
+    """Tasks queued by the code under test run in the test, synchronously (the test of a
+    real worker turns this off)."""
+    from config.celery import app
+
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    yield app
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture(autouse=True)
 def r(redis_server):
     """The test's Redis client: the same one the code under test gets from get_redis()."""
     settings.REDIS_URL = redis_server.url

@@ -45,7 +45,8 @@ def test_tasks_called_as_functions(site, r):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_real_worker_runs_the_rollup(make_site, r, redis_server):
+def test_a_real_worker_runs_the_rollup(make_site, r, redis_server, eager_celery):
+    eager_celery.conf.task_always_eager = False
     site, _ = make_site()
     ingest_two_days(r, site)
     env = dict(

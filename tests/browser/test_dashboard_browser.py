@@ -123,3 +123,20 @@ def test_it_fits_a_phone(dashboard, context):
     charts_drawn(page)
     width = page.locator("html").bounding_box()["width"]
     assert width <= 391, f"the page is {width}px wide on a 390px phone"
+
+
+def test_exports_download_and_big_ones_show_progress(dashboard):
+    page, problems, site, info = dashboard
+    page.goto(page.url.split("?")[0] + "?period=7d")
+    with page.expect_download() as download:
+        page.click("[data-export*='/reports/json']")
+    assert download.value.suggested_filename.startswith("tally-example.com-")
+    assert download.value.suggested_filename.endswith(".json")
+
+    page.goto(page.url.split("?")[0] + "?period=90d")  # longer than 31 days: a background job
+    page.click("[data-export*='/reports/csv']")
+    expect(page.locator("#export-status a")).to_have_text(re.compile(r"Download tally-example\.com-.*\.zip"))
+    with page.expect_download() as download:
+        page.click("#export-status a")
+    assert download.value.suggested_filename.endswith(".zip")
+    assert problems == []

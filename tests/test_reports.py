@@ -1,0 +1,114 @@
+"""Exports: all three formats parsed back equal the API; big ones run as jobs behind the
+semaphore; spreadsheet formulas are neutralised."""
+import csv
+import io
+import json
+import zipfile
+from datetime import timedelta
+
+import pytest
+from openpyxl import load_workbook
+
+from analytics import exports, reports
+from analytics.sites import SiteInfo
+from tests.test_rollups import ingest_history
+
+
+@pytest.fixture
+def history(make_site, r):
+    site, key = make_site()
+    ingest_history(r, site, days=40)
+    return site, key, SiteInfo.from_model(site)
+
+
+def api(client, key, path, **params):
+    return client.get(path, params, HTTP_AUTHORIZATION=f"Bearer {key}")
+
+
+def tables_of(fmt, body):
+    if fmt == "json":
+        return {name: [t["columns"], *t["rows"]] for name, t in json.loads(body)["tables"].items()}
+    if fmt == "csv":
+        with zipfile.ZipFile(io.BytesIO(body)) as archive:
+            return {n[:-4]: [[_num(v) for v in row] for row in csv.reader(io.StringIO(archive.read(n).decode()))] for n in archive.namelist()}
+    book = load_workbook(io.BytesIO(body), read_only=True)
+    return {name: [list(row) for row in book[name].iter_rows(values_only=True)] for name in book.sheetnames}
+
+
+def _num(value):
+    try:
+        return int(value)
+    except ValueError:
+        try:
+            return float(value)
+        except ValueError:
+            return value
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "json"])
+def test_small_exports_equal_the_api(client, history, fmt):
+    site, key, info = history
+    end = info.today()
+    start = end - timedelta(days=13)
+    response = api(client, key, f"/api/v1/reports/{fmt}", site="example.com", **{"from": start.isoformat(), "to": end.isoformat()})
+    assert response.status_code == 200
+    assert response["Content-Type"] == reports.FORMATS[fmt][0]
+    assert f"tally-example.com-{start}-{end}" in response["Content-Disposition"]
+    tables = tables_of(fmt, response.content)
+    assert set(tables) == {"daily", "pages", "retention_day", "retention_week"}
+    series = api(client, key, "/api/v1/stats/timeseries", site="example.com", metrics="visitors,pageviews,dau,new_visitors,wau,mau,stickiness", **{"from": start.isoformat(), "to": end.isoformat()}).json()["results"]
+    header, *rows = tables["daily"]
+    assert header == ["date", "visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness"]
+    assert [dict(zip(header, row)) for row in rows] == series
+    pages = api(client, key, "/api/v1/stats/pages", site="example.com", limit=1000, **{"from": start.isoformat(), "to": end.isoformat()}).json()["results"]
+    assert [dict(zip(tables["pages"][0], row)) for row in tables["pages"][1:]] == pages
+    cohorts = api(client, key, "/api/v1/stats/retention", site="example.com", **{"from": start.isoformat(), "to": end.isoformat()}).json()["cohorts"]
+    assert [[c["cohort"], c["size"], *c["retained"]] for c in cohorts] == [[v for v in row if v not in (None, "")] for row in tables["retention_day"][1:]]
+
+
+def test_a_long_period_runs_as_a_job(client, history):
+    site, key, info = history
+    end = info.today()
+    response = api(client, key, "/api/v1/reports/json", site="example.com", **{"from": (end - timedelta(days=39)).isoformat(), "to": end.isoformat()})
+    assert response.status_code == 202
+    job = response.json()
+    status = client.get(job["status_url"], HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    assert status["state"] == "done" and status["progress"] == 1.0  # (eager in tests)
+    file = client.get(job["file_url"], HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert file.status_code == 200
+    assert len(json.loads(file.content)["tables"]["daily"]["rows"]) == 40
+
+
+def test_jobs_wait_their_turn_and_say_so(client, history, r, settings):
+    site, key, info = history
+    settings.EXPORT_CONCURRENCY = 1
+    end = info.today()
+    busy = exports.semaphore(r)
+    assert busy.acquire("someone-elses-export") == 0
+    job = exports.create(r, info, "csv", end - timedelta(days=39), end)
+    assert exports.try_build(r, job, info) is False
+    status = client.get(f"/api/v1/reports/jobs/{job}", HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    assert status["state"] == "queued" and status["position"] == 1
+    assert "number 1 in line" in status["message"]
+    assert client.get(f"/api/v1/reports/jobs/{job}/file", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 409
+    busy.release("someone-elses-export")
+    assert exports.try_build(r, job, info) is True
+    assert client.get(f"/api/v1/reports/jobs/{job}/file", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 200
+
+
+def test_jobs_are_private_to_their_site(client, history, make_site, r):
+    site, key, info = history
+    _, other_key = make_site("other.example")
+    job = exports.create(r, info, "csv", info.today(), info.today())
+    assert client.get(f"/api/v1/reports/jobs/{job}", HTTP_AUTHORIZATION=f"Bearer {other_key}").status_code == 404
+    assert client.get(f"/api/v1/reports/jobs/{job}").status_code == 401
+    assert client.get("/api/v1/reports/jobs/nope", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 404
+    assert api(client, key, "/api/v1/reports/pdf", site="example.com").status_code == 404
+
+
+def test_formulas_are_neutralised():
+    report = {"tables": {"pages": {"columns": ["page", "visitors"], "rows": [["=HYPERLINK(\"http://x\")", 1], ["+1", 2], ["-2", 3], ["@SUM(A1)", 4], ["/fine", 5]]}}}
+    rows = tables_of("csv", reports.write(report, "csv"))["pages"][1:]
+    assert [row[0] for row in rows] == ["'=HYPERLINK(\"http://x\")", "'+1", "'-2", "'@SUM(A1)", "/fine"]
+    sheet = tables_of("xlsx", reports.write(report, "xlsx"))["pages"][1:]
+    assert [row[0] for row in sheet] == ["'=HYPERLINK(\"http://x\")", "'+1", "'-2", "'@SUM(A1)", "/fine"]
