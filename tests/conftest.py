@@ -13,11 +13,12 @@ def redis_server():
 
 
 @pytest.fixture(autouse=True)
-def eager_celery():
+def eager_celery(redis_server):
     """Tasks queued by the code under test run in the test, synchronously (the test of a
-    real worker turns this off)."""
+    real worker turns this off); any broker connection goes to the test's Redis."""
     from config.celery import app
 
+    app.conf.broker_url = redis_server.url
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
     yield app
     app.conf.task_always_eager = False
