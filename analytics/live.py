@@ -10,21 +10,20 @@ open tabs cost one count a second, not a thousand. This runs in the ASGI server
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import redis.asyncio as aioredis
 from django.conf import settings
 
 from . import keys
-from .queries import REALTIME_MINUTES
+from .queries import realtime_keys
 from .sites import SiteInfo
 
 HEARTBEAT = 15.0
 
 
 async def _count(r, site: SiteInfo) -> int:
-    minute = datetime.now(UTC).replace(second=0, microsecond=0)
-    return await r.pfcount(*(keys.realtime(site.id, minute - timedelta(minutes=n)) for n in range(REALTIME_MINUTES)))
+    return await r.pfcount(*realtime_keys(site, datetime.now(UTC)))
 
 
 def _offer(queue: asyncio.Queue, count: int):

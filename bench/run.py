@@ -37,6 +37,12 @@ os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")  # the 
 from tests.redis_server import RedisServer, free_port  # noqa: E402
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
+ONLY = {part.strip() for part in os.environ.get("BENCH_ONLY", "").split(",") if part.strip()}
+
+
+def want(section: str) -> bool:
+    """BENCH_ONLY=ingest,rollup,dashboard,bloom,import runs just those sections."""
+    return not ONLY or section in ONLY
 EVENTS = int(os.environ.get("BENCH_EVENTS", "100000"))
 BATCH = 1000
 VISITORS = 50_000
@@ -190,9 +196,9 @@ def start_gunicorn(app: str, redis_url: str) -> tuple[subprocess.Popen, str]:
     return process, f"http://127.0.0.1:{port}"
 
 
-def wrk(url: str, script: str, args: list[str], connections: int) -> dict:
+def wrk(url: str, script: str, args: list[str], connections: int, seconds: int = SECONDS) -> dict:
     cmd = [
-        "wrk", "-t1", f"-c{connections}", f"-d{SECONDS}s", "--timeout", "5s",
+        "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s",
         "-s", str(BASE / "bench" / "wrk" / script), url, "--", *args,
     ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -289,19 +295,28 @@ def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
 
                 token = Site.objects.get(domain=DOMAIN).enable_sharing()
                 live, live_url = start_live_server(redis_url)
-                dashboards = LiveDashboards(f"{live_url}/live/share/{token}", 20)
+                half = max(2, SECONDS // 2)
+                rounds = {"batch": ([], []), "single": ([], [])}
+                events = 0
                 try:
-                    say(f"tally: the same, with 20 live dashboards open, {SECONDS}s each")
-                    results[name, "batch-live"] = wrk(batch_url, "batch.lua", [key, *files], connections=4)
-                    results[name, "single-live"] = wrk(url, "single.lua", [DOMAIN, "200"], connections=8)
-                    results["live-events"] = sum(dashboards.events)
+                    # Alternate short runs without and with the dashboards open, so the
+                    # machine's drift over the minutes hits both sides alike.
+                    for round_ in range(3):
+                        say(f"tally: round {round_ + 1}/3 without, then with 20 live dashboards ({half}s runs)")
+                        for kind, script, args, conns in (("batch", "batch.lua", [key, *files], 4), ("single", "single.lua", [DOMAIN, "200"], 8)):
+                            target = batch_url if kind == "batch" else url
+                            rounds[kind][0].append(wrk(target, script, args, conns, seconds=half)["per_second"])
+                            dashboards = LiveDashboards(f"{live_url}/live/share/{token}", 20)
+                            try:
+                                rounds[kind][1].append(wrk(target, script, args, conns, seconds=half)["per_second"])
+                            finally:
+                                dashboards.close()
+                                events += sum(dashboards.events)
+                    results["live"] = rounds
+                    results["live-events"] = events
                 finally:
-                    dashboards.close()
                     live.terminate()
                     live.wait(10)
-                say(f"tally: again without them (machines drift: compare with both runs), {SECONDS}s each")
-                results[name, "batch-again"] = wrk(batch_url, "batch.lua", [key, *files], connections=4)
-                results[name, "single-again"] = wrk(url, "single.lua", [DOMAIN, "200"], connections=8)
         finally:
             process.terminate()
             process.wait(10)
@@ -352,36 +367,70 @@ def main():
 
         connection.reset()
 
-        say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
-        engine_rows = {}
-        bodies_for_http = None
-        for pages in (50, 1000):
-            record_only, validated, distinct, bodies = engine(r, site, pages)
-            engine_rows[pages] = (record_only, validated, distinct)
-            if pages == 50:
-                bodies_for_http = bodies
-        say("references: bare redis-py pipeline, bitmapist")
-        calibration = round_trips(r)
-        pipeline_rate = pipeline_reference(r, bodies_for_http)
-        bitmapist = bitmapist_reference(server.url)
-        r.flushall()  # HTTP runs start from an empty Redis, like the engine ones did
-        http_results = http(server.url, key, bodies_for_http)
-        r.flushall()
-        rollup_rows = rollup_section(r)
-        r.flushall()
-        dashboard_rows = dashboard_section(r)
-        r.flushall()
-        import bloom_bench
+        engine_rows, http_results, rollup_rows, dashboard_rows, bloom_rows, import_rows = {}, {}, [], [], [], []
+        if want("ingest"):
+            say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
+            bodies_for_http = None
+            for pages in (50, 1000):
+                record_only, validated, distinct, bodies = engine(r, site, pages)
+                engine_rows[pages] = (record_only, validated, distinct)
+                if pages == 50:
+                    bodies_for_http = bodies
+            say("references: bare redis-py pipeline, bitmapist")
+            calibration = round_trips(r)
+            pipeline_rate = pipeline_reference(r, bodies_for_http)
+            bitmapist = bitmapist_reference(server.url)
+            r.flushall()  # HTTP runs start from an empty Redis, like the engine ones did
+            http_results = http(server.url, key, bodies_for_http)
+        if want("rollup"):
+            r.flushall()
+            rollup_rows = rollup_section(r)
+        if want("dashboard"):
+            r.flushall()
+            dashboard_rows = dashboard_section(r)
+        if want("bloom"):
+            r.flushall()
+            import bloom_bench
 
-        bloom_rows = bloom_bench.run(r, say)
-        r.flushall()
-        import import_bench
+            bloom_rows = bloom_bench.run(r, say)
+        if want("import"):
+            r.flushall()
+            import import_bench
 
-        from analytics.models import Site
+            from analytics.models import Site
 
-        Site.objects.filter(domain="logs.example").delete()
-        import_rows = import_bench.run(Site.objects.create(domain="logs.example"), say)
+            Site.objects.filter(domain="logs.example").delete()
+            import_rows = import_bench.run(Site.objects.create(domain="logs.example"), say)
+    if engine_rows:
+        print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_results)
+    if dashboard_rows:
+        table(
+            "Dashboard server time: 90-day period, 100,000 daily visitors (closed days from stored rows)",
+            ("what", "ms"),
+            dashboard_rows,
+        )
+    if bloom_rows:
+        table(
+            "Bloom filters (plain Redis, Lua): observed false positives over 100,000 unseen probes, memory, speed",
+            ("filter", "false positives", "/ target", "bits/item (MEMORY USAGE)", "bits/item (formula)", "adds/s / checks/s"),
+            bloom_rows,
+        )
+    if import_rows:
+        table("Access-log import", ("what", "lines/s", "time vs ceiling"), import_rows)
+    import gzip
 
+    tracker = (BASE / "static" / "tracker.js").read_bytes()
+    table("tracker.js", ("form", "bytes"), [("as served (hand-minified)", len(tracker)), ("gzipped", len(gzip.compress(tracker, 9)))])
+    if rollup_rows:
+        table(
+            f"Nightly rollup, {rollup_bench_visitors():,} visitors over 35 days (one site), Redis 6.2",
+            ("what", "ms", "peak extra Redis MB"),
+            rollup_rows,
+        )
+    print()
+
+
+def print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_results):
     lines = []
     for pages, (record_only, validated, distinct) in engine_rows.items():
         label = f"{pages} pages (~{distinct:.0f} distinct per batch)"
@@ -409,38 +458,22 @@ def main():
                 ("ref: bare WSGI + redis-py pipeline, 1 event", fmt(sref["per_second"]), fmt(sref["per_second"]), f"{sref['p50_us'] / 1000:.1f}", f"{sref['p99_us'] / 1000:.1f}", sref["errors"], sref["non2xx"]),
             ],
         )
-        lb, ls = http_results[("tally", "batch-live")], http_results[("tally", "single-live")]
-        ab, as_ = http_results[("tally", "batch-again")], http_results[("tally", "single-again")]
-        base_b, base_s = (t["per_second"] + ab["per_second"]) / 2, (s["per_second"] + as_["per_second"]) / 2
-        table(
-            f"Ingestion with 20 live dashboards open (SSE on the ASGI server; {http_results['live-events']:,} events pushed to them); runs: without, with, without",
-            ("path", "without (1st)", "with 20 open", "without (2nd)", "with / mean without"),
-            [
-                ("POST /api/v1/events, events/s", fmt(t["per_second"] * BATCH), fmt(lb["per_second"] * BATCH), fmt(ab["per_second"] * BATCH), f"{lb['per_second'] / base_b:.2f}"),
-                ("POST /api/event, req/s", fmt(s["per_second"]), fmt(ls["per_second"]), fmt(as_["per_second"]), f"{ls['per_second'] / base_s:.2f}"),
-            ],
-        )
-    table(
-        "Dashboard server time: 90-day period, 100,000 daily visitors (closed days from stored rows)",
-        ("what", "ms"),
-        dashboard_rows,
-    )
-    table(
-        "Bloom filters (plain Redis, Lua): observed false positives over 100,000 unseen probes, memory, speed",
-        ("filter", "false positives", "/ target", "bits/item (MEMORY USAGE)", "bits/item (formula)", "adds/s / checks/s"),
-        bloom_rows,
-    )
-    table("Access-log import", ("what", "lines/s", "time vs ceiling"), import_rows)
-    tracker = (BASE / "static" / "tracker.js").read_bytes()
-    import gzip
+        import statistics
 
-    table("tracker.js", ("form", "bytes"), [("as served (hand-minified)", len(tracker)), ("gzipped", len(gzip.compress(tracker, 9)))])
-    table(
-        f"Nightly rollup, {rollup_bench_visitors():,} visitors over 35 days (one site), Redis 6.2",
-        ("what", "ms", "peak extra Redis MB"),
-        rollup_rows,
-    )
-    print()
+        rows = []
+        for kind, label, scale in (("batch", "POST /api/v1/events, events/s", BATCH), ("single", "POST /api/event, req/s", 1)):
+            without, with_ = http_results["live"][kind]
+            rows.append((
+                label,
+                " / ".join(fmt(x * scale) for x in without),
+                " / ".join(fmt(x * scale) for x in with_),
+                f"{statistics.median(with_) / statistics.median(without):.2f}",
+            ))
+        table(
+            f"Ingestion with 20 live dashboards open (SSE on the ASGI server; {http_results['live-events']:,} events pushed), 3 alternating rounds",
+            ("path", "without (3 runs)", "with 20 open (3 runs)", "median with / without"),
+            rows,
+        )
 
 
 def rollup_bench_visitors():
