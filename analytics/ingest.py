@@ -115,7 +115,8 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
 
     calls = [_script_call(site, day, chunk) for day in sorted(chunks) for chunk in chunks[day]]
     # (in day order, so a visitor's "new" mark lands on the earliest day of the batch)
-    if len(calls) == 1 and not bots and not seen_pages:
+    backfilled = [day.isoformat() for day in chunks if day < today - timedelta(days=1)]
+    if len(calls) == 1 and not bots and not seen_pages and not backfilled:
         RECORD_BATCH.run(r, *calls[0])  # the common case, a single call: no pipeline needed
     elif calls or bots or seen_pages:
         pipe = r.pipeline(transaction=False)
@@ -123,6 +124,8 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
             RECORD_BATCH.queue(pipe, script_keys, args)
         for day, count in bots.items():
             pipe.incrby(keys.bots_dropped(site.id, day), count)
+        if backfilled:  # older days may be rolled up already: have them rolled again
+            pipe.sadd(keys.dirty_days(site.id), *backfilled)
         marks = len(pipe)
         for user, pages in seen_pages.items():
             bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom)

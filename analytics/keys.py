@@ -173,6 +173,12 @@ def bloom_shape(site_id: int, user_digest: str) -> str:
 
 # Exports: one semaphore for the whole installation (its own hash tag), a job per export.
 
+def dirty_days(site_id: int) -> str:
+    """Days before yesterday that got events after they may have been rolled up (backfills);
+    the recent-rollup job rolls them again."""
+    return f"{PREFIX}:{{{site_id}}}:dirty-days"
+
+
 def export_semaphore() -> tuple[str, str, str]:
     """The export semaphore's keys: arrival order, last signs of life, arrival counter."""
     tag = f"{PREFIX}:{{exports}}:semaphore"

@@ -306,14 +306,39 @@ def _store_retention(site: Site, unit: str, rows: list):
 
 
 def roll_recent(r: redis.Redis, site: Site) -> Summary | None:
-    """Every few minutes: today and yesterday, still changing."""
+    """Every few minutes: today and yesterday, still changing, and any older day that
+    backfilled events touched since (ingest marks them dirty)."""
     from .locks import held
 
     today = SiteInfo.from_model(site).today()
     with held(r, keys.lock(site.pk, "rollup-recent")) as lock:
         if lock is None:
             return None
-        return rollup(r, site, today - timedelta(days=1), today, today=today)
+        summary = rollup(r, site, today - timedelta(days=1), today, today=today)
+        for start, end in _take_dirty_ranges(r, site):
+            summary.days += rollup(r, site, start, end, today=today).days
+        return summary
+
+
+def _take_dirty_ranges(r: redis.Redis, site: Site) -> list[tuple[date, date]]:
+    """The dirty days as contiguous ranges. The set is renamed away first, so days marked
+    while we roll land in a fresh set for the next run; if a rollup fails, the
+    scratch copy expires and those days wait for the nightly catch-up or an operator."""
+    taken = keys.temporary(site.pk, secrets.token_hex(6), "dirty")
+    try:
+        r.rename(keys.dirty_days(site.pk), taken)
+    except redis.exceptions.ResponseError:  # no such key: nothing dirty
+        return []
+    days = sorted(date.fromisoformat(d.decode()) for d in r.smembers(taken))
+    r.expire(taken, 3600)
+    ranges = []
+    for day in days:
+        if ranges and day == ranges[-1][1] + timedelta(days=1):
+            ranges[-1] = (ranges[-1][0], day)
+        else:
+            ranges.append((day, day))
+    r.unlink(taken)
+    return ranges
 
 
 def roll_closed(r: redis.Redis, site: Site) -> Summary | None:

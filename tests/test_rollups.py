@@ -150,7 +150,8 @@ def test_recent_rollup_does_today_and_yesterday(site, r):
     today = SiteInfo.from_model(site).today()
     rollups.roll_recent(r, site)
     rows = {row.date: row.final for row in DailyMetrics.objects.all()}
-    assert rows == {today - timedelta(days=1): True, today: False}
+    # today and yesterday, and the day before: its events came in after it (a backfill)
+    assert rows == {today - timedelta(days=2): True, today - timedelta(days=1): True, today: False}
 
 
 def test_a_job_skips_while_another_holds_its_lock(site, r):
@@ -211,3 +212,20 @@ def test_expiry_waits_for_the_rollup(site, r):
     assert r.ttl(keys.active(site.pk, today)) == -1
     # the oldest days were never rolled up (older than keep_daily_days): still there, no TTL
     assert r.ttl(keys.active(site.pk, old)) == -1
+
+
+def test_backfilled_days_are_rolled_again(site, r):
+    active = ingest_history(r, site, days=8)
+    today = SiteInfo.from_model(site).today()
+    rollups.rollup(r, site, today - timedelta(days=7), today)
+    r.delete(keys.dirty_days(site.pk))  # (the history itself came in late: start clean)
+    old = today - timedelta(days=5)
+    before = DailyMetrics.objects.get(site=site, date=old)
+    assert before.final and before.dau == len(active[old])
+    late = [Hit(at(old, 15), "/late", "pageview", identity_source(None, f"late-{n}", None, None)) for n in range(7)]
+    record(r, SiteInfo.from_model(site), late)
+    assert r.smembers(keys.dirty_days(site.pk)) == {old.isoformat().encode()}
+    summary = rollups.roll_recent(r, site)
+    assert summary.days == 3  # today, yesterday, and the backfilled day
+    assert DailyMetrics.objects.get(site=site, date=old).dau == len(active[old]) + 7
+    assert not r.exists(keys.dirty_days(site.pk))
