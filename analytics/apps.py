@@ -6,6 +6,8 @@ class AnalyticsConfig(AppConfig):
     verbose_name = "Tally analytics"
 
     def ready(self):
+        from config import checks  # noqa: F401  (registers the system checks)
+
         from . import sites
 
         sites.connect_signals()
