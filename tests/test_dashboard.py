@@ -160,3 +160,16 @@ def test_the_recommendation_panel_reads_without_writing(client, data_site, owner
     stats = client.get("/dashboard/example.com/filters").json()
     assert stats["filters"] == 1 and stats["memory_bytes"] > 0 and stats["target_error"] == 0.01
     assert r.ttl(shape_key) <= 1000  # looking did not count as the visitor's activity
+
+
+def test_a_daily_salt_site_renders_without_retention(client, make_site, owner, r):
+    site, key = make_site("private.example", identity_mode="daily")
+    site.owners.add(owner)
+    record(r, SiteInfo.from_model(site), [Hit(None, "/", "pageview", identity_source(None, "a", None, None))])
+    client.force_login(owner)
+    response = client.get("/dashboard/private.example/")
+    assert response.status_code == 200
+    assert "cannot be followed across days" in response.content.decode()
+    assert "new_visitors" not in {c["key"] for c in response.context["cards"]}
+    export = client.get("/api/v1/reports/json", {"site": "private.example"}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert set(json.loads(export.content)["tables"]) == {"daily", "pages"}
