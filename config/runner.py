@@ -13,7 +13,6 @@ children run in their own process groups, so Ctrl-C reaches only this supervisor
 stops the web server first and Redis last (Redis flushes its AOF on SIGTERM).
 """
 import os
-import secrets
 import signal
 import socket
 import subprocess

@@ -1,6 +1,6 @@
 """POST /api/event: Plausible's Events API."""
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pytest
 

@@ -1,5 +1,5 @@
 """GET /api/v1/stats/*: auth, parameters, and the numbers."""
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 

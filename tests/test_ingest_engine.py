@@ -4,7 +4,6 @@ import threading
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 
-import pytest
 
 from analytics import keys, queries
 from analytics.identity import identity_source
