@@ -21,7 +21,7 @@ from .sites import SiteInfo
 PAGEVIEW = "pageview"
 PAGE_SEARCH_CAP = 10_000  # paths kept for prefix search per site
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
-SCRIPT_CHUNK = 1000  # visitors per Lua call: Lua's unpack() is bounded
+SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
 
 
 class Hit(NamedTuple):
@@ -88,23 +88,28 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
         if day_chunks is None:
             day_chunks = chunks[day] = [_Chunk()]
         chunk = day_chunks[-1]
+        groups = chunk.pages if name == PAGEVIEW else chunk.events
         index = chunk.visitors.get(visitor)
+        if (index is None and len(chunk.visitors) >= SCRIPT_CHUNK) or (
+            len(chunk.pages) + len(chunk.events) >= SCRIPT_CHUNK and (name if name != PAGEVIEW else path) not in groups
+        ):
+            chunk = _Chunk()
+            day_chunks.append(chunk)
+            groups = chunk.pages if name == PAGEVIEW else chunk.events
+            index = None
         if index is None:
-            if len(chunk.visitors) >= SCRIPT_CHUNK:
-                chunk = _Chunk()
-                day_chunks.append(chunk)
             index = chunk.visitors[visitor] = len(chunk.visitors) + 1
         if name == PAGEVIEW:
             if user is not None:
                 seen_pages.setdefault(user, {})[path] = None
             chunk.pageviews += 1
-            group = chunk.pages.get(path)
+            group = groups.get(path)
             if group is None:
-                group = chunk.pages[path] = [0, set()]
+                group = groups[path] = [0, set()]
         else:
-            group = chunk.events.get(name)
+            group = groups.get(name)
             if group is None:
-                group = chunk.events[name] = [0, set()]
+                group = groups[name] = [0, set()]
         group[0] += 1
         group[1].add(index)
         if minute is not None:

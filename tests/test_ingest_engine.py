@@ -238,3 +238,14 @@ def test_every_key_carries_the_sites_hash_tag(site, r):
     all_keys = list(r.scan_iter("*"))
     assert all_keys
     assert all(key.startswith(f"tally:{{{site.id}}}:".encode()) for key in all_keys)
+
+
+def test_a_batch_of_many_pages_from_one_visitor(site, r):
+    s = info(site)
+    hits = [Hit(None, f"/p/{n}", "pageview", visitor(1)) for n in range(10_000)]
+    hits += [Hit(None, "/", f"Event{n}", visitor(1)) for n in range(2_500)]
+    record(r, s, hits, now=NOW)
+    (row,) = queries.timeseries(r, s, NOW.date(), NOW.date(), ["dau", "pageviews"])
+    assert row == {"date": NOW.date().isoformat(), "dau": 1, "pageviews": 10_000}
+    assert r.scard(keys.pages_index(site.id, NOW.date())) == 10_000
+    assert r.scard(keys.events_index(site.id, NOW.date())) == 2_500
