@@ -6,12 +6,13 @@ round trip per request, whatever the batch size.
 from datetime import UTC, datetime
 
 import orjson
+import redis
 from django.conf import settings
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 
-from . import schemas, sites
+from . import schemas, sites, spool
 from .bots import is_bot
 from .connection import get_redis
 from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
@@ -19,6 +20,7 @@ from .identity import identity_source
 from .ingest import Hit, record
 
 DROPPED_HEADER = "X-Tally-Dropped"
+SPOOLED_HEADER = "X-Tally-Spooled"  # Redis was down: kept on disk, counted when it is back
 
 
 @csrf_exempt
@@ -49,13 +51,27 @@ def event(request):
 
     source = identity_source(payload.user_id, None, client_ip(request), user_agent)
     hit = Hit(ts=None, path=path, name=payload.name, identity=source, bot=is_bot(user_agent), user=payload.user_id)
-    r = get_redis()
-    for site in targets:
-        record(r, site, [hit])
     response = HttpResponse(b"ok", status=202, content_type="text/plain")
+    for site in targets:
+        if _record_or_spool(site, [hit]):
+            response[SPOOLED_HEADER] = "1"
     if hit.bot:
         response[DROPPED_HEADER] = "bot"
     return response
+
+
+def _record_or_spool(site, hits) -> bool:
+    """Count the hits; if Redis is unreachable, keep them in the local spool instead (a
+    beat job replays it). Returns True when spooled."""
+    try:
+        record(get_redis(), site, hits)
+        return False
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        try:
+            spool.write(site, hits)
+        except OSError:
+            raise ApiError(503, "storage is unavailable; retry later", {"Retry-After": "5"}) from None
+        return True
 
 
 @csrf_exempt
@@ -79,13 +95,11 @@ def events(request):
         except schemas.BadEvent as e:
             rejected.append({"index": index, "error": str(e)})
     rejected.sort(key=lambda r: r["index"])
-    result = record(get_redis(), site, hits, now=now) if hits else None
+    dropped = sum(1 for hit in hits if hit.bot)
+    spooled = _record_or_spool(site, hits) if hits else False
     return json_response(
-        {
-            "accepted": result.accepted if result else 0,
-            "bots_dropped": result.bots if result else 0,
-            "rejected": rejected,
-        }
+        {"accepted": len(hits) - dropped, "bots_dropped": dropped, "rejected": rejected},
+        headers={SPOOLED_HEADER: str(len(hits))} if spooled else None,
     )
 
 

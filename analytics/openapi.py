@@ -128,8 +128,8 @@ DOCUMENT = {
                 },
                 "responses": {
                     "202": {
-                        "description": "Counted, or dropped on purpose (then `X-Tally-Dropped: bot`).",
-                        "headers": {"X-Tally-Dropped": {"schema": {"type": "string"}}},
+                        "description": "Counted, or dropped on purpose (then `X-Tally-Dropped: bot`), or kept in the local spool while Redis is down (then `X-Tally-Spooled`).",
+                        "headers": {"X-Tally-Dropped": {"schema": {"type": "string"}}, "X-Tally-Spooled": {"schema": {"type": "string"}}},
                         "content": {"text/plain": {"schema": {"type": "string", "const": "ok"}}},
                     },
                     "400": _error("Malformed JSON, wrong types, a bad url, an unknown domain, no User-Agent."),
@@ -152,7 +152,11 @@ DOCUMENT = {
                     },
                 },
                 "responses": {
-                    "200": {"description": "Good events counted; bad ones listed.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchResult"}}}},
+                    "200": {
+                        "description": "Good events counted (or spooled while Redis is down: `X-Tally-Spooled: N`); bad ones listed.",
+                        "headers": {"X-Tally-Spooled": {"schema": {"type": "string"}}},
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchResult"}}},
+                    },
                     "400": _error("Neither a JSON array nor NDJSON."),
                     "401": _error("No valid API key."),
                     "413": _error("Over 10,000 events or 16 MB."),

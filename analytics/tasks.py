@@ -2,7 +2,7 @@
 rollups.py and expiry.py (which tests call directly). The schedule is in config/celery.py."""
 from celery import shared_task
 
-from . import exports, expiry, rollups
+from . import exports, expiry, rollups, spool
 from .connection import get_redis
 from .models import Site
 from .sites import SiteInfo
@@ -47,3 +47,9 @@ def build_export(self, job: str, site_id: int):
         return  # the site is gone, or the job expired
     if not exports.try_build(r, job, SiteInfo.from_model(site)):
         raise self.retry(countdown=2)
+
+
+@shared_task(ignore_result=True)
+def replay_spool():
+    """Count the events ingest kept on local disk while Redis was down."""
+    spool.replay(get_redis())

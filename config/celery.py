@@ -13,6 +13,7 @@ app = Celery("tally")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+MINUTE = 60
 FIVE_MINUTES = 5 * 60
 HOUR = 60 * 60
 DAY = 24 * HOUR
@@ -30,6 +31,12 @@ app.conf.beat_schedule = {
         "task": "analytics.tasks.rollup_closed",
         "schedule": HOUR,
         "options": {"expires": HOUR * 1.5},
+    },
+    # events kept on local disk while Redis was down (analytics/spool.py)
+    "replay-spool": {
+        "task": "analytics.tasks.replay_spool",
+        "schedule": MINUTE,
+        "options": {"expires": MINUTE * 1.5},
     },
     "apply-expiry": {
         "task": "analytics.tasks.apply_expiry",

@@ -148,9 +148,38 @@ def test_a_missing_user_agent_is_refused(client, site):
     assert response.json() == {"error": "missing User-Agent header"}
 
 
-def test_storage_outage_is_a_503_not_a_500(client, site, settings):
+def test_a_storage_outage_keeps_events_in_the_spool(client, site, settings, tmp_path, r, redis_server):
+    from analytics import connection, spool
+
+    settings.VAR_DIR = tmp_path
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    connection.reset()
+    response = post(client, pageview(url="https://example.com/while-down"))
+    assert response.status_code == 202 and response["X-Tally-Spooled"] == "1"
+    batch = client.post(
+        "/api/v1/events",
+        data=json.dumps([{"url": "https://example.com/b", "visitor": str(n)} for n in range(5)]),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {site.create_api_key()}",
+    )
+    assert batch.json()["accepted"] == 5 and batch["X-Tally-Spooled"] == "5"
+    assert len(list((tmp_path / "spool").glob("*.ndjson"))) == 1
+
+    settings.REDIS_URL = redis_server.url  # Redis is back
+    connection.reset()
+    assert today_row(r, site)["pageviews"] == 0
+    assert spool.replay(connection.get_redis()) == 6
+    row = today_row(r, site)
+    assert (row["pageviews"], row["dau"]) == (6, 6)
+    assert list((tmp_path / "spool").iterdir()) == []
+    assert spool.replay(connection.get_redis()) == 0  # nothing twice
+
+
+def test_no_spool_either_is_a_503_not_a_500(client, site, settings, tmp_path):
     from analytics import connection
 
+    (tmp_path / "spool").write_text("a file where the spool folder should be")
+    settings.VAR_DIR = tmp_path
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     connection.reset()
     response = post(client, pageview())
