@@ -111,20 +111,29 @@ def manage(*args):
     subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], check=True, cwd=BASE_DIR)
 
 
-def offer_demo():
-    """On a first start with no site, offer the demo site so the dashboard has something."""
+def offer_demo() -> bool:
+    """On a first start with no site, offer the demo site so the dashboard has something.
+    False when the user pressed Ctrl-C instead of answering."""
     count = subprocess.run(
         [sys.executable, str(BASE_DIR / "manage.py"), "shell", "-c", "from analytics.models import Site; print(Site.objects.count())"],
         cwd=BASE_DIR, capture_output=True, text=True,
     ).stdout.strip().splitlines()
     if not count or count[-1] != "0":
-        return
+        return True
     if not sys.stdin.isatty() or os.environ.get("TALLY_DEMO") == "no":
         log("no site yet: `.venv/bin/python manage.py demo` makes demo.example with 90 days of data")
-        return
-    answer = input("[tally] No site yet. Create demo.example with 90 days of demo traffic? [Y/n] ").strip().lower()
+        return True
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C must work here
+    try:
+        answer = input("[tally] No site yet. Create demo.example with 90 days of demo traffic? [Y/n] ").strip().lower()
+    except (KeyboardInterrupt, EOFError):
+        print()
+        return False
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if answer in ("", "y", "yes"):
         manage("demo")
+    return True
 
 
 def stop(process: subprocess.Popen, name: str, timeout: float = 15):
@@ -165,7 +174,8 @@ def main():
         manage("migrate", "--noinput", "-v", "0")
         manage("collectstatic", "--noinput", "-v", "0")
         manage("ensure_admin")
-        offer_demo()
+        if not offer_demo():
+            return  # Ctrl-C at the question: the finally below stops Redis
 
         port = int(os.environ.get("PORT", "8000"))
         workers = os.environ.get("WEB_WORKERS", str(os.cpu_count() or 2))
