@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from . import bloom, queries, schemas
 from .connection import get_redis
 from .http import ApiError, bearer_site, json_errors, json_response, methods, read_body
-from .stats_api import _int, _site
+from .params import int_param, site_param
 
 Item = Annotated[str, Field(min_length=1, max_length=2048)]
 
@@ -62,12 +62,12 @@ def unseen(request):
 def recommendations(request):
     """Top pages by visitors over the last `days` that the user has probably not seen
     (their filter is filled by every pageview sent with their user_id)."""
-    site = _site(request)
+    site = site_param(request)
     user = request.GET.get("user", "")
     if not user.strip() or len(user) > 256:
         raise ApiError(400, "user: required, at most 256 characters")
-    limit = _int(request, "limit", 10, 1, 100)
-    days = _int(request, "days", 7, 1, 90)
+    limit = int_param(request, "limit", 10, 1, 100)
+    days = int_param(request, "days", 7, 1, 90)
     return json_response({"site": site.domain, "user": user, "pages": recommend(site, user, limit, days)})
 
 

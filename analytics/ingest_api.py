@@ -123,8 +123,7 @@ def _parse_batch(body: bytes):
         _check_count(len(raw))
         return _validate_each(enumerate(raw), schemas.batch_event_adapter.validate_python)
     if stripped.startswith(b"{"):
-        lines = [(i, line) for i, line in enumerate(body.splitlines()) if line.strip()]
-        lines = [(n, line) for n, (_, line) in enumerate(lines)]
+        lines = list(enumerate(line for line in body.splitlines() if line.strip()))
         _check_count(len(lines))
         return _validate_each(lines, schemas.batch_event_adapter.validate_json)
     raise ApiError(400, "body must be a JSON array of events or NDJSON (one event object per line)")

@@ -82,6 +82,11 @@ class Summary:
     first: datetime | None = None
     last: datetime | None = None
 
+    def bad(self, number: int):
+        self.unparsable += 1
+        if len(self.unparsable_lines) < 5:
+            self.unparsable_lines.append(number)
+
 
 def hits_from_lines(lines: Iterator[str], summary: Summary) -> Iterator[Hit]:
     last_time_text, last_time = None, None
@@ -89,9 +94,7 @@ def hits_from_lines(lines: Iterator[str], summary: Summary) -> Iterator[Hit]:
         summary.lines += 1
         match = LINE.match(line)
         if match is None:
-            summary.unparsable += 1
-            if len(summary.unparsable_lines) < 5:
-                summary.unparsable_lines.append(number)
+            summary.bad(number)
             continue
         status = match["status"]
         if match["method"] != "GET" or not (status[0] == "2" or status == "304"):
@@ -102,9 +105,7 @@ def hits_from_lines(lines: Iterator[str], summary: Summary) -> Iterator[Hit]:
         if not path.startswith("/"):  # absolute-form or garbage targets
             path = "/" + path.split("://", 1)[-1].split("/", 1)[-1] if "://" in path else ""
             if not path:
-                summary.unparsable += 1
-                if len(summary.unparsable_lines) < 5:
-                    summary.unparsable_lines.append(number)
+                summary.bad(number)
                 continue
         if STATIC.search(path):
             summary.static += 1
@@ -122,9 +123,7 @@ def hits_from_lines(lines: Iterator[str], summary: Summary) -> Iterator[Hit]:
             try:
                 last_time, last_time_text = parse_time(time_text), time_text
             except BadLine:
-                summary.unparsable += 1
-                if len(summary.unparsable_lines) < 5:
-                    summary.unparsable_lines.append(number)
+                summary.bad(number)
                 continue
         summary.imported += 1
         if summary.first is None or last_time < summary.first:

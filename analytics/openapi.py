@@ -20,6 +20,12 @@ def _param(name, description, schema, required=False):
 SITE = _param("site", "The site's domain.", {"type": "string"}, required=True)
 FROM = _param("from", "First day, the site's local date (default: 30 days before `to`).", {"type": "string", "format": "date"})
 TO = _param("to", "Last day, inclusive (default: today in the site's time zone). At most 731 days in all.", {"type": "string", "format": "date"})
+SEEN_BODY = {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}}}
+SEEN_ERRORS = {
+    "400": _error("Empty user, items not a list of strings, ..."),
+    "401": _error("No valid API key."),
+    "413": _error("More than 10,000 items."),
+}
 READ_ERRORS = {
     "400": _error("A parameter is missing or wrong; the message names it."),
     "401": _error("No valid API key (and no staff session)."),
@@ -282,16 +288,14 @@ DOCUMENT = {
             "post": {
                 "summary": "Mark items seen by a user (scalable Bloom filter)",
                 "security": [{"apiKey": []}],
-                "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}}},
+                "requestBody": SEEN_BODY,
                 "responses": {
                     "200": {
                         "description": "added[i]: true if item i was new (at least one bit newly set).",
                         "content": {"application/json": {"schema": {"type": "object", "properties": {"added": {"type": "array", "items": {"type": "boolean"}}}}}},
                     },
-                    "400": _error("Empty user, items not a list of strings, ..."),
-                    "401": _error("No valid API key."),
                     "409": _error("The site's filters do not scale and this one is full."),
-                    "413": _error("More than 10,000 items."),
+                    **SEEN_ERRORS,
                 },
             }
         },
@@ -300,15 +304,13 @@ DOCUMENT = {
                 "summary": "The items a user has not seen yet, in the order given",
                 "description": "Seen items are never returned; an unseen item is wrongly held back at about the configured error rate (a Bloom filter's false positives).",
                 "security": [{"apiKey": []}],
-                "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}}},
+                "requestBody": SEEN_BODY,
                 "responses": {
                     "200": {
                         "description": "The unseen items.",
                         "content": {"application/json": {"schema": {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}}},
                     },
-                    "400": _error("Empty user, items not a list of strings, ..."),
-                    "401": _error("No valid API key."),
-                    "413": _error("More than 10,000 items."),
+                    **SEEN_ERRORS,
                 },
             }
         },

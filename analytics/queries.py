@@ -149,22 +149,10 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
         for row in totals:
             pageviews[row["path"]] = row["views"]
             visitor_days[row["path"]] = row["people"]
-    live = [day for day in days if day not in final]
-    if live:
-        pipe = r.pipeline(transaction=False)
-        for day in live:
-            pipe.smembers(keys.pages_index(site.id, day))
-        listed = [(day, sorted(p.decode() for p in paths)) for day, paths in zip(live, pipe.execute())]
-        pipe = r.pipeline(transaction=False)
-        for day, paths in listed:
-            for path in paths:
-                pipe.get(keys.page_pageviews(site.id, day, path))
-                pipe.pfcount(keys.page_visitors(site.id, day, path))
-        answers = iter(pipe.execute())
-        for day, paths in listed:
-            for path in paths:
-                pageviews[path] = pageviews.get(path, 0) + int(next(answers) or 0)
-                visitor_days[path] = visitor_days.get(path, 0) + next(answers)
+    for pages in page_days(r, site.id, [day for day in days if day not in final]).values():
+        for path, (people, views) in pages.items():
+            pageviews[path] = pageviews.get(path, 0) + views
+            visitor_days[path] = visitor_days.get(path, 0) + people
 
     ranked = sorted(visitor_days, key=lambda p: (-visitor_days[p], -pageviews[p], p))
     cover = _cover(site, start, end)
@@ -185,6 +173,23 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
     pages = [{"page": p, "visitors": v, "pageviews": pageviews[p]} for p, v in visitors.items()]
     pages.sort(key=lambda p: (-p["visitors"], -p["pageviews"], p["page"]))
     return pages[:limit]
+
+
+def page_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict[str, tuple[int, int]]]:
+    """Each page's (visitors, pageviews) on each day, from the raw keys: two round trips."""
+    if not days:
+        return {}
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.smembers(keys.pages_index(site_id, day))
+    listed = [(day, sorted(p.decode() for p in paths)) for day, paths in zip(days, pipe.execute())]
+    pipe = r.pipeline(transaction=False)
+    for day, paths in listed:
+        for path in paths:
+            pipe.pfcount(keys.page_visitors(site_id, day, path))
+            pipe.get(keys.page_pageviews(site_id, day, path))
+    answers = iter(pipe.execute())
+    return {day: {path: (next(answers), int(next(answers) or 0)) for path in paths} for day, paths in listed}
 
 
 def _cover(site: SiteInfo, start: date, end: date):

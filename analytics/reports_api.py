@@ -9,7 +9,7 @@ from django.urls import reverse
 from . import access, exports, reports, tasks
 from .connection import get_redis
 from .http import ApiError, bearer_site, json_errors, json_response, methods
-from .stats_api import _range, _site
+from .params import date_range, site_param
 
 
 def _file_response(body: bytes, fmt: str, name: str) -> HttpResponse:
@@ -30,8 +30,8 @@ def _links(request, job: str) -> dict:
 def report(request, fmt):
     if fmt not in reports.FORMATS:
         raise ApiError(404, f"unknown format {fmt!r}; use csv, xlsx or json")
-    site = _site(request)
-    start, end = _range(request, site)
+    site = site_param(request)
+    start, end = date_range(request, site)
     r = get_redis()
     if reports.is_small(start, end) and request.GET.get("async") != "1":
         body = reports.write(reports.build(r, site, start, end), fmt)

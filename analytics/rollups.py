@@ -25,7 +25,7 @@ import redis
 
 from . import expiry, keys
 from .models import DailyMetrics, PageDaily, PeriodVisitors, Retention, Site
-from .queries import DAY_PERIODS, WEEK_PERIODS
+from .queries import DAY_PERIODS, WEEK_PERIODS, page_days
 from .periods import days_between, monday, month_start, period_days
 from .sites import SiteInfo
 
@@ -161,23 +161,10 @@ def _store_days(site: Site, metrics: dict[date, dict], today: date):
 
 def _store_pages(r: redis.Redis, site: Site, days: list[date]):
     """Each page's visitors and pageviews per day, as rows (see queries.top_pages)."""
-    sid = site.pk
-    pipe = r.pipeline(transaction=False)
-    for day in days:
-        pipe.smembers(keys.pages_index(sid, day))
-    listed = pipe.execute()
-    for day, paths in zip(days, listed):
-        paths = sorted(p.decode() for p in paths)
-        if not paths:
-            continue
-        pipe = r.pipeline(transaction=False)
-        for path in paths:
-            pipe.pfcount(keys.page_visitors(sid, day, path))
-            pipe.get(keys.page_pageviews(sid, day, path))
-        answers = pipe.execute()
+    for day, pages in page_days(r, site.pk, days).items():
         rows = [
-            PageDaily(site=site, date=day, path=path, visitors=answers[2 * n], pageviews=int(answers[2 * n + 1] or 0))
-            for n, path in enumerate(paths)
+            PageDaily(site=site, date=day, path=path, visitors=visitors, pageviews=views)
+            for path, (visitors, views) in pages.items()
         ]
         PageDaily.objects.bulk_create(
             rows, batch_size=500, update_conflicts=True, unique_fields=["site", "date", "path"], update_fields=["visitors", "pageviews"]
@@ -341,18 +328,21 @@ def _take_dirty_ranges(r: redis.Redis, site: Site) -> list[tuple[date, date]]:
     return ranges
 
 
+def first_unfinished_day(site: Site) -> date:
+    """The day after the last final one; for a site never rolled up, its creation day."""
+    last_final = DailyMetrics.objects.filter(site=site, final=True).order_by("-date").values_list("date", flat=True).first()
+    if last_final is not None:
+        return last_final + timedelta(days=1)
+    return site.created.astimezone(SiteInfo.from_model(site).tz).date()
+
+
 def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
     """Closed days not yet final, oldest first: yesterday on a normal night, every missed
     day after an outage (it looks back to the last final day)."""
     from .locks import held
 
-    info = SiteInfo.from_model(site)
-    today = info.today()
-    last_final = DailyMetrics.objects.filter(site=site, final=True).order_by("-date").values_list("date", flat=True).first()
-    if last_final is not None:
-        start = last_final + timedelta(days=1)
-    else:
-        start = site.created.astimezone(info.tz).date()
+    today = SiteInfo.from_model(site).today()
+    start = first_unfinished_day(site)
     end = today - timedelta(days=1)
     if start > end:
         return Summary()

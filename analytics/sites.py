@@ -7,7 +7,7 @@ while (CACHE_SECONDS): a new site or a revoked key takes effect within that time
 import time
 import zoneinfo
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 from .bloom import BloomConfig
 from .models import ApiKey, Site, hash_api_key
@@ -38,8 +38,6 @@ class SiteInfo:
         )
 
     def today(self) -> date:
-        from datetime import datetime
-
         return datetime.now(self.tz).date()
 
 

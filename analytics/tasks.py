@@ -11,16 +11,19 @@ JOBS = {"recent": rollups.roll_recent, "closed": rollups.roll_closed}
 SITE_TASK_EXPIRES = {"recent": 5 * 60 * 1.5, "closed": 60 * 60 * 1.5}
 
 
+def _for_every_site(job: str):
+    for site_id in Site.objects.values_list("pk", flat=True):
+        rollup_site.apply_async((site_id, job), expires=SITE_TASK_EXPIRES[job])
+
+
 @shared_task(ignore_result=True)
 def rollup_recent():
-    for site_id in Site.objects.values_list("pk", flat=True):
-        rollup_site.apply_async((site_id, "recent"), expires=SITE_TASK_EXPIRES["recent"])
+    _for_every_site("recent")
 
 
 @shared_task(ignore_result=True)
 def rollup_closed():
-    for site_id in Site.objects.values_list("pk", flat=True):
-        rollup_site.apply_async((site_id, "closed"), expires=SITE_TASK_EXPIRES["closed"])
+    _for_every_site("closed")
 
 
 @shared_task(ignore_result=True)

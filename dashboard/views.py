@@ -3,7 +3,6 @@ renders; it never writes to Redis."""
 import functools
 from datetime import timedelta
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, JsonResponse
@@ -14,10 +13,10 @@ from django.urls import reverse
 from analytics import access, queries
 from analytics.connection import get_redis
 from analytics.sites import SiteInfo
+from config.middleware import live_origin
 
 from . import charts, periods
 
-CHART_METRICS = ("visitors", "pageviews", "dau", "wau", "mau")
 CARDS = [
     ("visitors", "Visitors"),
     ("pageviews", "Pageviews"),
@@ -63,9 +62,8 @@ def _change(now, before):
 
 
 def _live_url(request, site, shared: bool) -> str:
-    base = settings.LIVE_URL or f"{request.scheme}://{request.get_host().rsplit(':', 1)[0]}:{settings.LIVE_PORT}"
     path = reverse("dashboard:live-shared", args=[site.share_token]) if shared else reverse("dashboard:live", args=[site.domain])
-    return base.rstrip("/") + path
+    return live_origin(request) + path
 
 
 @site_view

@@ -77,6 +77,16 @@ local pageviews = tonumber(ARGV[pos])
 if pageviews > 0 then redis.call('INCRBY', KEYS[6], pageviews) end
 pos = pos + 1
 
+-- Add the visitors listed as "i,j,k" (indexes into the digests) to an HLL.
+local function pfadd_listed(key, listed)
+  local chosen, c = {}, 0
+  for index in string.gmatch(listed, '%d+') do
+    c = c + 1
+    chosen[c] = digests[tonumber(index)]
+  end
+  redis.call('PFADD', key, unpack(chosen))
+end
+
 -- A group: a name (page path or event name) for the day's index set, a count for the
 -- group's counter, and the indexes of its visitors for the group's HLL.
 local key_index = 11
@@ -87,12 +97,7 @@ local function groups(index_key)
   local names = {}
   for g = 1, count do
     names[g] = ARGV[pos]
-    local chosen, c = {}, 0
-    for index in string.gmatch(ARGV[pos + 2], '%d+') do
-      c = c + 1
-      chosen[c] = digests[tonumber(index)]
-    end
-    redis.call('PFADD', KEYS[key_index], unpack(chosen))
+    pfadd_listed(KEYS[key_index], ARGV[pos + 2])
     redis.call('INCRBY', KEYS[key_index + 1], ARGV[pos + 1])
     key_index = key_index + 2
     pos = pos + 3
@@ -107,12 +112,7 @@ groups(KEYS[8])
 local realtime_ttl, minutes = ARGV[pos], tonumber(ARGV[pos + 1])
 pos = pos + 2
 for _ = 1, minutes do
-  local chosen, c = {}, 0
-  for index in string.gmatch(ARGV[pos], '%d+') do
-    c = c + 1
-    chosen[c] = digests[tonumber(index)]
-  end
-  redis.call('PFADD', KEYS[key_index], unpack(chosen))
+  pfadd_listed(KEYS[key_index], ARGV[pos])
   redis.call('EXPIRE', KEYS[key_index], realtime_ttl)
   key_index = key_index + 1
   pos = pos + 1

@@ -4,14 +4,14 @@ Runs the same rollups as the beat jobs, at once, with a progress bar: for operat
 an outage, and after a backfill. Without dates it rolls every day from the last final one
 through today (what the scheduled jobs would do); with dates, exactly that range.
 """
-from datetime import date, timedelta
+from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from analytics import rollups
 from analytics.connection import get_redis
-from analytics.models import DailyMetrics, Site
+from analytics.models import Site
 from analytics.periods import days_between
 from analytics.sites import SiteInfo
 
@@ -44,7 +44,7 @@ class Command(BaseCommand):
         for s in sites:
             today = SiteInfo.from_model(s).today()
             last = min(end or today, today)
-            first = start or self._resume_from(s, today)
+            first = start or rollups.first_unfinished_day(s)
             first = max(first, rollups.earliest_day(s, today))
             if first > last:
                 continue
@@ -60,12 +60,3 @@ class Command(BaseCommand):
                 rollups.rollup(r, s, days[0], days[-1], today=today)
                 bar.update(len(days))
         self.stdout.write(f"Rolled up {total} site-days for {len({s.pk for s, _, _ in plan})} site(s).")
-
-    @staticmethod
-    def _resume_from(site: Site, today: date) -> date:
-        last_final = (
-            DailyMetrics.objects.filter(site=site, final=True).order_by("-date").values_list("date", flat=True).first()
-        )
-        if last_final is not None:
-            return last_final + timedelta(days=1)
-        return site.created.astimezone(SiteInfo.from_model(site).tz).date()
