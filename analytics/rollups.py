@@ -302,29 +302,37 @@ def roll_recent(r: redis.Redis, site: Site) -> Summary | None:
         if lock is None:
             return None
         summary = rollup(r, site, today - timedelta(days=1), today, today=today)
-        for start, end in _take_dirty_ranges(r, site):
-            summary.days += rollup(r, site, start, end, today=today).days
+        dirty = _take_dirty_days(r, site)
+        try:
+            for first, last in _ranges(dirty):
+                summary.days += rollup(r, site, first, last, today=today).days
+        except Exception:
+            r.sadd(keys.dirty_days(site.pk), *(day.isoformat() for day in dirty))  # the next run retries
+            raise
         return summary
 
 
-def _take_dirty_ranges(r: redis.Redis, site: Site) -> list[tuple[date, date]]:
-    """The dirty days as contiguous ranges. The set is renamed away first, so days marked
-    while we roll land in a fresh set for the next run; if a rollup fails, the
-    scratch copy expires and those days wait for the nightly catch-up or an operator."""
+def _take_dirty_days(r: redis.Redis, site: Site) -> list[date]:
+    """Take the dirty days: the set is renamed away first, so days marked while we roll
+    land in a fresh set for the next run."""
     taken = keys.temporary(site.pk, secrets.token_hex(6), "dirty")
     try:
         r.rename(keys.dirty_days(site.pk), taken)
     except redis.exceptions.ResponseError:  # no such key: nothing dirty
         return []
     days = sorted(date.fromisoformat(d.decode()) for d in r.smembers(taken))
-    r.expire(taken, 3600)
-    ranges = []
+    r.unlink(taken)
+    return days
+
+
+def _ranges(days: list[date]) -> list[tuple[date, date]]:
+    """Sorted days as contiguous (first, last) ranges."""
+    ranges: list[tuple[date, date]] = []
     for day in days:
         if ranges and day == ranges[-1][1] + timedelta(days=1):
             ranges[-1] = (ranges[-1][0], day)
         else:
             ranges.append((day, day))
-    r.unlink(taken)
     return ranges
 
 

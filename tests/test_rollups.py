@@ -229,3 +229,23 @@ def test_backfilled_days_are_rolled_again(site, r):
     assert summary.days == 3  # today, yesterday, and the backfilled day
     assert DailyMetrics.objects.get(site=site, date=old).dau == len(active[old]) + 7
     assert not r.exists(keys.dirty_days(site.pk))
+
+
+def test_dirty_days_wait_for_the_next_run_when_a_rollup_fails(site, r, monkeypatch):
+    ingest_history(r, site, days=6)
+    old = SiteInfo.from_model(site).today() - timedelta(days=4)
+    real = rollups.rollup
+
+    def failing_for_old_days(r_, site_, start, end, **kw):
+        if start <= old <= end and start < SiteInfo.from_model(site_).today() - timedelta(days=1):
+            raise RuntimeError("database went away")
+        return real(r_, site_, start, end, **kw)
+
+    monkeypatch.setattr(rollups, "rollup", failing_for_old_days)
+    with pytest.raises(RuntimeError):
+        rollups.roll_recent(r, site)
+    assert old.isoformat().encode() in r.smembers(keys.dirty_days(site.pk))
+    monkeypatch.setattr(rollups, "rollup", real)
+    rollups.roll_recent(r, site)
+    assert DailyMetrics.objects.filter(site=site, date=old, final=True).exists()
+    assert not r.exists(keys.dirty_days(site.pk))
