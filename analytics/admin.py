@@ -55,7 +55,7 @@ class SiteAdmin(admin.ModelAdmin):
 
     @admin.display(description="Memory a filter needs")
     def bloom_memory(self, obj):
-        from .bloom import BloomConfig, shape
+        from .dedup.bloom import BloomConfig, shape
 
         config = BloomConfig.for_site(obj)
         first = shape(config, 0)
@@ -94,9 +94,9 @@ class SiteAdmin(admin.ModelAdmin):
     def memory_today(self, obj):
         if obj.pk is None:
             return "—"
-        from .connection import get_redis
         from .keyspace import memory_today
         from .sites import SiteInfo
+        from .store.connection import get_redis
 
         try:
             usage = memory_today(get_redis(), SiteInfo.from_model(obj))

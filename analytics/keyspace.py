@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 
-from . import keys
 from .sites import SiteInfo
+from .store import keys
 
 MAX_PAGES_MEASURED = 2000  # beyond this, the measured pages' average stands for the rest
 

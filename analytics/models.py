@@ -49,7 +49,7 @@ class Site(models.Model):
     )
 
     # Key expiry policy: raw Redis keys live this long; the rollup rows are kept for good.
-    # Days' keys get their TTL only once the day's rollup is stored (see rollups.py).
+    # Days' keys get their TTL only once the day's rollup is stored (see analytics.rollups).
     keep_realtime_hours = models.PositiveIntegerField(
         default=2, validators=[MinValueValidator(1)], help_text="per-minute realtime HLLs"
     )

@@ -9,7 +9,7 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from .bloom import BloomConfig
+from .dedup.bloom import BloomConfig
 from .models import ApiKey, Site, hash_api_key
 
 CACHE_SECONDS = 30

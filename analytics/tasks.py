@@ -1,11 +1,14 @@
 """Celery tasks: thin wrappers that take plain ids and call the plain functions in
-rollups.py and expiry.py (which tests call directly). The schedule is in config/celery.py."""
+analytics.rollups, analytics.ingest.spool and analytics.reports (which tests call directly). The schedule is in config/celery.py."""
 from celery import shared_task
 
-from . import exports, expiry, rollups, spool
-from .connection import get_redis
+from . import rollups
+from .ingest import spool
 from .models import Site
+from .reports import exports
+from .rollups import expiry
 from .sites import SiteInfo
+from .store.connection import get_redis
 
 JOBS = {"recent": rollups.roll_recent, "closed": rollups.roll_closed}
 SITE_TASK_EXPIRES = {"recent": 5 * 60 * 1.5, "closed": 60 * 60 * 1.5}

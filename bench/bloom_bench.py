@@ -5,8 +5,8 @@ import math
 import sys
 import time
 
-from analytics import bloom
-from analytics.bloom import BloomConfig
+from analytics.dedup import bloom
+from analytics.dedup.bloom import BloomConfig
 
 PROBES = 100_000
 CAPACITY = 10_000

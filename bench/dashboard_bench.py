@@ -12,7 +12,7 @@ import statistics
 import time
 from datetime import timedelta
 
-from analytics import keys
+from analytics.store import keys
 
 DAYS = 180  # 90 shown + the 90 before, for the cards' changes
 PAGES = 300

@@ -36,7 +36,7 @@ def make_log(path: Path):
 def run(site, say) -> list[tuple]:
     from django.core.management import call_command
 
-    from analytics import logs
+    from analytics.ingest import logs
 
     path = Path(__file__).resolve().parent.parent / "var" / "bench" / "access-1m.log"
     if not path.exists():

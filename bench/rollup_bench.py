@@ -16,7 +16,9 @@ import threading
 import time
 from datetime import timedelta
 
-from analytics import keys, rollups
+from analytics import rollups
+from analytics.store import keys
+from analytics.store.scratch import queue_union
 
 VISITORS = 1_000_000
 DAYS = 35
@@ -108,7 +110,7 @@ def run(r, site, say) -> list[tuple]:
 
     def or_chunked():
         pipe = r.pipeline(transaction=False)
-        rollups.queue_union(pipe, "bench:{%d}:or" % sid, month)
+        queue_union(pipe, "bench:{%d}:or" % sid, month)
         pipe.execute()
 
     def and_count():

@@ -72,9 +72,8 @@ def timed(fn, events: int) -> float:
 def engine(r, site, pages: int):
     import orjson
 
-    from analytics import schemas
-    from analytics.ingest import record
-    from analytics.ingest_api import _parse_batch
+    from analytics.api.ingest import _parse_batch
+    from analytics.ingest import record, schemas
 
     rng = random.Random(pages)
     bodies = [orjson.dumps(batch_events(rng, pages)) for _ in range(EVENTS // BATCH)]
@@ -363,7 +362,7 @@ def main():
         os.environ["REDIS_URL"] = server.url
         r = redis.Redis.from_url(server.url)
         site, key = setup_site()
-        from analytics import connection
+        from analytics.store import connection
 
         connection.reset()
 

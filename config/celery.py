@@ -32,7 +32,7 @@ app.conf.beat_schedule = {
         "schedule": HOUR,
         "options": {"expires": HOUR * 1.5},
     },
-    # events kept on local disk while Redis was down (analytics/spool.py)
+    # events kept on local disk while Redis was down (analytics/ingest/spool.py)
     "replay-spool": {
         "task": "analytics.tasks.replay_spool",
         "schedule": MINUTE,

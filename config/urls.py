@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 urlpatterns = [
-    path("", include("analytics.urls")),
+    path("", include("analytics.api.urls")),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -14,7 +14,7 @@ urlpatterns = [
 def handler404(request, exception=None):
     """JSON for API paths (clients parse it), Django's page for the rest."""
     if request.path.startswith("/api/"):
-        from analytics.http import json_response
+        from analytics.api.http import json_response
 
         return json_response({"error": f"no such endpoint: {request.path}"}, status=404)
     from django.views.defaults import page_not_found

@@ -11,8 +11,8 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 
-from analytics import access
-from analytics.live import visitor_counts
+from analytics.queries import access
+from analytics.queries.live import visitor_counts
 from analytics.sites import SiteInfo
 
 

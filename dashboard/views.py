@@ -10,9 +10,10 @@ from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
 
-from analytics import access, queries
-from analytics.connection import get_redis
+from analytics import queries
+from analytics.queries import access, recommendations
 from analytics.sites import SiteInfo
+from analytics.store.connection import get_redis
 from config.middleware import live_origin
 
 from . import charts, periods
@@ -141,20 +142,13 @@ def realtime(request, site, info, base, shared):
 def recommend(request, site, info, base, shared):
     """The recommendation panel: top pages the visitor has not seen (looking does not
     count as the visitor's activity: the dashboard never writes)."""
-    from analytics.dedup_api import recommend as unseen_top_pages
-
     user = request.GET.get("user", "").strip()[:256]
     if not user:
         return JsonResponse({"error": "enter a visitor's user id"}, status=400)
-    return JsonResponse({"user": user, "pages": unseen_top_pages(info, user, 10, 7, touch=False)})
+    return JsonResponse({"user": user, "pages": recommendations.unseen_top_pages(get_redis(), info, user, 10, 7, touch=False)})
 
 
 @site_view
 def filters(request, site, info, base, shared):
     """The site's Bloom filters: how many, their memory, fill and expected error."""
-    from dataclasses import asdict
-
-    from analytics.bloom import site_stats
-
-    stats = asdict(site_stats(get_redis(), info.id))
-    return JsonResponse({**stats, "target_error": info.bloom.error_rate})
+    return JsonResponse(recommendations.filter_stats(get_redis(), info))

@@ -2,7 +2,8 @@
 import pytest
 from django.conf import settings
 
-from analytics import connection, sites
+from analytics import sites
+from analytics.store import connection
 from tests.redis_server import RedisServer
 
 

@@ -4,8 +4,9 @@ from datetime import datetime
 
 import pytest
 
-from analytics import keys, queries
+from analytics import queries
 from analytics.sites import SiteInfo
+from analytics.store import keys
 
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
@@ -149,7 +150,8 @@ def test_a_missing_user_agent_is_refused(client, site):
 
 
 def test_a_storage_outage_keeps_events_in_the_spool(client, site, settings, tmp_path, r, redis_server):
-    from analytics import connection, spool
+    from analytics.ingest import spool
+    from analytics.store import connection
 
     settings.VAR_DIR = tmp_path
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
@@ -176,7 +178,7 @@ def test_a_storage_outage_keeps_events_in_the_spool(client, site, settings, tmp_
 
 
 def test_no_spool_either_is_a_503_not_a_500(client, site, settings, tmp_path):
-    from analytics import connection
+    from analytics.store import connection
 
     (tmp_path / "spool").write_text("a file where the spool folder should be")
     settings.VAR_DIR = tmp_path

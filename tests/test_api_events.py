@@ -6,7 +6,6 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 
 

@@ -107,8 +107,8 @@ def test_top_pages_over_weeks_match_brute_force(client, make_site, r, rolled):
     import random
     from collections import defaultdict
 
-    from analytics.identity import identity_source
     from analytics.ingest import Hit, record
+    from analytics.ingest.identity import identity_source
     from tests.test_rollups import at
 
     site, key = make_site()

@@ -2,10 +2,12 @@
 import threading
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from analytics import bloom
-from analytics.bloom import BloomConfig, FilterFull
+from analytics.dedup import bloom
+from analytics.dedup.bloom import BloomConfig, FilterFull
 
 SMALL = BloomConfig(capacity=50, error_rate=0.01, expansion=2)
 

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from analytics.identity import identity_source
 from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
 from dashboard import periods
 

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.management import CommandError, call_command
 
-from analytics import logs, queries
+from analytics import queries
+from analytics.ingest import logs
 from analytics.sites import SiteInfo
 
 FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"

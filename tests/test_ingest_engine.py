@@ -4,11 +4,11 @@ import threading
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 
-
-from analytics import keys, queries
-from analytics.identity import identity_source
+from analytics import queries
 from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
+from analytics.store import keys
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 

@@ -3,9 +3,9 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
-from analytics import live
-from analytics.identity import identity_source
 from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
+from analytics.queries import live
 from analytics.sites import SiteInfo
 
 

@@ -2,7 +2,7 @@
 import threading
 import time
 
-from analytics.locks import Lock, held
+from analytics.store.locks import Lock, held
 
 
 def test_two_workers_at_once_exactly_one_runs(r):

@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 from openpyxl import load_workbook
 
-from analytics import exports, reports
+from analytics.reports import exports
+from analytics.reports import tables as reports
 from analytics.sites import SiteInfo
 from tests.test_rollups import ingest_history
 

@@ -5,11 +5,12 @@ from datetime import UTC, datetime, time, timedelta
 
 import pytest
 
-from analytics import keys, rollups
-from analytics.identity import identity_source
 from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
 from analytics.models import DailyMetrics, PeriodVisitors, Retention
+from analytics.rollups import jobs as rollups
 from analytics.sites import SiteInfo
+from analytics.store import keys
 
 
 def at(day, hour=0):
@@ -155,7 +156,7 @@ def test_recent_rollup_does_today_and_yesterday(site, r):
 
 
 def test_a_job_skips_while_another_holds_its_lock(site, r):
-    from analytics.locks import Lock
+    from analytics.store.locks import Lock
 
     ingest_history(r, site, days=2)
     assert Lock(r, keys.lock(site.pk, "rollup-recent")).acquire()
@@ -198,7 +199,7 @@ def test_expiry_waits_for_the_rollup(site, r):
     ingest_history(r, site, days=5)
     today = SiteInfo.from_model(site).today()
     old = today - timedelta(days=4)
-    from analytics import expiry
+    from analytics.rollups import expiry
 
     assert expiry.apply_all(r, site, today) == 0  # nothing final: nothing gets a TTL
     assert r.ttl(keys.active(site.pk, old)) == -1

@@ -3,7 +3,7 @@ first come first served."""
 import threading
 import time
 
-from analytics.semaphore import Semaphore
+from analytics.store.semaphore import Semaphore
 
 
 def test_the_limit_holds_under_concurrency(r):

@@ -81,8 +81,8 @@ def test_the_dashboard_needs_login(client):
 
 
 def test_the_admin_shows_the_expiry_policy_and_todays_memory(admin_client, site, r):
-    from analytics.identity import identity_source
     from analytics.ingest import Hit, record
+    from analytics.ingest.identity import identity_source
     from analytics.sites import SiteInfo
 
     record(r, SiteInfo.from_model(site), [Hit(None, f"/p{n}", "pageview", identity_source(None, str(n), None, None)) for n in range(50)])

@@ -10,8 +10,8 @@ import pytest
 from django.conf import settings
 
 from analytics import tasks
-from analytics.identity import identity_source
 from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
 from analytics.models import DailyMetrics
 from analytics.sites import SiteInfo
 from config.celery import app

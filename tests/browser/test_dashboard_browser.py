@@ -1,16 +1,15 @@
 """The dashboard in a real browser: login, charts drawn, period switch, page search, the
 live counter moving when a page with tracker.js opens in another tab, escaping, phone width."""
 import re
-from datetime import UTC, datetime, timedelta
-
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from playwright.sync_api import expect
 
 from analytics import rollups
-from analytics.identity import identity_source
 from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
 from analytics.models import Site
 from analytics.sites import SiteInfo
 

@@ -11,11 +11,11 @@ from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
 from analytics import rollups
-from analytics.connection import get_redis
-from analytics.identity import identity_source
 from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
 from analytics.models import Site
 from analytics.sites import SiteInfo
+from analytics.store.connection import get_redis
 
 DOMAIN = "demo.example"
 DAYS = 90

@@ -11,11 +11,11 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError, transaction
 from tqdm import tqdm
 
-from analytics import logs, rollups
-from analytics.connection import get_redis
-from analytics.ingest import record
+from analytics import rollups
+from analytics.ingest import logs, record
 from analytics.models import ImportedLog, Site
 from analytics.sites import SiteInfo
+from analytics.store.connection import get_redis
 
 BATCH = 10_000
 

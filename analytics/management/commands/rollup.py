@@ -10,10 +10,10 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from analytics import rollups
-from analytics.connection import get_redis
 from analytics.models import Site
 from analytics.periods import days_between
 from analytics.sites import SiteInfo
+from analytics.store.connection import get_redis
 
 CHUNK_DAYS = 7
 

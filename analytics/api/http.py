@@ -1,0 +1,137 @@
+"""Small helpers and decorators shared by the JSON endpoints: errors, body limits, auth, CORS.
+
+Every failure a client can cause ends here as a 4xx JSON `{"error": "..."}`; the views
+raise `ApiError` and never build error responses by hand.
+"""
+import functools
+import ipaddress
+
+import orjson
+import redis
+from django.conf import settings
+from django.http import HttpResponse
+
+from .. import sites
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
+def json_response(data, status=200, headers=None) -> HttpResponse:
+    response = HttpResponse(orjson.dumps(data), status=status, content_type="application/json", headers=headers)
+    return response
+
+
+def json_errors(view):
+    """Turn ApiError (and a Redis outage) into JSON responses."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except ApiError as e:
+            return json_response({"error": e.message}, status=e.status, headers=e.headers)
+        except redis.exceptions.ConnectionError:
+            return json_response(
+                {"error": "storage is unavailable; retry later"}, status=503, headers={"Retry-After": "5"}
+            )
+
+    return wrapper
+
+
+def read_body(request, limit: int) -> bytes:
+    """The request body, refusing more than `limit` bytes before reading it all."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise ApiError(400, "invalid Content-Length") from None
+    if length > limit:
+        raise ApiError(413, f"body too large: {length} bytes, at most {limit}")
+    body = request.read(limit + 1)
+    if len(body) > limit:
+        raise ApiError(413, f"body too large: more than {limit} bytes")
+    if not body.strip():
+        raise ApiError(400, "empty body: send a JSON event")
+    return body
+
+
+def bearer_site(request) -> "sites.SiteInfo":
+    """The site whose API key is in `Authorization: Bearer <key>`, else 401."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", {"WWW-Authenticate": "Bearer"})
+    site = sites.site_for_api_key(token.strip())
+    if site is None:
+        raise ApiError(401, "invalid API key", {"WWW-Authenticate": "Bearer"})
+    return site
+
+
+def client_ip(request) -> str:
+    """The socket's address, or the right-most untrusted X-Forwarded-For hop when the socket
+    is a trusted proxy. Without TRUSTED_PROXIES the header is ignored: anyone can forge it."""
+    remote = request.META.get("REMOTE_ADDR", "")
+    trusted = settings.TRUSTED_PROXIES
+    if not trusted or not _is_trusted(remote, trusted):
+        return remote
+    hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if h.strip()]
+    for hop in reversed(hops):
+        if not _is_trusted(hop, trusted):
+            return hop
+    return hops[0] if hops else remote
+
+
+def _is_trusted(address: str, networks) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
+
+
+def methods(*allowed: str):
+    """Like Django's require_http_methods, but the 405 is JSON and names the allowed ones."""
+
+    def decorator(view):
+        @functools.wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method not in allowed:
+                return json_response(
+                    {"error": f"method {request.method} not allowed; use {', '.join(allowed)}"},
+                    status=405,
+                    headers={"Allow": ", ".join(allowed)},
+                )
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+CORS_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Content-Type",
+    "Access-Control-Max-Age": "86400",
+}
+
+
+def cors(view):
+    """Let any page post to this endpoint (trackers run on other origins); answer preflights."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.method == "OPTIONS":
+            response = HttpResponse(status=204)
+        else:
+            response = view(request, *args, **kwargs)
+        for name, value in CORS_HEADERS.items():
+            response[name] = value
+        return response
+
+    return wrapper

@@ -1,0 +1,145 @@
+"""Ingestion endpoints: `POST /api/event` (Plausible-compatible) and `POST /api/v1/events`.
+
+Both validate at the edge (`schemas.py`), then hand hits to `ingest.record()`: one Redis
+round trip per request, whatever the batch size.
+"""
+from datetime import UTC, datetime
+
+import orjson
+import redis
+from django.conf import settings
+from django.http import HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from pydantic import ValidationError
+
+from .. import sites
+from ..ingest import schemas, spool
+from ..ingest.bots import is_bot
+from ..ingest.identity import identity_source
+from ..ingest.record import Hit, record
+from ..store.connection import get_redis
+from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
+
+DROPPED_HEADER = "X-Tally-Dropped"
+SPOOLED_HEADER = "X-Tally-Spooled"  # Redis was down: kept on disk, counted when it is back
+
+
+@csrf_exempt
+@cors
+@methods("POST", "OPTIONS")
+@json_errors
+def event(request):
+    """One event from a browser, in Plausible's format. Sent as application/json or as
+    text/plain (which spares the browser a CORS preflight); the body is JSON either way."""
+    body = read_body(request, settings.MAX_EVENT_BODY)
+    try:
+        payload = schemas.PlausibleEvent.model_validate_json(body)
+    except ValidationError as e:
+        raise ApiError(400, schemas.describe(e)) from None
+    user_agent = request.META.get("HTTP_USER_AGENT", "")
+    if not user_agent:
+        raise ApiError(400, "missing User-Agent header")
+    try:
+        path = schemas.page_path(payload.url, keep_fragment=bool(payload.hash_mode))
+    except schemas.BadEvent as e:
+        raise ApiError(400, str(e)) from None
+
+    # Plausible lets one event count for several sites: "domain": "a.com,b.com".
+    domains = [d for d in (part.strip() for part in payload.domain.split(",")) if d]
+    targets = [site for site in map(sites.site_for_domain, domains) if site is not None]
+    if not targets:
+        raise ApiError(400, f"unknown domain: {payload.domain!r}; add the site first")
+
+    source = identity_source(payload.user_id, None, client_ip(request), user_agent)
+    hit = Hit(ts=None, path=path, name=payload.name, identity=source, bot=is_bot(user_agent), user=payload.user_id)
+    response = HttpResponse(b"ok", status=202, content_type="text/plain")
+    for site in targets:
+        if _record_or_spool(site, [hit]):
+            response[SPOOLED_HEADER] = "1"
+    if hit.bot:
+        response[DROPPED_HEADER] = "bot"
+    return response
+
+
+def _record_or_spool(site, hits) -> bool:
+    """Count the hits; if Redis is unreachable, keep them in the local spool instead (a
+    beat job replays it). Returns True when spooled."""
+    try:
+        record(get_redis(), site, hits)
+        return False
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        try:
+            spool.write(site, hits)
+        except OSError:
+            raise ApiError(503, "storage is unavailable; retry later", {"Retry-After": "5"}) from None
+        return True
+
+
+@csrf_exempt
+@methods("POST")
+@json_errors
+def events(request):
+    """A batch of server-side events for the site of the Bearer key: a JSON array or NDJSON.
+
+    Good events are counted even when others in the batch are bad; the answer lists each
+    rejected event's index and reason."""
+    site = bearer_site(request)
+    body = read_body(request, settings.MAX_BATCH_BODY)
+    now = datetime.now(UTC)
+    detect = (lambda ua: False) if request.GET.get("bots") == "keep" else is_bot
+
+    items, rejected = _parse_batch(body)
+    hits = []
+    for index, item in items:
+        try:
+            hits.append(schemas.batch_hit(item, now, detect))
+        except schemas.BadEvent as e:
+            rejected.append({"index": index, "error": str(e)})
+    rejected.sort(key=lambda r: r["index"])
+    dropped = sum(1 for hit in hits if hit.bot)
+    spooled = _record_or_spool(site, hits) if hits else False
+    return json_response(
+        {"accepted": len(hits) - dropped, "bots_dropped": dropped, "rejected": rejected},
+        headers={SPOOLED_HEADER: str(len(hits))} if spooled else None,
+    )
+
+
+def _parse_batch(body: bytes):
+    """Validated (index, event) pairs and the rejected ones, from an array or NDJSON.
+
+    The fast path validates the whole array in pydantic's core at once; only when something
+    is wrong does it fall back to event by event, so one bad event costs the others nothing."""
+    stripped = body.lstrip()
+    if stripped.startswith(b"["):
+        try:
+            events_ = schemas.batch_adapter.validate_json(body)
+            _check_count(len(events_))
+            return list(enumerate(events_)), []
+        except ValidationError:
+            pass
+        try:
+            raw = orjson.loads(body)
+        except orjson.JSONDecodeError as e:
+            raise ApiError(400, f"malformed JSON: {e}") from None
+        _check_count(len(raw))
+        return _validate_each(enumerate(raw), schemas.batch_event_adapter.validate_python)
+    if stripped.startswith(b"{"):
+        lines = list(enumerate(line for line in body.splitlines() if line.strip()))
+        _check_count(len(lines))
+        return _validate_each(lines, schemas.batch_event_adapter.validate_json)
+    raise ApiError(400, "body must be a JSON array of events or NDJSON (one event object per line)")
+
+
+def _validate_each(indexed, validate):
+    good, bad = [], []
+    for index, item in indexed:
+        try:
+            good.append((index, validate(item)))
+        except ValidationError as e:
+            bad.append({"index": index, "error": schemas.describe(e)})
+    return good, bad
+
+
+def _check_count(count: int):
+    if count > settings.MAX_BATCH_EVENTS:
+        raise ApiError(413, f"too many events: {count}, at most {settings.MAX_BATCH_EVENTS} per batch")

@@ -1,0 +1,391 @@
+"""The OpenAPI 3.1 document for Tally's ingest and read API, served at /api/v1/openapi.json.
+
+Written by hand next to the code it describes; a test checks that every API route is in
+it and that it is a valid OpenAPI document.
+"""
+from django.views.decorators.http import require_GET
+
+from ..queries import DAY_PERIODS, DEFAULT_METRICS, METRICS, PERIOD_METRICS, WEEK_PERIODS
+from .http import json_response
+
+
+def _error(description):
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _param(name, description, schema, required=False):
+    return {"name": name, "in": "query", "required": required, "description": description, "schema": schema}
+
+
+SITE = _param("site", "The site's domain.", {"type": "string"}, required=True)
+FROM = _param("from", "First day, the site's local date (default: 30 days before `to`).", {"type": "string", "format": "date"})
+TO = _param("to", "Last day, inclusive (default: today in the site's time zone). At most 731 days in all.", {"type": "string", "format": "date"})
+SEEN_BODY = {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}}}
+SEEN_ERRORS = {
+    "400": _error("Empty user, items not a list of strings, ..."),
+    "401": _error("No valid API key."),
+    "413": _error("More than 10,000 items."),
+}
+READ_ERRORS = {
+    "400": _error("A parameter is missing or wrong; the message names it."),
+    "401": _error("No valid API key (and no staff session)."),
+    "403": _error("The key is for another site."),
+    "503": _error("Redis is unavailable; retry later."),
+}
+
+DOCUMENT = {
+    "openapi": "3.1.0",
+    "info": {
+        "title": "Tally API",
+        "version": "1",
+        "description": (
+            "Ingest visit events and read the numbers. Visitors are HyperLogLog estimates "
+            "(0.81% standard error); pageviews, DAU, WAU, MAU, new visitors and retention are exact. "
+            "Every error is a JSON body {\"error\": \"...\"}."
+        ),
+    },
+    "components": {
+        "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer", "description": "The site's API key."}},
+        "schemas": {
+            "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+            "PlausibleEvent": {
+                "type": "object",
+                "required": ["name", "url", "domain"],
+                "description": "Plausible's Events API body; the tracker's short names n, u, d, r, p, h are accepted too.",
+                "properties": {
+                    "name": {"type": "string", "maxLength": 120, "examples": ["pageview"]},
+                    "url": {"type": "string", "maxLength": 2048, "examples": ["https://example.com/pricing"]},
+                    "domain": {"type": "string", "description": "The site's domain; several, comma-separated, count the event for each."},
+                    "referrer": {"type": ["string", "null"]},
+                    "props": {"description": "Custom properties (accepted, not yet counted)."},
+                    "revenue": {"description": "Revenue (accepted, not yet counted)."},
+                    "interactive": {"type": "boolean"},
+                    "user_id": {"type": "string", "maxLength": 256, "description": "Extension: a stable id from the site's login."},
+                },
+            },
+            "BatchEvent": {
+                "type": "object",
+                "required": ["url"],
+                "description": "One of visitor, user_id or ip is required.",
+                "properties": {
+                    "url": {"type": "string", "maxLength": 2048},
+                    "ts": {"type": ["string", "null"], "format": "date-time", "description": "ISO-8601; no offset means UTC; default now."},
+                    "visitor": {"type": ["string", "null"], "maxLength": 256},
+                    "user_id": {"type": ["string", "null"], "maxLength": 256},
+                    "ip": {"type": ["string", "null"], "maxLength": 64},
+                    "user_agent": {"type": ["string", "null"], "maxLength": 2048},
+                    "referrer": {"type": ["string", "null"], "maxLength": 2048},
+                    "name": {"type": "string", "default": "pageview", "maxLength": 120},
+                },
+            },
+            "BatchResult": {
+                "type": "object",
+                "properties": {
+                    "accepted": {"type": "integer"},
+                    "bots_dropped": {"type": "integer"},
+                    "rejected": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"index": {"type": "integer"}, "error": {"type": "string"}}},
+                    },
+                },
+            },
+            "SeenRequest": {
+                "type": "object",
+                "required": ["user", "items"],
+                "additionalProperties": False,
+                "properties": {
+                    "user": {"type": "string", "minLength": 1, "maxLength": 256},
+                    "items": {"type": "array", "minItems": 1, "maxItems": 10000, "items": {"type": "string", "minLength": 1, "maxLength": 2048}},
+                },
+            },
+            "ExportJob": {
+                "type": "object",
+                "properties": {
+                    "job": {"type": "string"},
+                    "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+                    "progress": {"type": "number"},
+                    "position": {"type": "integer", "description": "Place in line while queued (0: not waiting)."},
+                    "message": {"type": "string"},
+                    "status_url": {"type": "string"},
+                    "file_url": {"type": "string"},
+                },
+            },
+            "Cohort": {
+                "type": "object",
+                "properties": {
+                    "cohort": {"type": "string", "format": "date"},
+                    "size": {"type": "integer"},
+                    "retained": {"type": "array", "items": {"type": "integer"}, "description": "retained[0] == size; periods not begun are left out."},
+                },
+            },
+        },
+    },
+    "paths": {
+        "/api/event": {
+            "post": {
+                "summary": "One event from a browser (Plausible-compatible)",
+                "description": "Send as application/json or text/plain. The visitor is the keyed hash of the client IP and User-Agent, or of user_id. CORS open, no CSRF.",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/PlausibleEvent"}},
+                        "text/plain": {"schema": {"$ref": "#/components/schemas/PlausibleEvent"}},
+                    },
+                },
+                "responses": {
+                    "202": {
+                        "description": "Counted, or dropped on purpose (then `X-Tally-Dropped: bot`), or kept in the local spool while Redis is down (then `X-Tally-Spooled`).",
+                        "headers": {"X-Tally-Dropped": {"schema": {"type": "string"}}, "X-Tally-Spooled": {"schema": {"type": "string"}}},
+                        "content": {"text/plain": {"schema": {"type": "string", "const": "ok"}}},
+                    },
+                    "400": _error("Malformed JSON, wrong types, a bad url, an unknown domain, no User-Agent."),
+                    "405": _error("Not POST."),
+                    "413": _error("Body over the limit (64 KB)."),
+                    "503": _error("Redis is unavailable; retry later."),
+                },
+            }
+        },
+        "/api/v1/events": {
+            "post": {
+                "summary": "A batch of server-side events",
+                "security": [{"apiKey": []}],
+                "parameters": [_param("bots", "`keep` to count bot traffic (dropped by default).", {"type": "string", "enum": ["keep"]})],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"type": "array", "maxItems": 10000, "items": {"$ref": "#/components/schemas/BatchEvent"}}},
+                        "application/x-ndjson": {"schema": {"type": "string", "description": "One BatchEvent object per line."}},
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "Good events counted (or spooled while Redis is down: `X-Tally-Spooled: N`); bad ones listed.",
+                        "headers": {"X-Tally-Spooled": {"schema": {"type": "string"}}},
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchResult"}}},
+                    },
+                    "400": _error("Neither a JSON array nor NDJSON."),
+                    "401": _error("No valid API key."),
+                    "413": _error("Over 10,000 events or 16 MB."),
+                    "503": _error("Redis is unavailable; retry later."),
+                },
+            }
+        },
+        "/api/v1/stats/timeseries": {
+            "get": {
+                "summary": "Metrics per day, ISO week or month",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    SITE,
+                    FROM,
+                    TO,
+                    _param(
+                        "metrics",
+                        f"Comma-separated. Per day: {', '.join(METRICS)} (default {', '.join(DEFAULT_METRICS)}); "
+                        f"per week or month: {', '.join(PERIOD_METRICS)}.",
+                        {"type": "string"},
+                    ),
+                    _param("interval", "Row per day, ISO week (Monday) or calendar month.", {"type": "string", "enum": ["day", "week", "month"], "default": "day"}),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "One row per period, zeros included.",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "site": {"type": "string"},
+                                        "from": {"type": "string", "format": "date"},
+                                        "to": {"type": "string", "format": "date"},
+                                        "interval": {"type": "string"},
+                                        "results": {"type": "array", "items": {"type": "object", "additionalProperties": {"type": ["number", "string", "null"]}}},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/stats/pages": {
+            "get": {
+                "summary": "Top pages by unique visitors over the range",
+                "security": [{"apiKey": []}],
+                "parameters": [SITE, FROM, TO, _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10})],
+                "responses": {
+                    "200": {
+                        "description": "Pages with visitors (HLL union over the range) and pageviews.",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "results": {
+                                            "type": "array",
+                                            "items": {"type": "object", "properties": {"page": {"type": "string"}, "visitors": {"type": "integer"}, "pageviews": {"type": "integer"}}},
+                                        }
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/stats/retention": {
+            "get": {
+                "summary": "Retention cohorts (exact)",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    SITE,
+                    FROM,
+                    TO,
+                    _param("unit", "Day cohorts or ISO-week cohorts.", {"type": "string", "enum": ["day", "week"], "default": "day"}),
+                    _param("periods", f"Largest n in retained (at most {DAY_PERIODS} days or {WEEK_PERIODS} weeks).", {"type": "integer", "minimum": 0, "maximum": DAY_PERIODS}),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "Cohort = visitors first seen that day (week); retained[n] = of them, active n days (weeks) later.",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "site": {"type": "string"},
+                                        "unit": {"type": "string"},
+                                        "periods": {"type": "integer"},
+                                        "cohorts": {"type": "array", "items": {"$ref": "#/components/schemas/Cohort"}},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/stats/realtime": {
+            "get": {
+                "summary": "Unique visitors over the last five minutes",
+                "security": [{"apiKey": []}],
+                "parameters": [SITE],
+                "responses": {
+                    "200": {
+                        "description": "Union of the per-minute HLLs.",
+                        "content": {
+                            "application/json": {
+                                "schema": {"type": "object", "properties": {"site": {"type": "string"}, "visitors": {"type": "integer"}, "minutes": {"type": "integer"}}}
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/seen": {
+            "post": {
+                "summary": "Mark items seen by a user (scalable Bloom filter)",
+                "security": [{"apiKey": []}],
+                "requestBody": SEEN_BODY,
+                "responses": {
+                    "200": {
+                        "description": "added[i]: true if item i was new (at least one bit newly set).",
+                        "content": {"application/json": {"schema": {"type": "object", "properties": {"added": {"type": "array", "items": {"type": "boolean"}}}}}},
+                    },
+                    "409": _error("The site's filters do not scale and this one is full."),
+                    **SEEN_ERRORS,
+                },
+            }
+        },
+        "/api/v1/unseen": {
+            "post": {
+                "summary": "The items a user has not seen yet, in the order given",
+                "description": "Seen items are never returned; an unseen item is wrongly held back at about the configured error rate (a Bloom filter's false positives).",
+                "security": [{"apiKey": []}],
+                "requestBody": SEEN_BODY,
+                "responses": {
+                    "200": {
+                        "description": "The unseen items.",
+                        "content": {"application/json": {"schema": {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}}},
+                    },
+                    **SEEN_ERRORS,
+                },
+            }
+        },
+        "/api/v1/recommendations": {
+            "get": {
+                "summary": "Top pages of the last days that the user has probably not seen",
+                "description": "Pageviews sent with a user_id mark their page seen in that user's filter.",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    SITE,
+                    _param("user", "The site's user id.", {"type": "string"}, required=True),
+                    _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
+                    _param("days", "Rank pages by visitors over this many days.", {"type": "integer", "minimum": 1, "maximum": 90, "default": 7}),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "Pages with their visitors and pageviews.",
+                        "content": {"application/json": {"schema": {"type": "object", "properties": {"pages": {"type": "array", "items": {"type": "object"}}}}}},
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/reports/{fmt}": {
+            "get": {
+                "summary": "Export a report: daily metrics, top pages, retention",
+                "description": "Up to 31 days the file comes at once; longer periods (or async=1) answer 202 with a job. "
+                "Cells starting with = + - @ are prefixed with ' (no spreadsheet formulas from public strings).",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table; xlsx: a sheet per table."},
+                    SITE,
+                    FROM,
+                    TO,
+                    _param("async", "1 to run as a job whatever the length.", {"type": "string", "enum": ["1"]}),
+                ],
+                "responses": {
+                    "200": {"description": "The file.", "content": {"application/zip": {}, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": {}, "application/json": {}}},
+                    "202": {"description": "A background job: poll status_url, then fetch file_url.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ExportJob"}}}},
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/reports/jobs/{job}": {
+            "get": {
+                "summary": "An export job's state and progress",
+                "security": [{"apiKey": []}],
+                "parameters": [{"name": "job", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "queued (with its place in line), running, done or failed.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ExportJob"}}}},
+                    "401": _error("No valid API key."),
+                    "404": _error("No such job (kept 24 hours), or another site's."),
+                },
+            }
+        },
+        "/api/v1/reports/jobs/{job}/file": {
+            "get": {
+                "summary": "An export job's file (kept 24 hours)",
+                "security": [{"apiKey": []}],
+                "parameters": [{"name": "job", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "The file."},
+                    "404": _error("No such job."),
+                    "409": _error("Not ready yet."),
+                    "410": _error("Expired."),
+                },
+            }
+        },
+        "/api/v1/openapi.json": {
+            "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}}}
+        },
+    },
+}
+
+
+@require_GET
+def document(request):
+    return json_response(DOCUMENT, headers={"Access-Control-Allow-Origin": "*"})

@@ -1,0 +1,70 @@
+"""Query parameters of the read endpoints, checked in one place: every mistake is a 400
+naming the parameter."""
+from datetime import date, timedelta
+
+from .. import sites
+from ..queries import access
+from .http import ApiError, bearer_site
+
+MAX_RANGE_DAYS = 731
+DEFAULT_RANGE_DAYS = 30
+
+
+def site_param(request) -> sites.SiteInfo:
+    """The `site` a read request names, if the request may read it: by the site's Bearer
+    key, or by a session of a user who may see the site."""
+    domain = request.GET.get("site", "").strip().lower()
+    if not domain:
+        raise ApiError(400, "missing parameter: site (the site's domain)")
+    if request.META.get("HTTP_AUTHORIZATION"):
+        site = bearer_site(request)
+        if site.domain != domain:
+            raise ApiError(403, f"this API key is not for site {domain!r}")
+        return site
+    if request.user.is_authenticated:
+        site = access.site_for_user(request.user, domain)
+        if site is None:
+            raise ApiError(404, f"unknown site: {domain!r}")
+        return sites.SiteInfo.from_model(site)
+    raise ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", {"WWW-Authenticate": "Bearer"})
+
+
+def _date(request, name: str, default: date) -> date:
+    value = request.GET.get(name)
+    if not value:
+        return default
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ApiError(400, f"{name}: not a date, expected YYYY-MM-DD") from None
+
+
+def date_range(request, site) -> tuple[date, date]:
+    """`from` and `to` (the site's local dates): the last 30 days by default."""
+    end = _date(request, "to", site.today())
+    start = _date(request, "from", end - timedelta(days=DEFAULT_RANGE_DAYS - 1))
+    if start > end:
+        raise ApiError(400, "from: must not be after to")
+    if (end - start).days + 1 > MAX_RANGE_DAYS:
+        raise ApiError(400, f"range too long: at most {MAX_RANGE_DAYS} days")
+    return start, end
+
+
+def int_param(request, name: str, default: int, low: int, high: int) -> int:
+    value = request.GET.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ApiError(400, f"{name}: not an integer") from None
+    if not low <= number <= high:
+        raise ApiError(400, f"{name}: must be between {low} and {high}")
+    return number
+
+
+def choice_param(request, name: str, choices: tuple, default: str) -> str:
+    value = request.GET.get(name) or default
+    if value not in choices:
+        raise ApiError(400, f"{name}: must be one of {', '.join(choices)}")
+    return value

@@ -1,0 +1,69 @@
+"""Read API: `GET /api/v1/stats/timeseries`, `/pages`, `/realtime`.
+
+Authorised by the site's Bearer key, or by a logged-in session of a user who may see the
+site (staff, or one of its owners: see analytics.queries.access).
+Query parameters are checked by params.py: every mistake is a 400 naming the parameter.
+"""
+from datetime import UTC, datetime
+
+from .. import queries
+from ..store.connection import get_redis
+from .http import ApiError, json_errors, json_response, methods
+from .params import choice_param, date_range, int_param, site_param
+
+MAX_LIMIT = 1000  # pages per answer
+
+
+@methods("GET")
+@json_errors
+def timeseries(request):
+    site = site_param(request)
+    start, end = date_range(request, site)
+    interval = choice_param(request, "interval", ("day", "week", "month"), "day")
+    allowed = queries.METRICS if interval == "day" else queries.PERIOD_METRICS
+    wanted = request.GET.get("metrics") or ",".join(queries.DEFAULT_METRICS if interval == "day" else allowed)
+    metrics = [m.strip() for m in wanted.split(",") if m.strip()]
+    unknown = [m for m in metrics if m not in allowed]
+    if unknown or not metrics:
+        raise ApiError(
+            400,
+            f"metrics: unknown {', '.join(unknown) or '(none)'} for interval={interval}; choose from {', '.join(allowed)}",
+        )
+    results = queries.timeseries(get_redis(), site, start, end, metrics, interval)
+    return json_response(
+        {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "interval": interval, "results": results}
+    )
+
+
+@methods("GET")
+@json_errors
+def retention(request):
+    site = site_param(request)
+    if site.daily_salt:
+        raise ApiError(400, "retention needs a stable visitor identity; this site rotates its salt daily")
+    unit = choice_param(request, "unit", ("day", "week"), "day")
+    top = queries.DAY_PERIODS if unit == "day" else queries.WEEK_PERIODS
+    periods = int_param(request, "periods", top, 0, top)
+    start, end = date_range(request, site)
+    cohorts = queries.retention(get_redis(), site, unit, start, end, periods)
+    return json_response(
+        {"site": site.domain, "unit": unit, "from": start.isoformat(), "to": end.isoformat(), "periods": periods, "cohorts": cohorts}
+    )
+
+
+@methods("GET")
+@json_errors
+def pages(request):
+    site = site_param(request)
+    start, end = date_range(request, site)
+    limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
+    results = queries.top_pages(get_redis(), site, start, end, limit)
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
+
+
+@methods("GET")
+@json_errors
+def realtime(request):
+    site = site_param(request)
+    visitors = queries.realtime_visitors(get_redis(), site, datetime.now(UTC))
+    return json_response({"site": site.domain, "visitors": visitors, "minutes": queries.REALTIME_MINUTES})

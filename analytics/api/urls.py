@@ -1,0 +1,19 @@
+from django.urls import path
+
+from . import dedup, ingest, openapi, reports, stats
+
+urlpatterns = [
+    path("api/event", ingest.event, name="event"),
+    path("api/v1/events", ingest.events, name="events"),
+    path("api/v1/stats/timeseries", stats.timeseries, name="stats-timeseries"),
+    path("api/v1/stats/pages", stats.pages, name="stats-pages"),
+    path("api/v1/stats/retention", stats.retention, name="stats-retention"),
+    path("api/v1/stats/realtime", stats.realtime, name="stats-realtime"),
+    path("api/v1/seen", dedup.seen, name="seen"),
+    path("api/v1/unseen", dedup.unseen, name="unseen"),
+    path("api/v1/recommendations", dedup.recommendations, name="recommendations"),
+    path("api/v1/reports/jobs/<str:job>", reports.job_status, name="report-job"),
+    path("api/v1/reports/jobs/<str:job>/file", reports.job_file, name="report-file"),
+    path("api/v1/reports/<str:fmt>", reports.report, name="report"),
+    path("api/v1/openapi.json", openapi.document, name="openapi"),
+]

@@ -1,0 +1,1 @@
+"""Recommendation dedup: scalable Bloom filters of the items each visitor has seen."""

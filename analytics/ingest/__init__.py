@@ -1,0 +1,14 @@
+"""The write path: an event from the edge to Redis.
+
+    schemas.py   the shapes of incoming events and their checks
+    bots.py      is this User-Agent a crawler?
+    identity.py  who is "the same visitor", as a keyed hash
+    record.py    validated hits into Redis, one round trip per call
+    spool.py     a local append-only file for events accepted while Redis is down
+    logs.py      access-log lines (Apache/Nginx combined) as hits
+
+Ingestion writes raw counters only; it never imports the read side (analytics.queries).
+"""
+from .record import PAGEVIEW, Hit, Recorded, record
+
+__all__ = ["PAGEVIEW", "Hit", "Recorded", "record"]

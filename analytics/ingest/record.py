@@ -1,0 +1,196 @@
+"""The write path: turn validated hits into Redis writes, one round trip per call.
+
+`record()` takes hits that have already passed validation (see `schemas.py`), drops and
+counts bots, hashes identities, buckets by the site's local day, and combines a whole
+batch's writes per key before sending them: one PFADD with every member of a key, one
+HINCRBY per page, one Lua call per day (and per 1,000 visitors) for the bitmaps. That
+combining is what makes a 1,000-event batch cheap: the cost is per key, not per event.
+
+Ingestion only writes raw counters. Nothing here reads or aggregates for a report.
+"""
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
+from typing import NamedTuple
+
+import redis
+
+from ..dedup import bloom
+from ..sites import SiteInfo
+from ..store import keys
+from ..store.scripts import RECORD_BATCH
+from . import identity
+
+PAGEVIEW = "pageview"
+PAGE_SEARCH_CAP = 10_000  # paths kept for prefix search per site
+DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
+SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
+
+
+class Hit(NamedTuple):
+    """One validated event. `ts` is aware (UTC) or None for "now"; `identity` is the
+    un-hashed identity source from `identity.identity_source()`; `user` the site's own
+    user id when the event had one (its pageviews mark pages seen for recommendations)."""
+
+    ts: datetime | None
+    path: str
+    name: str
+    identity: bytes
+    bot: bool = False
+    user: str | None = None
+
+
+class Recorded(NamedTuple):
+    accepted: int
+    bots: int
+
+
+class _Chunk:
+    """One day's share of a batch, at most SCRIPT_CHUNK distinct visitors: one Lua call."""
+
+    __slots__ = ("visitors", "pageviews", "pages", "events", "minutes")
+
+    def __init__(self):
+        self.visitors: dict[bytes, int] = {}  # digest -> 1-based index, in arrival order
+        self.pageviews = 0
+        self.pages: dict[str, list] = {}  # path -> [pageviews, {visitor indexes}]
+        self.events: dict[str, list] = {}  # custom event name -> [count, {visitor indexes}]
+        self.minutes: dict[datetime, set[int]] = {}  # recent UTC minute -> {visitor indexes}
+
+
+def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None) -> Recorded:
+    """Count `hits` for `site` in one Redis round trip. Returns how many were counted and
+    how many were dropped as bots."""
+    now = now or datetime.now(UTC)
+    tz = site.tz
+    today = now.astimezone(tz).date()
+    realtime_floor = now - timedelta(seconds=site.realtime_ttl)
+    now_minute = now.replace(second=0, microsecond=0)
+
+    chunks: dict[date, list[_Chunk]] = {}
+    bots: dict[date, int] = defaultdict(int)
+    seen_pages: dict[str, dict[str, None]] = {}  # user -> pages viewed, for their Bloom filter
+    hash_keys: dict[date, bytes] = {}
+    digest = identity.digest
+
+    for ts, path, name, source, bot, user in hits:
+        if ts is None:
+            day, minute = today, now_minute
+        else:
+            day = ts.astimezone(tz).date()
+            minute = ts.replace(second=0, microsecond=0) if ts >= realtime_floor else None
+        if bot:
+            bots[day] += 1
+            continue
+        key = hash_keys.get(day)
+        if key is None:
+            key = hash_keys[day] = identity.day_key(site.salt, day) if site.daily_salt else site.salt
+        visitor = digest(key, source)
+
+        day_chunks = chunks.get(day)
+        if day_chunks is None:
+            day_chunks = chunks[day] = [_Chunk()]
+        chunk = day_chunks[-1]
+        groups = chunk.pages if name == PAGEVIEW else chunk.events
+        index = chunk.visitors.get(visitor)
+        if (index is None and len(chunk.visitors) >= SCRIPT_CHUNK) or (
+            len(chunk.pages) + len(chunk.events) >= SCRIPT_CHUNK and (name if name != PAGEVIEW else path) not in groups
+        ):
+            chunk = _Chunk()
+            day_chunks.append(chunk)
+            groups = chunk.pages if name == PAGEVIEW else chunk.events
+            index = None
+        if index is None:
+            index = chunk.visitors[visitor] = len(chunk.visitors) + 1
+        if name == PAGEVIEW:
+            if user is not None:
+                seen_pages.setdefault(user, {})[path] = None
+            chunk.pageviews += 1
+            group = groups.get(path)
+            if group is None:
+                group = groups[path] = [0, set()]
+        else:
+            group = groups.get(name)
+            if group is None:
+                group = groups[name] = [0, set()]
+        group[0] += 1
+        group[1].add(index)
+        if minute is not None:
+            recent = chunk.minutes.get(minute)
+            if recent is None:
+                recent = chunk.minutes[minute] = set()
+            recent.add(index)
+
+    calls = [_script_call(site, day, chunk) for day in sorted(chunks) for chunk in chunks[day]]
+    # (in day order, so a visitor's "new" mark lands on the earliest day of the batch)
+    backfilled = [day.isoformat() for day in chunks if day < today - timedelta(days=1)]
+    if len(calls) == 1 and not bots and not seen_pages and not backfilled:
+        RECORD_BATCH.run(r, *calls[0])  # the common case, a single call: no pipeline needed
+    elif calls or bots or seen_pages:
+        pipe = r.pipeline(transaction=False)
+        for script_keys, args in calls:
+            RECORD_BATCH.queue(pipe, script_keys, args)
+        for day, count in bots.items():
+            pipe.incrby(keys.bots_dropped(site.id, day), count)
+        if backfilled:  # older days may be rolled up already: have them rolled again
+            pipe.sadd(keys.dirty_days(site.id), *backfilled)
+        marks = len(pipe)
+        for user, pages in seen_pages.items():
+            bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom)
+        results = pipe.execute(raise_on_error=False)
+        _retry_unloaded_scripts(r, results[:marks], calls)
+        bloom.check_queued(r, results[marks:], pipe.command_stack[marks:])
+    dropped = sum(bots.values())
+    return Recorded(accepted=len(hits) - dropped, bots=dropped)
+
+
+def _script_call(site: SiteInfo, day: date, chunk: _Chunk) -> tuple[list, list]:
+    """KEYS and ARGV of record_batch.lua for one chunk (the layout is documented there)."""
+    sid = site.id
+    id_day = day if site.daily_salt else None
+    script_keys = [
+        keys.visitor_ids(sid, id_day),
+        keys.visitor_id_counter(sid, id_day),
+        keys.active(sid, day),
+        keys.new_visitors(sid, day),
+        keys.site_visitors(sid, day),
+        keys.pageviews(sid, day),
+        keys.pages_index(sid, day),
+        keys.events_index(sid, day),
+        keys.page_search(sid),
+        keys.live_tick(sid),
+    ]
+    args = [
+        DAILY_ID_MAP_TTL if site.daily_salt else 0,
+        0 if site.daily_salt else 1,
+        len(chunk.visitors),
+        *chunk.visitors,
+        chunk.pageviews,
+    ]
+    for groups, hll_key, count_key in (
+        (chunk.pages, keys.page_visitors, keys.page_pageviews),
+        (chunk.events, keys.event_visitors, keys.event_count),
+    ):
+        args.append(len(groups))
+        for name, (count, members) in groups.items():
+            script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
+            args += (name, count, ",".join(map(str, members)))
+    args += (site.realtime_ttl, len(chunk.minutes))
+    for minute, members in chunk.minutes.items():
+        script_keys.append(keys.realtime(sid, minute))
+        args.append(",".join(map(str, members)))
+    args += (PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
+    return script_keys, args
+
+
+def _retry_unloaded_scripts(r, results, calls):
+    """Raise the first real error; rerun only the script calls the server did not know
+    (every other command already ran, and rerunning an INCRBY would double-count).
+    The script calls come first in the pipeline, in the order of `calls`."""
+    for pos, result in enumerate(results):
+        if isinstance(result, Exception) and not (
+            pos < len(calls) and isinstance(result, redis.exceptions.NoScriptError)
+        ):
+            raise result
+    for (script_keys, args), result in zip(calls, results):
+        if isinstance(result, redis.exceptions.NoScriptError):
+            RECORD_BATCH.run(r, script_keys, args)

@@ -1,0 +1,38 @@
+"""The read side: every number the read API, the dashboard and the exports show.
+
+Nothing here writes (scratch keys for BITOP aside): closed days come from the rows the
+rollups stored, the rest is counted live through analytics.counts. The names below are
+the package's surface; the dashboard reads through them and the models only.
+
+    days.py             timeseries per day/week/month, a period's summary
+    pages.py            top pages of a range, one page's days, path search
+    retention.py        retention cohorts
+    realtime.py         visitors in the last five minutes
+    live.py             the same, pushed to open dashboards (ASGI, pub/sub)
+    recommendations.py  top pages a visitor has not seen, Bloom filter stats
+    access.py           who may read which site
+"""
+from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS
+from .days import DEFAULT_METRICS, METRICS, PERIOD_METRICS, WINDOW_METRICS, daily_values, summary, timeseries
+from .pages import page_timeseries, search_pages, top_pages
+from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
+from .retention import retention
+
+__all__ = [
+    "DAY_PERIODS",
+    "DEFAULT_METRICS",
+    "METRICS",
+    "PERIOD_METRICS",
+    "REALTIME_MINUTES",
+    "WEEK_PERIODS",
+    "WINDOW_METRICS",
+    "daily_values",
+    "page_timeseries",
+    "realtime_keys",
+    "realtime_visitors",
+    "retention",
+    "search_pages",
+    "summary",
+    "timeseries",
+    "top_pages",
+]

@@ -1,0 +1,112 @@
+"""Pages: the top pages of a range by visitors, one page's days, prefix search of paths."""
+from datetime import date
+
+import redis
+from django.db.models import Sum
+
+from ..counts.pages import page_days
+from ..models import DailyMetrics, PageDaily, PeriodVisitors
+from ..periods import days_between, period_days
+from ..sites import SiteInfo
+from ..store import keys
+
+# Pages ranked by visitors: at most this many candidates get their visitors counted (a
+# multi-key PFCOUNT each); see top_pages().
+MAX_PAGE_CANDIDATES = 5000
+
+
+def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int = 10) -> list[dict]:
+    """Pages by visitors over the range, with exact pageviews.
+
+    Visitors are a union over the whole range (a visitor who came back on several days
+    counts once): multi-key PFCOUNT over the fewest keys that cover it, the rollups'
+    merged month and week HLLs where whole periods fit, day HLLs for the rest. Per-day
+    numbers come from the stored page rows for rolled-up days, from Redis for the others.
+
+    A union costs a multi-key PFCOUNT, so pages are taken in order of visitor-days (the
+    sum of their daily visitors, which no union exceeds): once the limit-th best union is
+    at least the next page's visitor-days, no other page can enter the top. Past
+    2 x limit + 5 candidates the ranking stops there (a page with many one-day visitors
+    far down the visitor-days order is the only thing that could be missed)."""
+    days = days_between(start, end)
+    final = set(
+        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True)
+    )
+    pageviews: dict[str, int] = {}
+    visitor_days: dict[str, int] = {}
+    if final:
+        totals = (
+            PageDaily.objects.filter(site_id=site.id, date__in=final)
+            .values("path")
+            .annotate(views=Sum("pageviews"), people=Sum("visitors"))
+        )
+        for row in totals:
+            pageviews[row["path"]] = row["views"]
+            visitor_days[row["path"]] = row["people"]
+    for pages in page_days(r, site.id, [day for day in days if day not in final]).values():
+        for path, (people, views) in pages.items():
+            pageviews[path] = pageviews.get(path, 0) + views
+            visitor_days[path] = visitor_days.get(path, 0) + people
+
+    ranked = sorted(visitor_days, key=lambda p: (-visitor_days[p], -pageviews[p], p))
+    cover = _cover(site, start, end)
+    visitors: dict[str, int] = {}
+    wanted, budget = limit + 5, min(2 * limit + 5, MAX_PAGE_CANDIDATES)
+    while True:
+        batch = [path for path in ranked[:wanted] if path not in visitors]
+        pipe = r.pipeline(transaction=False)
+        for path in batch:
+            pipe.pfcount(*cover(path))
+        visitors.update(zip(batch, pipe.execute()))
+        best = sorted(visitors.values(), reverse=True)[:limit]
+        if wanted >= len(ranked) or wanted >= budget:
+            break
+        if len(best) == limit and best[-1] >= visitor_days[ranked[wanted]]:
+            break
+        wanted = min(2 * wanted, budget)
+    pages = [{"page": p, "visitors": v, "pageviews": pageviews[p]} for p, v in visitors.items()]
+    pages.sort(key=lambda p: (-p["visitors"], -p["pageviews"], p["page"]))
+    return pages[:limit]
+
+
+def _cover(site: SiteInfo, start: date, end: date):
+    """A function path -> HLL keys whose union is the page's visitors from start to end:
+    whole final months and weeks inside the range by their merged keys, other days by
+    their day keys."""
+    periods = PeriodVisitors.objects.filter(site_id=site.id, final=True, start__gte=start, start__lte=end)
+    covered: set[date] = set()
+    parts = []
+    for row in sorted(periods, key=lambda p: (p.unit != "month", p.start)):  # months first
+        span = period_days(row.unit, row.start)
+        if span[-1] <= end and not covered.intersection(span):
+            parts.append((row.unit, row.start))
+            covered.update(span)
+    rest = [day for day in days_between(start, end) if day not in covered]
+
+    def keys_of(path: str) -> list[str]:
+        return [keys.period_visitors(site.id, unit, first, path) for unit, first in parts] + [
+            keys.page_visitors(site.id, day, path) for day in rest
+        ]
+
+    return keys_of
+
+
+def search_pages(r: redis.Redis, site: SiteInfo, prefix: str, limit: int = 10) -> list[str]:
+    """Paths starting with `prefix`, in byte order: ZRANGEBYLEX over a set of equal scores."""
+    low = b"[" + prefix.encode() if prefix else b"-"
+    high = b"[" + prefix.encode() + b"\xff" if prefix else b"+"
+    return [p.decode() for p in r.zrangebylex(keys.page_search(site.id), low, high, start=0, num=limit)]
+
+
+def page_timeseries(r: redis.Redis, site: SiteInfo, path: str, start: date, end: date) -> list[dict]:
+    """One page's visitors (HLL) and pageviews per day."""
+    days = days_between(start, end)
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.pfcount(keys.page_visitors(site.id, day, path))
+        pipe.get(keys.page_pageviews(site.id, day, path))
+    answers = pipe.execute()
+    return [
+        {"date": day.isoformat(), "visitors": answers[2 * n], "pageviews": int(answers[2 * n + 1] or 0)}
+        for n, day in enumerate(days)
+    ]

@@ -1,0 +1,86 @@
+"""Reports: a site's numbers for a period as tables, written as CSV (a zip, one file per
+table), Excel (one sheet per table) or JSON. The numbers come from the same query
+functions as the read API, so they are the same numbers."""
+import csv
+import io
+import zipfile
+from datetime import date, timedelta
+
+import orjson
+
+from .. import queries
+from ..sites import SiteInfo
+
+FORMATS = {
+    "csv": ("application/zip", "zip"),
+    "xlsx": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "xlsx"),
+    "json": ("application/json", "json"),
+}
+TOP_PAGES = 1000
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None) -> dict:
+    """The report's tables: {name: {"columns": [...], "rows": [[...], ...]}}."""
+    daily = queries.timeseries(r, site, start, end, queries.METRICS)
+    progress(0.3)
+    pages = queries.top_pages(r, site, start, end, limit=TOP_PAGES)
+    progress(0.6)
+    tables = {
+        "daily": {"columns": ["date", *queries.METRICS], "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily]},
+        "pages": {"columns": ["page", "visitors", "pageviews"], "rows": [[p["page"], p["visitors"], p["pageviews"]] for p in pages]},
+    }
+    if not site.daily_salt:
+        for unit, periods in (("day", queries.DAY_PERIODS), ("week", queries.WEEK_PERIODS)):
+            cohorts = queries.retention(r, site, unit, start, end, periods)
+            tables[f"retention_{unit}"] = {
+                "columns": ["cohort", "size", *(f"{unit[0]}{n}" for n in range(periods + 1))],
+                "rows": [[c["cohort"], c["size"], *c["retained"]] for c in cohorts],
+            }
+    progress(0.9)
+    return {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "tables": tables}
+
+
+def safe_cell(value):
+    """Neutralise spreadsheet formulas: paths and referrers come from the public, and a cell
+    starting with = + - @ would run as a formula when the file is opened."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def write(report: dict, fmt: str) -> bytes:
+    if fmt == "json":
+        return orjson.dumps(report)
+    if fmt == "csv":
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, table in report["tables"].items():
+                text = io.StringIO()
+                writer = csv.writer(text)
+                writer.writerow(table["columns"])
+                writer.writerows([safe_cell(v) for v in row] for row in table["rows"])
+                archive.writestr(f"{name}.csv", text.getvalue())
+        return out.getvalue()
+    if fmt == "xlsx":
+        from openpyxl import Workbook
+
+        book = Workbook(write_only=True)
+        for name, table in report["tables"].items():
+            sheet = book.create_sheet(name)
+            sheet.append(table["columns"])
+            for row in table["rows"]:
+                sheet.append([safe_cell(v) for v in row])
+        out = io.BytesIO()
+        book.save(out)
+        return out.getvalue()
+    raise ValueError(f"unknown format {fmt}")
+
+
+def filename(site: SiteInfo, start: date, end: date, fmt: str) -> str:
+    return f"tally-{site.domain}-{start.isoformat()}-{end.isoformat()}.{FORMATS[fmt][1]}"
+
+
+def is_small(start: date, end: date) -> bool:
+    """Up to 31 days answers at once; longer ranges run as a background job."""
+    return end - start < timedelta(days=31)

@@ -1,0 +1,75 @@
+"""The key expiry policy: how long raw keys live, set per site in the admin.
+
+A day's raw keys get their expiry only once the day is final, i.e. once its rollup rows
+are stored (rollups.rollup() calls `apply` for the days it finalised), so expiry never
+removes numbers that were not rolled up. The daily beat job re-applies the policy to every
+final day still in Redis, so a changed setting reaches old keys too. Realtime minute keys
+get their short TTL at ingest.
+
+Families: "daily" (active and new-visitor bitmaps, site HLL, pageview total, custom
+events, bot count) keep `keep_daily_days`; "page" (page HLLs and counters, the day's page
+index) keep `keep_page_days`.
+"""
+from datetime import UTC, date, datetime, time, timedelta
+
+import redis
+
+from ..models import DailyMetrics, Site
+from ..store import keys
+
+MAX_LOOKBACK_DAYS = 800
+
+
+def earliest_day(site: Site, today: date) -> date:
+    """The oldest day whose raw keys are surely still there."""
+    return today - timedelta(days=site.keep_daily_days - 1)
+
+
+def _expire_at(day: date, keep_days: int) -> int:
+    return int(datetime.combine(day + timedelta(days=keep_days + 1), time(), tzinfo=UTC).timestamp())
+
+
+def apply(r: redis.Redis, site: Site, days: list[date]):
+    """Set the policy's EXPIREAT on the raw keys of these (final) days."""
+    sid = site.pk
+    for start in range(0, len(days), 31):
+        chunk = days[start : start + 31]
+        pipe = r.pipeline(transaction=False)
+        for day in chunk:
+            pipe.smembers(keys.pages_index(sid, day))
+            pipe.smembers(keys.events_index(sid, day))
+        listed = pipe.execute()
+        pipe = r.pipeline(transaction=False)
+        for n, day in enumerate(chunk):
+            pages, events = listed[2 * n], listed[2 * n + 1]
+            daily_at, page_at = _expire_at(day, site.keep_daily_days), _expire_at(day, site.keep_page_days)
+            for key in (
+                keys.active(sid, day),
+                keys.new_visitors(sid, day),
+                keys.site_visitors(sid, day),
+                keys.pageviews(sid, day),
+                keys.bots_dropped(sid, day),
+                keys.events_index(sid, day),
+            ):
+                pipe.expireat(key, daily_at)
+            for name in events:
+                name = name.decode()
+                pipe.expireat(keys.event_count(sid, day, name), daily_at)
+                pipe.expireat(keys.event_visitors(sid, day, name), daily_at)
+            pipe.expireat(keys.pages_index(sid, day), page_at)
+            for path in pages:
+                path = path.decode()
+                pipe.expireat(keys.page_visitors(sid, day, path), page_at)
+                pipe.expireat(keys.page_pageviews(sid, day, path), page_at)
+        pipe.execute()
+
+
+def apply_all(r: redis.Redis, site: Site, today: date) -> int:
+    """Re-apply the policy to every final day of the last MAX_LOOKBACK_DAYS."""
+    days = list(
+        DailyMetrics.objects.filter(site=site, final=True, date__gte=today - timedelta(days=MAX_LOOKBACK_DAYS))
+        .order_by("date")
+        .values_list("date", flat=True)
+    )
+    apply(r, site, days)
+    return len(days)

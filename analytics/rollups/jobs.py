@@ -1,0 +1,179 @@
+"""Rollups: turn the raw per-day keys into the numbers people came for, and store them.
+
+For a site and a range of days, `rollup()` computes and upserts:
+
+* per day: visitors (PFCOUNT), pageviews, DAU and new visitors (BITCOUNT), WAU and MAU
+  (BITCOUNT of BITOP OR over the 7 / 30 days ending that day);
+* per ISO week and calendar month: unique visitors from PFMERGE of the day HLLs (site and
+  each page), and, per week, the OR of its active and new-visitor bitmaps;
+* retention: for each day cohort (visitors new that day) the number active n = 0..30
+  days later, BITCOUNT(BITOP AND cohort, active(d+n)); for each week cohort n = 0..12
+  weeks, against the week's OR.
+
+Every result is a function of the raw keys alone, so running a rollup twice writes the
+same rows, and a cohort is always computed as far as data goes (not just to the end of
+the range asked): rollups can run in any order. Scratch keys get a TTL and are unlinked
+even when a job fails. Days whose raw keys may have expired (older than the site's
+`keep_daily_days`) are never recomputed: their stored rows are the record.
+"""
+import secrets
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+import redis
+
+from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS, retention
+from ..counts.days import day_metrics
+from ..counts.pages import page_days
+from ..models import DailyMetrics, PageDaily, Retention, Site
+from ..periods import days_between, monday
+from ..sites import SiteInfo
+from ..store import keys
+from ..store.locks import held
+from ..store.scratch import scratch
+from . import expiry
+from .expiry import earliest_day
+from .periods import merge_periods
+from .windows import week_unions
+
+
+@dataclass
+class Summary:
+    days: int = 0
+    day_cohorts: int = 0
+    week_cohorts: int = 0
+    periods: int = 0
+
+
+def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | None = None) -> Summary:
+    """Compute and store everything that depends on the days start..end (inclusive)."""
+    info = SiteInfo.from_model(site)
+    today = today or info.today()
+    end = min(end, today)
+    first = earliest_day(site, today)
+    start = max(start, first)
+    if start > end:
+        return Summary()
+    days = days_between(start, end)
+    with scratch(r, site.pk) as tmp:
+        summary = Summary(days=len(days))
+        _store_days(site, day_metrics(r, info, days, tmp), today)
+        _store_pages(r, site, days)
+
+        periods = merge_periods(r, site, info, days, today)
+        summary.periods = len(periods)
+
+        # Week unions for every week a week cohort touched by the range reaches.
+        first_week = max(monday(start) - timedelta(weeks=WEEK_PERIODS), monday(first + timedelta(days=6)))
+        last_week = min(monday(end) + timedelta(weeks=WEEK_PERIODS), monday(today))
+        weeks = [first_week + timedelta(weeks=n) for n in range((last_week - first_week).days // 7 + 1)]
+        week_unions(r, site, weeks, today)
+
+        day_cohorts = days_between(max(start - timedelta(days=DAY_PERIODS), first), end)
+        _store_retention(site, "day", retention(r, info, "day", day_cohorts, today, tmp))
+        week_cohorts = [w for w in weeks if monday(start) - timedelta(weeks=WEEK_PERIODS) <= w <= monday(end)]
+        _store_retention(site, "week", retention(r, info, "week", week_cohorts, monday(today), tmp))
+        summary.day_cohorts, summary.week_cohorts = len(day_cohorts), len(week_cohorts)
+
+    expiry.apply(r, site, [day for day in days if day < today])
+    return summary
+
+
+def _store_days(site: Site, metrics: dict[date, dict], today: date):
+    rows = [DailyMetrics(site=site, date=day, final=day < today, **values) for day, values in metrics.items()]
+    DailyMetrics.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["site", "date"],
+        update_fields=["visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "final", "updated"],
+    )
+
+
+def _store_pages(r: redis.Redis, site: Site, days: list[date]):
+    """Each page's visitors and pageviews per day, as rows (see analytics.queries.pages.top_pages)."""
+    for day, pages in page_days(r, site.pk, days).items():
+        rows = [
+            PageDaily(site=site, date=day, path=path, visitors=visitors, pageviews=views)
+            for path, (visitors, views) in pages.items()
+        ]
+        PageDaily.objects.bulk_create(
+            rows, batch_size=500, update_conflicts=True, unique_fields=["site", "date", "path"], update_fields=["visitors", "pageviews"]
+        )
+
+
+
+
+def _store_retention(site: Site, unit: str, rows: list):
+    Retention.objects.bulk_create(
+        [Retention(site=site, unit=unit, cohort=c, size=size, retained=retained) for c, size, retained in rows],
+        update_conflicts=True,
+        unique_fields=["site", "unit", "cohort"],
+        update_fields=["size", "retained", "updated"],
+    )
+
+
+# The jobs that beat runs, per site. Each holds its own lock and skips when it is taken.
+
+
+def roll_recent(r: redis.Redis, site: Site) -> Summary | None:
+    """Every few minutes: today and yesterday, still changing, and any older day that
+    backfilled events touched since (ingest marks them dirty)."""
+    today = SiteInfo.from_model(site).today()
+    with held(r, keys.lock(site.pk, "rollup-recent")) as lock:
+        if lock is None:
+            return None
+        summary = rollup(r, site, today - timedelta(days=1), today, today=today)
+        dirty = _take_dirty_days(r, site)
+        try:
+            for first, last in _ranges(dirty):
+                summary.days += rollup(r, site, first, last, today=today).days
+        except Exception:
+            r.sadd(keys.dirty_days(site.pk), *(day.isoformat() for day in dirty))  # the next run retries
+            raise
+        return summary
+
+
+def _take_dirty_days(r: redis.Redis, site: Site) -> list[date]:
+    """Take the dirty days: the set is renamed away first, so days marked while we roll
+    land in a fresh set for the next run."""
+    taken = keys.temporary(site.pk, secrets.token_hex(6), "dirty")
+    try:
+        r.rename(keys.dirty_days(site.pk), taken)
+    except redis.exceptions.ResponseError:  # no such key: nothing dirty
+        return []
+    days = sorted(date.fromisoformat(d.decode()) for d in r.smembers(taken))
+    r.unlink(taken)
+    return days
+
+
+def _ranges(days: list[date]) -> list[tuple[date, date]]:
+    """Sorted days as contiguous (first, last) ranges."""
+    ranges: list[tuple[date, date]] = []
+    for day in days:
+        if ranges and day == ranges[-1][1] + timedelta(days=1):
+            ranges[-1] = (ranges[-1][0], day)
+        else:
+            ranges.append((day, day))
+    return ranges
+
+
+def first_unfinished_day(site: Site) -> date:
+    """The day after the last final one; for a site never rolled up, its creation day."""
+    last_final = DailyMetrics.objects.filter(site=site, final=True).order_by("-date").values_list("date", flat=True).first()
+    if last_final is not None:
+        return last_final + timedelta(days=1)
+    return site.created.astimezone(SiteInfo.from_model(site).tz).date()
+
+
+def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
+    """Closed days not yet final, oldest first: yesterday on a normal night, every missed
+    day after an outage (it looks back to the last final day)."""
+    today = SiteInfo.from_model(site).today()
+    start = first_unfinished_day(site)
+    end = today - timedelta(days=1)
+    if start > end:
+        return Summary()
+    with held(r, keys.lock(site.pk, "rollup-closed")) as lock:
+        if lock is None:
+            return None
+        return rollup(r, site, start, end, today=today)

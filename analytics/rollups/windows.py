@@ -1,0 +1,23 @@
+"""Week unions of the activity bitmaps: BITOP OR of a week's active (and new-visitor)
+bitmaps into lasting week keys, which week retention cohorts are counted against."""
+from datetime import date, timedelta
+
+import redis
+
+from ..models import Site
+from ..store import keys
+from ..store.scratch import queue_union
+
+
+def week_unions(r: redis.Redis, site: Site, weeks: list[date], today: date):
+    """OR each week's active and new-visitor bitmaps into lasting week keys."""
+    if not weeks:
+        return
+    sid = site.pk
+    ttl_ms = site.keep_daily_days * 86400 * 1000
+    pipe = r.pipeline(transaction=False)
+    for week in weeks:
+        week_days = [week + timedelta(days=n) for n in range(7) if week + timedelta(days=n) <= today]
+        queue_union(pipe, keys.active_week(sid, week), [keys.active(sid, d) for d in week_days], ttl_ms)
+        queue_union(pipe, keys.new_week(sid, week), [keys.new_visitors(sid, d) for d in week_days], ttl_ms)
+    pipe.execute()
