@@ -37,6 +37,16 @@ def envint(name, default):
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
 
 
+def envfloat(name, default):
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from None
+
+
 def envlist(name, default):
     value = os.environ.get(name)
     if value is None:
@@ -189,6 +199,13 @@ X_FRAME_OPTIONS = "DENY"
 MAX_EVENT_BODY = envint("TALLY_MAX_EVENT_BODY", 64 * 1024)
 MAX_BATCH_BODY = envint("TALLY_MAX_BATCH_BODY", 16 * 1024 * 1024)
 MAX_BATCH_EVENTS = envint("TALLY_MAX_BATCH_EVENTS", 10_000)
+
+# Seconds a Redis command may take before the client gives up (ingest then spools).
+REDIS_SOCKET_TIMEOUT = envfloat("REDIS_SOCKET_TIMEOUT", 10.0)
+
+# Ingest calls are marked as applied (exactly once across retries and spool replays) and
+# the marks kept this long: longer than a spooled event may wait for Redis to come back.
+INGEST_MARK_HOURS = envint("TALLY_INGEST_MARK_HOURS", 48)
 
 # Large exports build in Celery, at most this many at once across all workers.
 EXPORT_CONCURRENCY = envint("EXPORT_CONCURRENCY", 2)

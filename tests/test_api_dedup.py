@@ -34,11 +34,24 @@ def test_recommendations_skip_pages_the_user_viewed(client, make_site):
     assert ann["user"] == "ann"
 
 
-def test_a_plausible_event_with_a_user_id_marks_its_page(client, make_site):
-    _, key = make_site()
-    body = {"name": "pageview", "url": "https://example.com/read", "domain": "example.com", "user_id": "bo"}
-    assert client.post("/api/event", data=json.dumps(body), content_type="text/plain", HTTP_USER_AGENT="Mozilla/5.0 Firefox/128.0").status_code == 202
-    assert post(client, key, "unseen", {"user": "bo", "items": ["/read", "/other"]}).json() == {"items": ["/other"]}
+def test_an_anonymous_event_never_writes_a_named_users_filter(client, make_site, r):
+    """Issue 10: anyone could post `user_id=victim` and empty the victim's recommendations.
+    Only Bearer-key calls mark items seen; the user_id still identifies the visitor."""
+    site, key = make_site()
+    assert post(client, key, "seen", {"user": "bo", "items": ["/known"]}).status_code == 200
+    for n in range(20):
+        body = {"name": "pageview", "url": f"https://example.com/read{n}", "domain": "example.com", "user_id": "bo"}
+        assert client.post("/api/event", data=json.dumps(body), content_type="text/plain", HTTP_USER_AGENT="Mozilla/5.0 Firefox/128.0").status_code == 202
+    items = [f"/read{n}" for n in range(20)] + ["/known"]
+    assert post(client, key, "unseen", {"user": "bo", "items": items}).json() == {"items": items[:-1]}
+    today = client.get("/api/v1/stats/timeseries", {"site": "example.com", "from": _today(site), "to": _today(site)}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    assert today["results"][0]["visitors"] == 1 and today["results"][0]["pageviews"] == 20  # one person, by user_id
+
+
+def _today(site):
+    from analytics.sites import SiteInfo
+
+    return SiteInfo.from_model(site).today().isoformat()
 
 
 def test_a_full_nonscaling_filter_is_a_409(client, make_site):

@@ -200,3 +200,11 @@ def test_wrong_methods_and_paths_get_json(client, site):
     response = client.get("/api/v2/nothing")
     assert response.status_code == 404
     assert response.json() == {"error": "no such endpoint: /api/v2/nothing"}
+
+
+def test_a_domain_listed_many_times_counts_once(client, make_site, r):
+    site, _ = make_site()
+    other, _ = make_site("other.org")
+    response = post(client, pageview(domain=",".join(["example.com", "EXAMPLE.com "] * 38 + ["other.org"])))
+    assert response.status_code == 202
+    assert today_row(r, site)["pageviews"] == 1 and today_row(r, other)["pageviews"] == 1

@@ -28,7 +28,7 @@ def json_response(data, status=200, headers=None) -> HttpResponse:
 
 
 def json_errors(view):
-    """Turn ApiError (and a Redis outage) into JSON responses."""
+    """Turn ApiError, and a Redis outage or freeze (refused or timed out), into JSON responses."""
 
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
@@ -36,7 +36,7 @@ def json_errors(view):
             return view(request, *args, **kwargs)
         except ApiError as e:
             return json_response({"error": e.message}, status=e.status, headers=e.headers)
-        except redis.exceptions.ConnectionError:
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
             return json_response(
                 {"error": "storage is unavailable; retry later"}, status=503, headers={"Retry-After": "5"}
             )

@@ -16,12 +16,13 @@ from .. import sites
 from ..ingest import schemas, spool
 from ..ingest.bots import is_bot
 from ..ingest.identity import identity_source
-from ..ingest.record import Hit, record
+from ..ingest.record import Hit, Mark, client_mark, new_mark, record
 from ..store.connection import get_redis
 from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
 
 DROPPED_HEADER = "X-Tally-Dropped"
 SPOOLED_HEADER = "X-Tally-Spooled"  # Redis was down: kept on disk, counted when it is back
+REPLAYED_HEADER = "Idempotent-Replayed"
 
 
 @csrf_exempt
@@ -44,35 +45,39 @@ def event(request):
     except schemas.BadEvent as e:
         raise ApiError(400, str(e)) from None
 
-    # Plausible lets one event count for several sites: "domain": "a.com,b.com".
-    domains = [d for d in (part.strip() for part in payload.domain.split(",")) if d]
-    targets = [site for site in map(sites.site_for_domain, domains) if site is not None]
+    # Plausible lets one event count for several sites: "domain": "a.com,b.com". Each site
+    # counts it once, however often it is listed.
+    domains = dict.fromkeys(d for d in (part.strip().lower() for part in payload.domain.split(",")) if d)
+    targets = {site.id: site for site in map(sites.site_for_domain, domains) if site is not None}
     if not targets:
         raise ApiError(400, f"unknown domain: {payload.domain!r}; add the site first")
 
+    # A user_id still identifies the visitor, but an anonymous request never writes a named
+    # user's recommendation filter (only the Bearer-key APIs do): user=None.
     source = identity_source(payload.user_id, None, client_ip(request), user_agent)
-    hit = Hit(ts=None, path=path, name=payload.name, identity=source, bot=is_bot(user_agent), user=payload.user_id)
+    hit = Hit(ts=None, path=path, name=payload.name, identity=source, bot=is_bot(user_agent), user=None)
     response = HttpResponse(b"ok", status=202, content_type="text/plain")
-    for site in targets:
-        if _record_or_spool(site, [hit]):
+    now = datetime.now(UTC)
+    for site in targets.values():
+        if _record_or_spool(site, [hit], now, new_mark(site, now)) is None:
             response[SPOOLED_HEADER] = "1"
     if hit.bot:
         response[DROPPED_HEADER] = "bot"
     return response
 
 
-def _record_or_spool(site, hits) -> bool:
-    """Count the hits; if Redis is unreachable, keep them in the local spool instead (a
-    beat job replays it). Returns True when spooled."""
+def _record_or_spool(site, hits, now: datetime, mark: Mark):
+    """Count the hits; if Redis is unreachable or times out, keep them in the local spool
+    instead (a beat job replays it; the mark makes sure a call Redis applied before the
+    timeout is not counted again). Returns the Recorded answer, or None when spooled."""
     try:
-        record(get_redis(), site, hits)
-        return False
+        return record(get_redis(), site, hits, now=now, mark=mark)
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
         try:
-            spool.write(site, hits)
+            spool.write(site, hits, received=now, mark=mark)
         except OSError:
             raise ApiError(503, "storage is unavailable; retry later", {"Retry-After": "5"}) from None
-        return True
+        return None
 
 
 @csrf_exempt
@@ -97,10 +102,19 @@ def events(request):
             rejected.append({"index": index, "error": str(e)})
     rejected.sort(key=lambda r: r["index"])
     dropped = sum(1 for hit in hits if hit.bot)
-    spooled = _record_or_spool(site, hits) if hits else False
+    headers = {}
+    if hits:
+        key = request.headers.get("Idempotency-Key", "").strip()
+        if len(key) > 255:
+            raise ApiError(400, "Idempotency-Key: at most 255 characters")
+        mark = client_mark(site, key) if key else new_mark(site, now)
+        recorded = _record_or_spool(site, hits, now, mark)
+        if recorded is None:
+            headers[SPOOLED_HEADER] = str(len(hits))
+        elif recorded.repeated:
+            headers[REPLAYED_HEADER] = "true"  # this Idempotency-Key's events were counted before
     return json_response(
-        {"accepted": len(hits) - dropped, "bots_dropped": dropped, "rejected": rejected},
-        headers={SPOOLED_HEADER: str(len(hits))} if spooled else None,
+        {"accepted": len(hits) - dropped, "bots_dropped": dropped, "rejected": rejected}, headers=headers or None
     )
 
 

@@ -8,11 +8,14 @@ combining is what makes a 1,000-event batch cheap: the cost is per key, not per 
 
 Ingestion only writes raw counters. Nothing here reads or aggregates for a report.
 """
+import hashlib
+import secrets
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from typing import NamedTuple
 
 import redis
+from django.conf import settings
 
 from ..dedup import bloom
 from ..sites import SiteInfo
@@ -24,6 +27,7 @@ PAGEVIEW = "pageview"
 PAGE_SEARCH_CAP = 10_000  # paths kept for prefix search per site
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
+DAY_ZERO = date(2000, 1, 1)  # first days seen are stored as days since this one (u16)
 
 
 class Hit(NamedTuple):
@@ -39,17 +43,56 @@ class Hit(NamedTuple):
     user: str | None = None
 
 
-class Recorded(NamedTuple):
+class _Counts(NamedTuple):
     accepted: int
     bots: int
+
+
+class Recorded(_Counts):
+    """(accepted, bots); `repeated` is true when every chunk of a marked call had been
+    applied before (a retry or replay that counted nothing)."""
+
+    repeated = False
+
+
+class Mark(NamedTuple):
+    """Makes a record() call count once: chunk n of the call adds f"{member}:{n}" to the set
+    `key` in the same atomic step as its counts, and a chunk whose mark is there already
+    changes nothing. Spooled events keep their call's mark, so replaying a call that Redis
+    had applied before its answer was lost (a timeout) counts nothing twice."""
+
+    key: str
+    member: str
+    ttl: int  # seconds the marks are kept: longer than any retry or spool replay waits
+
+    def chunk(self, n: int) -> str:
+        return f"{self.member}:{n}"
+
+
+IDEMPOTENCY_KEY_TTL = 24 * 3600  # like Stripe's: a client retries within a day
+
+
+def new_mark(site: SiteInfo, now: datetime) -> Mark:
+    """A fresh mark for one request's call, kept INGEST_MARK_HOURS (in a set per UTC day,
+    so old marks go away with their set)."""
+    ttl = settings.INGEST_MARK_HOURS * 3600
+    return Mark(keys.applied(site.id, now.astimezone(UTC).date()), secrets.token_urlsafe(9), ttl)
+
+
+def client_mark(site: SiteInfo, idempotency_key: str) -> Mark:
+    """The mark of a client's `Idempotency-Key`: the same key, the same mark, for a day."""
+    digest = hashlib.blake2b(idempotency_key.encode(), key=site.salt, digest_size=16).hexdigest()
+    return Mark(keys.idempotency(site.id, digest), "k", IDEMPOTENCY_KEY_TTL)
+
 
 
 class _Chunk:
     """One day's share of a batch, at most SCRIPT_CHUNK distinct visitors: one Lua call."""
 
-    __slots__ = ("visitors", "pageviews", "pages", "events", "minutes")
+    __slots__ = ("visitors", "pageviews", "pages", "events", "minutes", "bots")
 
     def __init__(self):
+        self.bots = 0  # events dropped as bots that day (counted with the day's first chunk)
         self.visitors: dict[bytes, int] = {}  # digest -> 1-based index, in arrival order
         self.pageviews = 0
         self.pages: dict[str, list] = {}  # path -> [pageviews, {visitor indexes}]
@@ -57,9 +100,12 @@ class _Chunk:
         self.minutes: dict[datetime, set[int]] = {}  # recent UTC minute -> {visitor indexes}
 
 
-def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None) -> Recorded:
+def record(
+    r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None, mark: Mark | None = None
+) -> Recorded:
     """Count `hits` for `site` in one Redis round trip. Returns how many were counted and
-    how many were dropped as bots."""
+    how many were dropped as bots. With a `mark`, calling again with the same hits and
+    mark (a retry, a replay) changes nothing."""
     now = now or datetime.now(UTC)
     tz = site.tz
     today = now.astimezone(tz).date()
@@ -120,33 +166,40 @@ def record(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | N
                 recent = chunk.minutes[minute] = set()
             recent.add(index)
 
-    calls = [_script_call(site, day, chunk) for day in sorted(chunks) for chunk in chunks[day]]
-    # (in day order, so a visitor's "new" mark lands on the earliest day of the batch)
-    backfilled = [day.isoformat() for day in chunks if day < today - timedelta(days=1)]
-    if len(calls) == 1 and not bots and not seen_pages and not backfilled:
-        RECORD_BATCH.run(r, *calls[0])  # the common case, a single call: no pipeline needed
-    elif calls or bots or seen_pages:
+    for day, count in bots.items():  # (a day of bots only still needs its call)
+        chunks.setdefault(day, [_Chunk()])[0].bots = count
+    # In day order, so a visitor's "new" mark lands on the earliest day of the batch. Days
+    # before yesterday may be rolled up already: the script marks them dirty.
+    dirty_before = today - timedelta(days=1)
+    calls = []
+    for day in sorted(chunks):
+        for n, chunk in enumerate(chunks[day]):
+            chunk_mark = (mark.key, mark.chunk(len(calls)), mark.ttl) if mark else None
+            calls.append(_script_call(site, day, chunk, dirty=day < dirty_before and n == 0, mark=chunk_mark))
+    results = []
+    if len(calls) == 1 and not seen_pages:
+        results = [RECORD_BATCH.run(r, *calls[0])]  # the common case, a single call: no pipeline needed
+    elif calls or seen_pages:
         pipe = r.pipeline(transaction=False)
         for script_keys, args in calls:
             RECORD_BATCH.queue(pipe, script_keys, args)
-        for day, count in bots.items():
-            pipe.incrby(keys.bots_dropped(site.id, day), count)
-        if backfilled:  # older days may be rolled up already: have them rolled again
-            pipe.sadd(keys.dirty_days(site.id), *backfilled)
-        marks = len(pipe)
         for user, pages in seen_pages.items():
             bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom)
-        results = pipe.execute(raise_on_error=False)
-        _retry_unloaded_scripts(r, results[:marks], calls)
-        bloom.check_queued(r, results[marks:], pipe.command_stack[marks:])
+        answers = pipe.execute(raise_on_error=False)
+        results = _retry_unloaded_scripts(r, answers[: len(calls)], calls)
+        bloom.check_queued(r, answers[len(calls) :], pipe.command_stack[len(calls) :])
     dropped = sum(bots.values())
-    return Recorded(accepted=len(hits) - dropped, bots=dropped)
+    recorded = Recorded(accepted=len(hits) - dropped, bots=dropped)
+    recorded.repeated = bool(results) and all(result[0] == -1 for result in results)
+    return recorded
 
 
-def _script_call(site: SiteInfo, day: date, chunk: _Chunk) -> tuple[list, list]:
-    """KEYS and ARGV of record_batch.lua for one chunk (the layout is documented there)."""
+def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tuple | None) -> tuple[list, list]:
+    """KEYS and ARGV of record_batch.lua for one chunk (the layout is documented there).
+    `mark` is (set key, member, ttl) or None."""
     sid = site.id
     id_day = day if site.daily_salt else None
+    mark_key, mark_member, mark_ttl = mark or (keys.applied(sid, day), "", 0)
     script_keys = [
         keys.visitor_ids(sid, id_day),
         keys.visitor_id_counter(sid, id_day),
@@ -158,10 +211,21 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk) -> tuple[list, list]:
         keys.events_index(sid, day),
         keys.page_search(sid),
         keys.live_tick(sid),
+        keys.first_days(sid),
+        keys.dirty_days(sid),
+        mark_key,
+        keys.bots_dropped(sid, day),
     ]
     args = [
         DAILY_ID_MAP_TTL if site.daily_salt else 0,
         0 if site.daily_salt else 1,
+        mark_member,
+        mark_ttl,
+        (day - DAY_ZERO).days,
+        day.isoformat(),
+        keys.new_visitors_prefix(sid),
+        1 if dirty else 0,
+        chunk.bots,
         len(chunk.visitors),
         *chunk.visitors,
         chunk.pageviews,
@@ -182,15 +246,14 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk) -> tuple[list, list]:
     return script_keys, args
 
 
-def _retry_unloaded_scripts(r, results, calls):
+def _retry_unloaded_scripts(r, results, calls) -> list:
     """Raise the first real error; rerun only the script calls the server did not know
     (every other command already ran, and rerunning an INCRBY would double-count).
-    The script calls come first in the pipeline, in the order of `calls`."""
-    for pos, result in enumerate(results):
-        if isinstance(result, Exception) and not (
-            pos < len(calls) and isinstance(result, redis.exceptions.NoScriptError)
-        ):
+    Returns every call's answer."""
+    for result in results:
+        if isinstance(result, Exception) and not isinstance(result, redis.exceptions.NoScriptError):
             raise result
-    for (script_keys, args), result in zip(calls, results):
-        if isinstance(result, redis.exceptions.NoScriptError):
-            RECORD_BATCH.run(r, script_keys, args)
+    return [
+        RECORD_BATCH.run(r, *call) if isinstance(result, redis.exceptions.NoScriptError) else result
+        for call, result in zip(calls, results)
+    ]

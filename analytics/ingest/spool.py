@@ -1,14 +1,23 @@
-"""The ingest spool: an accepted event is not lost when Redis is down.
+"""The ingest spool: an accepted event is not lost when Redis is down, and not counted twice.
 
-When a write to Redis fails, the ingest endpoints append the validated events to a local
-append-only file (`var/spool/<host>-<pid>.ndjson`, fsynced) and still answer as accepted.
-A beat job replays the files once Redis answers again: each file is claimed by renaming it
-first, so two replayers never take the same one. Delivery is at least once: an event whose
-write reached Redis just before the connection broke may be counted twice.
+When a write to Redis fails (refused, or timed out: then Redis may have applied it), the
+ingest endpoints append the validated events to a local append-only file
+(`var/spool/<host>-<pid>.ndjson`, fsynced) and still answer as accepted. Every line keeps
+its call's mark (record.Mark): replaying a call Redis had already applied counts nothing,
+so delivery is exactly once.
+
+A beat job replays the files once Redis answers again. A replayer claims a file by
+renaming it to a unique `*.replaying` name and holds an exclusive lock on it (flock)
+while it works; a claimed file whose lock is free (its replayer died, or gave up when
+Redis failed again) is taken again by the next replay. Writers lock too, and check after
+locking that their file was not claimed meanwhile, so no line is written into a file
+that is being replayed.
 """
 import base64
+import fcntl
 import logging
 import os
+import secrets
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,23 +28,22 @@ from django.conf import settings
 
 from ..models import Site
 from ..sites import SiteInfo
-from .record import Hit, record
+from .record import Hit, Mark, record
 
 log = logging.getLogger(__name__)
-REPLAY_BATCH = 5000
 
 
 def directory() -> Path:
     return Path(settings.VAR_DIR) / "spool"
 
 
-def write(site: SiteInfo, hits: list[Hit], received: datetime | None = None) -> int:
+def write(site: SiteInfo, hits: list[Hit], received: datetime | None = None, mark: Mark | None = None) -> int:
     """Append the hits to this process's spool file; events without a timestamp get the
     time they arrived, so a replay counts them on the right day and minute."""
     received = received or datetime.now(UTC)
     folder = directory()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{socket.gethostname()}-{os.getpid()}.ndjson"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    call = list(mark) if mark else None
     lines = b"".join(
         orjson.dumps(
             {
@@ -46,18 +54,32 @@ def write(site: SiteInfo, hits: list[Hit], received: datetime | None = None) -> 
                 "identity": base64.b64encode(hit.identity).decode(),
                 "bot": hit.bot,
                 "user": hit.user,
+                "call": call,
             }
         )
         + b"\n"
         for hit in hits
     )
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    path = folder / f"{socket.gethostname()}-{os.getpid()}.ndjson"
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if _still_named(fd, path):
+                os.write(fd, lines)
+                os.fsync(fd)
+                return len(hits)
+        finally:
+            os.close(fd)  # (closing releases the lock)
+        # a replayer claimed the file between our open and our lock: write a new one
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    """Is the open file still the one at `path` (not renamed away, not deleted)?"""
     try:
-        os.write(fd, lines)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return len(hits)
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _hit(entry: dict) -> Hit:
@@ -71,38 +93,77 @@ def _hit(entry: dict) -> Hit:
     )
 
 
+def _calls(entries: list[dict]):
+    """Consecutive lines of one call (same site and mark), in order: (site id, mark, hits).
+    A call's lines are written together, so they are consecutive."""
+    current, hits = None, []
+    for entry in entries:
+        call = (entry["site"], tuple(entry["call"]) if entry.get("call") else None)
+        if call != current and hits:
+            yield (*current, hits)
+            hits = []
+        current = call
+        hits.append(_hit(entry))
+    if hits:
+        yield (*current, hits)
+
+
+def _claim(path: Path) -> tuple[int, Path] | None:
+    """Take a spool file for replay: an open, exclusively locked descriptor and its
+    claimed name, or None when someone else has it (or it is gone)."""
+    if path.suffix == ".ndjson":
+        claimed = path.with_name(f"{path.stem}.{secrets.token_hex(4)}.replaying")
+        try:
+            path.rename(claimed)
+        except FileNotFoundError:  # another replayer took it
+            return None
+        blocking = True  # a writer may hold it for a moment
+    else:
+        claimed, blocking = path, False
+    try:
+        fd = os.open(claimed, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # a live replayer is on it
+        os.close(fd)
+        return None
+    if os.fstat(fd).st_nlink == 0:  # replayed and deleted while we waited
+        os.close(fd)
+        return None
+    return fd, claimed
+
+
 def replay(r: redis.Redis) -> int:
-    """Count every spooled event into Redis; returns how many. A file is deleted once all
-    its events are in; if Redis fails again half way, the rest goes back to the spool."""
+    """Count every spooled event into Redis; returns how many events were replayed. A file
+    is deleted once all its calls are in. If Redis fails again (refused, or timed out), the
+    file stays claimed but unlocked, and the next replay takes it again: the calls already
+    applied are skipped by their marks."""
     folder = directory()
     if not folder.is_dir():
         return 0
     done = 0
-    for path in sorted(folder.glob("*.ndjson")):
-        claimed = path.with_suffix(".replaying")
-        try:
-            path.rename(claimed)
-        except FileNotFoundError:  # another replayer took it
+    for path in sorted(folder.glob("*.ndjson")) + sorted(folder.glob("*.replaying")):
+        claim = _claim(path)
+        if claim is None:
             continue
-        entries = [orjson.loads(line) for line in claimed.read_bytes().splitlines() if line.strip()]
-        sites = {site.pk: SiteInfo.from_model(site) for site in Site.objects.filter(pk__in={e["site"] for e in entries})}
-        position = 0
+        fd, claimed = claim
         try:
-            while position < len(entries):
-                batch = entries[position : position + REPLAY_BATCH]
-                by_site: dict[int, list[Hit]] = {}
-                for entry in batch:
-                    if entry["site"] in sites:  # a deleted site's events are dropped
-                        by_site.setdefault(entry["site"], []).append(_hit(entry))
-                for site_id, hits in by_site.items():
-                    record(r, sites[site_id], hits)
-                position += len(batch)
-                done += len(batch)
-        except redis.exceptions.ConnectionError:
-            log.warning("Redis failed during a spool replay; %d events wait for the next one", len(entries) - position)
-            rest = folder / f"{claimed.stem}-rest-{position}.ndjson"
-            rest.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in entries[position:]))
-            claimed.unlink()
+            with os.fdopen(os.dup(fd), "rb") as file:
+                entries = [orjson.loads(line) for line in file.read().splitlines() if line.strip()]
+            wanted = {e["site"] for e in entries}
+            sites = {site.pk: SiteInfo.from_model(site) for site in Site.objects.filter(pk__in=wanted)}
+            count = 0
+            for site_id, mark, hits in _calls(entries):
+                if site_id in sites:  # a deleted site's events are dropped
+                    record(r, sites[site_id], hits, mark=Mark(*mark) if mark else None)
+                count += len(hits)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as e:
+            log.warning("Redis failed during a spool replay (%s); %s waits for the next one", e, claimed.name)
+            os.close(fd)
             break
         claimed.unlink()
+        os.close(fd)
+        done += count
     return done

@@ -21,7 +21,7 @@ def get_redis() -> redis.Redis:
                 _client = redis.Redis.from_url(
                     settings.REDIS_URL,
                     socket_connect_timeout=2,
-                    socket_timeout=10,
+                    socket_timeout=settings.REDIS_SOCKET_TIMEOUT,
                     health_check_interval=30,
                 )
     return _client

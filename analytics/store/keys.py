@@ -22,9 +22,13 @@ ev:<day>:<n>       string  count of custom event <n> that day
 events:<day>       set     the custom event names seen that day
 active:<day>       bitmap  bit <dense id> set: visitor was active that day (DAU)
 new:<day>          bitmap  bit set: visitor was first seen that day (new-visitor cohort)
+first-day          string  u16 per visitor at #<dense id>: the first day seen (days since
+                           2000-01-01), so a backfill of an earlier day moves "new" there
+applied:<UTC day>  set     marks of the ingest calls applied that day (exactly once)
+idempotency:<h>    set     marks of a client's Idempotency-Key (hashed), kept 24 hours
 ids[:<day>]        hash    visitor digest -> dense id (per day in daily-salt mode); in
-                           stable mode also the set of every visitor ever seen, which
-                           makes ``new`` exact: a visitor is new the day its id is made
+                           stable mode also the set of every visitor ever seen: a visitor
+                           is new the day their id is made (or an earlier day backfilled)
 ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
@@ -104,7 +108,29 @@ def active(site_id: int, day: date) -> str:
 
 
 def new_visitors(site_id: int, day: date) -> str:
-    return f"{PREFIX}:{{{site_id}}}:new:{day.isoformat()}"
+    return new_visitors_prefix(site_id) + day.isoformat()
+
+
+def new_visitors_prefix(site_id: int) -> str:
+    """`new_visitors(site_id, day)` is this and the ISO day (record_batch.lua names an older
+    day's bitmap with it when a backfill moves a visitor's first day)."""
+    return f"{PREFIX}:{{{site_id}}}:new:"
+
+
+def first_days(site_id: int) -> str:
+    """Each visitor's first day seen, as u16 days since 2000-01-01 at #<dense id>."""
+    return f"{PREFIX}:{{{site_id}}}:first-day"
+
+
+def applied(site_id: int, day: date) -> str:
+    """Marks of the ingest calls applied on a (UTC) day: a retried or replayed call whose
+    mark is here is not counted again."""
+    return f"{PREFIX}:{{{site_id}}}:applied:{day.isoformat()}"
+
+
+def idempotency(site_id: int, key_digest: str) -> str:
+    """Marks of a client's `Idempotency-Key` (hashed): its chunks already applied."""
+    return f"{PREFIX}:{{{site_id}}}:idempotency:{key_digest}"
 
 
 def visitor_ids(site_id: int, day: date | None = None) -> str:

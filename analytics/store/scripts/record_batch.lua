@@ -7,8 +7,16 @@
 -- measured, redis-py spends ~10 µs of client CPU per pipelined command, against ~1 µs
 -- per redis.call here, and a batch touches hundreds of page keys.
 --
--- "New visitor" is exact without a separate "ever seen" bitmap: in stable-salt mode the id
--- map holds every visitor ever seen, so a visitor is new on the day its id is handed out.
+-- Exactly once: a call may carry a mark (the id of the request or spooled record, and
+-- the chunk's number). The mark is added to a set in the same atomic step as the counts,
+-- so a retry or a spool replay of a call that Redis already applied changes nothing.
+--
+-- New visitors follow the first day seen, whatever the arrival order: in stable-salt mode
+-- each visitor's first day (u16, days since 2000-01-01) sits at #id of a BITFIELD. A
+-- visitor is new on the day their id is handed out, unless events for an earlier day
+-- arrive later (a backfill): then the "new" bit moves to the earlier day, and both days
+-- are marked dirty for the rollups. The older day's bitmap is named from ARGV[7] (its
+-- key shares the site's hash tag, so it sits in the same cluster slot as every KEY here).
 --
 -- KEYS[1]  hash    visitor digest -> dense id
 -- KEYS[2]  string  id counter (ids handed out so far)
@@ -20,24 +28,66 @@
 -- KEYS[8]  set     the day's custom event names
 -- KEYS[9]  zset    every page path, for prefix search (capped)
 -- KEYS[10] string  the live tick (exists for a second after a publish)
--- KEYS[11..] two keys per group, pages first, then custom events, in ARGV's group order:
+-- KEYS[11] string  first day seen of each visitor (BITFIELD u16 at #id)
+-- KEYS[12] set     dirty days (ISO dates the rollups must compute again)
+-- KEYS[13] set     marks of applied calls (see ARGV[3])
+-- KEYS[14] string  the day's count of events dropped as bots
+-- KEYS[15..] two keys per group, pages first, then custom events, in ARGV's group order:
 --            the group's HLL of visitors, then its counter (string); then one HLL per
 --            realtime minute, in ARGV's order
 --
 -- ARGV[1]  TTL in seconds for KEYS[1] and KEYS[2], 0 for none (daily-salt maps expire)
--- ARGV[2]  "1" to mark new visitors in KEYS[4], "0" not to (daily salt: all are new daily)
--- ARGV[3]  n, the number of distinct visitor digests, which follow: ARGV[4..3+n]
+-- ARGV[2]  "1" to track new visitors (stable salt), "0" not to (daily salt: all are new)
+-- ARGV[3]  this call's mark in KEYS[13], "" for none: a second call with it does nothing
+-- ARGV[4]  TTL in seconds of KEYS[13]
+-- ARGV[5]  the day, as days since 2000-01-01
+-- ARGV[6]  the day, ISO formatted
+-- ARGV[7]  the new-visitor bitmaps' key prefix (the key is the prefix and the ISO day)
+-- ARGV[8]  "1" to mark the day dirty (it may have been rolled up already), else "0"
+-- ARGV[9]  events dropped as bots (added to KEYS[14])
+-- ARGV[10] n, the number of distinct visitor digests, which follow: ARGV[11..10+n]
 -- then     the chunk's pageviews
 -- then     P, then P page groups:  path, pageviews, "i,j,k" (1-based visitor indexes)
 -- then     E, then E event groups: name, count,     "i,j,k"
 -- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
 -- then     the page-search cap, then the live channel to publish a tick on ("" for none)
 --
--- Returns {ids newly assigned, pageviews added}.
-local n = tonumber(ARGV[3])
+-- Returns {ids newly assigned, pageviews added, new visitors moved to this day}, or
+-- {-1, 0, 0} when the mark was there already.
+if ARGV[3] ~= '' then
+  if redis.call('SADD', KEYS[13], ARGV[3]) == 0 then return {-1, 0, 0} end
+  redis.call('EXPIRE', KEYS[13], ARGV[4])
+end
+local bots = tonumber(ARGV[9])
+if bots > 0 then redis.call('INCRBY', KEYS[14], bots) end
+if ARGV[8] == '1' then redis.call('SADD', KEYS[12], ARGV[6]) end
+
+-- Days since 2000-01-01 as an ISO date (the civil-from-days algorithm, proleptic
+-- Gregorian), to name an older day's keys.
+local function iso_day(number)
+  local z = number + 10957 + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return string.format('%04d-%02d-%02d', y, m, d)
+end
+
+local n = tonumber(ARGV[10])
 local digests = {}
-for i = 1, n do digests[i] = ARGV[3 + i] end
+for i = 1, n do digests[i] = ARGV[10 + i] end
+local pos = 11 + n
+local pageviews = tonumber(ARGV[pos])
+pos = pos + 1
+if n == 0 then return {0, 0, 0} end  -- a day of bots only
 local ids = redis.call('HMGET', KEYS[1], unpack(digests))
+local track_new = ARGV[2] == '1'
+local this_day = tonumber(ARGV[5])
 
 local missing, m = {}, 0
 for i = 1, n do
@@ -45,18 +95,68 @@ for i = 1, n do
 end
 if m > 0 then
   local first = redis.call('INCRBY', KEYS[2], m) - m
-  local pairs_, fresh = {}, {}
+  local pairs_ = {}
   for j = 1, m do
     local i = missing[j]
     local id = first + j - 1
     ids[i] = id
     pairs_[2 * j - 1] = digests[i]
     pairs_[2 * j] = id
-    local b = 4 * j
-    fresh[b - 3] = 'SET'; fresh[b - 2] = 'u1'; fresh[b - 1] = id; fresh[b] = 1
   end
   redis.call('HSET', KEYS[1], unpack(pairs_))
-  if ARGV[2] == '1' then redis.call('BITFIELD', KEYS[4], unpack(fresh)) end
+end
+
+-- New visitors: fresh ids are new today; a known visitor whose first day is later than
+-- this one (a backfill arriving after newer events) moves here.
+local moved = 0
+if track_new then
+  local is_fresh = {}
+  for j = 1, m do is_fresh[missing[j]] = true end
+  local known, k = {}, 0  -- indexes of visitors who had an id already
+  local get = {}
+  for i = 1, n do
+    if not is_fresh[i] then
+      k = k + 1
+      known[k] = i
+      get[3 * k - 2] = 'GET'; get[3 * k - 1] = 'u16'; get[3 * k] = '#' .. ids[i]
+    end
+  end
+  local set_first, s = {}, 0
+  local new_bits, c = {}, 0
+  local function first_here(id)
+    set_first[s + 1] = 'SET'; set_first[s + 2] = 'u16'; set_first[s + 3] = '#' .. id; set_first[s + 4] = this_day
+    s = s + 4
+    new_bits[c + 1] = 'SET'; new_bits[c + 2] = 'u1'; new_bits[c + 3] = id; new_bits[c + 4] = 1
+    c = c + 4
+  end
+  for j = 1, m do first_here(ids[missing[j]]) end
+  if k > 0 then
+    local firsts = redis.call('BITFIELD', KEYS[11], unpack(get))
+    local later = {}  -- older day (ISO) -> ids whose "new" bit leaves it
+    for j = 1, k do
+      local first = firsts[j]
+      if first > this_day then  -- (0: seen before first days were kept; left alone)
+        local id = ids[known[j]]
+        first_here(id)
+        local day = iso_day(first)
+        later[day] = later[day] or {}
+        table.insert(later[day], id)
+        moved = moved + 1
+      end
+    end
+    for day, moved_ids in pairs(later) do
+      local clear = {}
+      for x, id in ipairs(moved_ids) do
+        clear[4 * x - 3] = 'SET'; clear[4 * x - 2] = 'u1'; clear[4 * x - 1] = id; clear[4 * x] = 0
+      end
+      redis.call('BITFIELD', ARGV[7] .. day, unpack(clear))
+      redis.call('SADD', KEYS[12], day, ARGV[6])
+    end
+  end
+  if s > 0 then
+    redis.call('BITFIELD', KEYS[11], unpack(set_first))
+    redis.call('BITFIELD', KEYS[4], unpack(new_bits))
+  end
 end
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then
@@ -72,10 +172,7 @@ end
 redis.call('BITFIELD', KEYS[3], unpack(set))
 redis.call('PFADD', KEYS[5], unpack(digests))
 
-local pos = 4 + n
-local pageviews = tonumber(ARGV[pos])
 if pageviews > 0 then redis.call('INCRBY', KEYS[6], pageviews) end
-pos = pos + 1
 
 -- Add the visitors listed as "i,j,k" (indexes into the digests) to an HLL.
 local function pfadd_listed(key, listed)
@@ -89,7 +186,7 @@ end
 
 -- A group: a name (page path or event name) for the day's index set, a count for the
 -- group's counter, and the indexes of its visitors for the group's HLL.
-local key_index = 11
+local key_index = 15
 local function groups(index_key)
   local count = tonumber(ARGV[pos])
   pos = pos + 1
@@ -133,4 +230,4 @@ end
 if channel ~= '' and redis.call('SET', KEYS[10], 1, 'NX', 'PX', 1000) then
   redis.call('PUBLISH', channel, 1)
 end
-return {m, pageviews}
+return {m, pageviews, moved}
