@@ -5,6 +5,7 @@ LIVE_PORT): there an open connection is a coroutine. On the sync WSGI server it 
 a worker for as long as the tab is open and starve ingestion, so it refuses to run there.
 """
 import json
+import time
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -28,14 +29,25 @@ def _cors(request, response):
     return response
 
 
-async def _stream(request, site):
+RECHECK_SECONDS = 10.0  # how often an open stream asks again whether it may still be read
+
+
+async def _stream(request, site, still_allowed):
+    """The stream of counts; it ends when `still_allowed()` turns false (a revoked share
+    link, an owner removed), asked at most every RECHECK_SECONDS, on the next count."""
     if not isinstance(request, ASGIRequest):
         return HttpResponse("live updates are served by the ASGI server (LIVE_PORT)", status=404, content_type="text/plain")
     info = SiteInfo.from_model(site)
 
     async def events():
         yield "retry: 3000\n\n"
+        checked = time.monotonic()
         async for visitors in visitor_counts(info):
+            if time.monotonic() - checked >= RECHECK_SECONDS:
+                if not await sync_to_async(still_allowed)():
+                    yield "event: closed\ndata: {}\n\n"
+                    return
+                checked = time.monotonic()
             yield f"data: {json.dumps({'visitors': visitors})}\n\n"
 
     response = StreamingHttpResponse(events(), content_type="text/event-stream")
@@ -49,11 +61,11 @@ async def live(request, domain):
     site = await sync_to_async(access.site_for_user)(user, domain)
     if site is None:
         raise Http404("no such site")
-    return await _stream(request, site)
+    return await _stream(request, site, lambda: access.site_for_user(user, domain) is not None)
 
 
 async def live_shared(request, token):
     site = await sync_to_async(access.site_for_share_token)(token)
     if site is None:
         raise Http404("no such site")
-    return await _stream(request, site)
+    return await _stream(request, site, lambda: access.site_for_share_token(token) is not None)

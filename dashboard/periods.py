@@ -3,6 +3,8 @@
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from analytics.periods import out_of_bounds
+
 CHOICES = [
     ("today", "Today"),
     ("7d", "Last 7 days"),
@@ -53,6 +55,9 @@ def parse(params, today: date) -> Period:
             start, end = date.fromisoformat(params.get("from", "")), date.fromisoformat(params.get("to", ""))
         except ValueError:
             return _default(today, "The custom range needs two dates (YYYY-MM-DD); showing the last 30 days.")
+        problem = out_of_bounds(start, today) or out_of_bounds(end, today)
+        if problem:
+            return _default(today, f"A custom range's dates {problem}; showing the last 30 days.")
         if start > end or (end - start).days + 1 > MAX_DAYS:
             return _default(today, f"A custom range runs forward and spans at most {MAX_DAYS} days; showing the last 30 days.")
         return Period(key, start, end)

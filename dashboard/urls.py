@@ -15,8 +15,6 @@ urlpatterns = [
     path("share/<str:token>/search", views.search, name="search-shared"),
     path("share/<str:token>/page", views.page, name="page-shared"),
     path("share/<str:token>/realtime", views.realtime, name="realtime-shared"),
-    path("share/<str:token>/recommend", views.recommend, name="recommend-shared"),
-    path("share/<str:token>/filters", views.filters, name="filters-shared"),
     path("live/share/<str:token>", live.live_shared, name="live-shared"),
     path("live/<str:domain>", live.live, name="live"),
 ]

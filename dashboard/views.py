@@ -113,6 +113,7 @@ def site(request, site, info, base, shared):
             "daily_salt": info.daily_salt,
             "export_formats": [("csv", "CSV"), ("xlsx", "Excel"), ("json", "JSON")],
         },
+        status=400 if period.error else 200,  # (the page says what was wrong, and shows 30 days)
     )
 
 
@@ -141,7 +142,10 @@ def realtime(request, site, info, base, shared):
 @site_view
 def recommend(request, site, info, base, shared):
     """The recommendation panel: top pages the visitor has not seen (looking does not
-    count as the visitor's activity: the dashboard never writes)."""
+    count as the visitor's activity: the dashboard never writes). It tells what one
+    person has seen, so never through a share link."""
+    if shared:
+        raise Http404("not shared")
     user = request.GET.get("user", "").strip()[:256]
     if not user:
         return JsonResponse({"error": "enter a visitor's user id"}, status=400)
@@ -151,4 +155,6 @@ def recommend(request, site, info, base, shared):
 @site_view
 def filters(request, site, info, base, shared):
     """The site's Bloom filters: how many, their memory, fill and expected error."""
+    if shared:
+        raise Http404("not shared")
     return JsonResponse(recommendations.filter_stats(get_redis(), info))

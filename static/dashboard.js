@@ -149,7 +149,7 @@
   // Live visitors: server-sent events; polling when they are unavailable; closed while hidden.
   var live = document.getElementById("live");
   var count = document.getElementById("live-count");
-  var source = null, poller = null, failures = 0;
+  var source = null, poller = null, failures = 0, ended = false;
   function show(n) { count.textContent = String(n); live.classList.add("on"); }
   function poll() {
     fetch(live.getAttribute("data-poll-url"), { credentials: "same-origin" })
@@ -162,9 +162,11 @@
     live.classList.remove("on");
   }
   function start() {
+    if (ended) return;
     if (!window.EventSource || failures >= 3) { startPolling(); return; }
     source = new EventSource(live.getAttribute("data-live-url"), { withCredentials: true });
     source.onmessage = function (e) { failures = 0; show(JSON.parse(e.data).visitors); };
+    source.addEventListener("closed", function () { ended = true; stop(); });  // access revoked
     source.onerror = function () {
       failures += 1;
       if (failures >= 3) { source.close(); source = null; startPolling(); }

@@ -189,3 +189,23 @@ def test_a_body_over_the_limit_is_a_413(client, keyed, settings):
     response = post(client, key, events)
     assert response.status_code == 413
     assert "body too large" in response.json()["error"]
+
+
+def test_timestamps_at_the_calendars_edges_are_rejected_alone(client, keyed):
+    """Issue 10: these overflowed in the UTC conversion and answered 500."""
+    _, key = keyed
+    events = [
+        {"url": "https://example.com/a", "visitor": "1", "ts": "9999-12-31T23:59:59-14:00"},
+        {"url": "https://example.com/b", "visitor": "2"},
+        {"url": "https://example.com/c", "visitor": "3", "ts": "0001-01-01T00:00:00+14:00"},
+        {"url": "https://example.com/d", "visitor": "4", "ts": "0001-01-01T00:00:00"},
+    ]
+    response = post(client, key, events)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["accepted"] == 1
+    assert [(r["index"], r["error"]) for r in body["rejected"]] == [
+        (0, "ts: out of range"),
+        (2, "ts: out of range"),
+        (3, "ts: before 2000-01-01"),
+    ]

@@ -103,3 +103,20 @@ def test_bad_pages_limit_is_a_400(client, make_site, limit, message):
     response = get(client, "pages", key, site="example.com", limit=limit)
     assert response.status_code == 400
     assert message in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"from": "0002-01-01"}, "from: must be between 2000-01-01 and "),
+        ({"from": "0002-01-01", "to": "0002-12-31"}, "to: must be between 2000-01-01 and "),
+        ({"from": "1999-12-31", "to": "2000-01-05"}, "from: must be between 2000-01-01 and "),
+        ({"to": "9999-12-31"}, "to: must be between 2000-01-01 and "),
+    ],
+)
+def test_dates_are_bounded_to_the_datas_possible_life(client, make_site, params, message):
+    """Issue 10: from=0002-01-01 took 8-10 s to answer."""
+    _, key = make_site()
+    for path in ("timeseries", "pages", "retention"):
+        response = get(client, path, key, site="example.com", **params)
+        assert response.status_code == 400 and response.json()["error"].startswith(message), path

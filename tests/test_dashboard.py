@@ -95,6 +95,19 @@ def test_share_links_open_one_site_read_only_until_revoked(client, data_site):
     assert client.get("/share/not-a-token/").status_code == 404
 
 
+def test_a_share_link_shows_no_one_persons_data(client, data_site, owner):
+    """Issue 10: a share link answered which pages a named user had seen."""
+    site, _ = data_site
+    token = site.enable_sharing()
+    page = client.get(f"/share/{token}/").content.decode()
+    assert 'id="recommendations"' not in page and "/recommend" not in page
+    assert client.get(f"/share/{token}/recommend", {"user": "ann"}).status_code == 404
+    assert client.get(f"/share/{token}/filters").status_code == 404
+    client.force_login(owner)  # the owner still has the panel
+    assert 'id="recommendations"' in client.get("/dashboard/example.com/").content.decode()
+    assert client.get("/dashboard/example.com/filters").status_code == 200
+
+
 def test_page_search_and_a_pages_chart(client, data_site, owner):
     client.force_login(owner)
     assert client.get("/dashboard/example.com/search?q=/p").json()["pages"] == [f"/p{n}" for n in range(7)]
@@ -173,3 +186,12 @@ def test_a_daily_salt_site_renders_without_retention(client, make_site, owner, r
     assert "new_visitors" not in {c["key"] for c in response.context["cards"]}
     export = client.get("/api/v1/reports/json", {"site": "private.example"}, HTTP_AUTHORIZATION=f"Bearer {key}")
     assert set(json.loads(export.content)["tables"]) == {"daily", "pages"}
+
+
+def test_a_custom_range_outside_the_datas_life_is_a_400_not_a_500(client, data_site):
+    site, _ = data_site
+    token = site.enable_sharing()
+    for dates in (("0001-01-01", "0001-01-05"), ("1990-01-01", "1990-01-02"), ("2026-01-01", "9999-12-31")):
+        response = client.get(f"/share/{token}/", {"period": "custom", "from": dates[0], "to": dates[1]})
+        assert response.status_code == 400, dates
+        assert "must be between 2000-01-01 and" in response.content.decode()

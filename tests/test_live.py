@@ -3,6 +3,10 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
+import pytest
+from asgiref.sync import sync_to_async
+from django.test import AsyncClient
+
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.queries import live
@@ -48,3 +52,34 @@ def test_a_tick_is_published_at_most_once_a_second(site, r):
         if message is not None:
             messages.append(message)
     assert len(messages) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_revoked_share_link_ends_its_open_streams(r, monkeypatch):
+    from analytics.models import Site
+    from dashboard import live as live_views
+
+    monkeypatch.setattr(live_views, "RECHECK_SECONDS", 0)
+    site = Site.objects.create(domain="example.com", timezone="UTC")
+    token = site.enable_sharing()
+    info = SiteInfo.from_model(site)
+
+    async def scenario():
+        response = await AsyncClient().get(f"/live/share/{token}")
+        assert response.status_code == 200
+        chunks = aiter(response.streaming_content)
+        assert (await anext(chunks)).startswith(b"retry")
+        first = await anext(chunks)
+        await sync_to_async(site.revoke_sharing)()
+        await asyncio.sleep(0.2)
+        await asyncio.to_thread(record, r, info, [Hit(None, "/", "pageview", identity_source(None, "b", None, None))])
+        rest = await asyncio.wait_for(_drain(chunks), 5)
+        return first, rest
+
+    first, rest = asyncio.run(scenario())
+    assert first == b'data: {"visitors": 0}\n\n'
+    assert rest == [b"event: closed\ndata: {}\n\n"]  # and then the stream ended
+
+
+async def _drain(chunks):
+    return [chunk async for chunk in chunks]

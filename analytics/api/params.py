@@ -3,6 +3,7 @@ naming the parameter."""
 from datetime import date, timedelta
 
 from .. import sites
+from ..periods import out_of_bounds
 from ..queries import access
 from .http import ApiError, bearer_site
 
@@ -29,20 +30,25 @@ def site_param(request) -> sites.SiteInfo:
     raise ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", {"WWW-Authenticate": "Bearer"})
 
 
-def _date(request, name: str, default: date) -> date:
+def _date(request, name: str, default: date, today: date) -> date:
     value = request.GET.get(name)
     if not value:
         return default
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError:
         raise ApiError(400, f"{name}: not a date, expected YYYY-MM-DD") from None
+    problem = out_of_bounds(day, today)
+    if problem:
+        raise ApiError(400, f"{name}: {problem}")
+    return day
 
 
 def date_range(request, site) -> tuple[date, date]:
     """`from` and `to` (the site's local dates): the last 30 days by default."""
-    end = _date(request, "to", site.today())
-    start = _date(request, "from", end - timedelta(days=DEFAULT_RANGE_DAYS - 1))
+    today = site.today()
+    end = _date(request, "to", today, today)
+    start = _date(request, "from", end - timedelta(days=DEFAULT_RANGE_DAYS - 1), today)
     if start > end:
         raise ApiError(400, "from: must not be after to")
     if (end - start).days + 1 > MAX_RANGE_DAYS:

@@ -97,7 +97,10 @@ def check_ts(ts: datetime | None, now: datetime) -> datetime | None:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
     else:
-        ts = ts.astimezone(UTC)
+        try:
+            ts = ts.astimezone(UTC)
+        except OverflowError:  # e.g. 9999-12-31T23:59:59-14:00 is past the calendar's end in UTC
+            raise BadEvent("ts: out of range") from None
     if ts < EARLIEST:
         raise BadEvent("ts: before 2000-01-01")
     if ts > now + CLOCK_SKEW:
