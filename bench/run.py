@@ -7,9 +7,11 @@ Everything runs against one fresh redis-server (the virtualenv's, Redis 6.2) sta
 * the references: a bare redis-py pipeline doing the same kind of writes per event, and
   Doist's bitmapist `mark_event` (per call, and pipelined 1,000 calls at a time) in its
   own virtualenv (it pins redis-py < 6);
-* over HTTP, with gunicorn sync workers (one per core) and wrk on the same two cores:
-  1,000-event batches to `/api/v1/events` and single events to `/api/event`, each beside
-  a bare WSGI app doing a plain redis-py pipeline per request (bench/reference_app.py).
+* over HTTP, one worker per core and wrk on the same two cores: 1,000-event batches to
+  `/api/v1/events` and single events to `/api/event`, Tally served as `make run` serves it
+  (granian + config/buffered.py) and, as the "before" row, on gunicorn sync workers, each
+  beside a bare WSGI app doing a plain redis-py pipeline per request on gunicorn sync
+  workers (bench/reference_app.py).
 
 Numbers are ratios to read side by side, not thresholds: this machine is noisy.
 Environment: BENCH_SECONDS (wrk duration, default 10), BENCH_EVENTS (engine events per
@@ -156,7 +158,9 @@ def setup_site():
     return SiteInfo.from_model(site), site.create_api_key("bench")
 
 
-def start_gunicorn(app: str, redis_url: str) -> tuple[subprocess.Popen, str]:
+def start_server(app: str, redis_url: str, server: str = "gunicorn") -> tuple[subprocess.Popen, str]:
+    """gunicorn with sync workers (the reference app; Tally before it had its own front), or
+    granian serving config.buffered (Tally as `make run` serves it), one worker per core."""
     port = free_port()
     env = dict(
         os.environ,
@@ -165,19 +169,14 @@ def start_gunicorn(app: str, redis_url: str) -> tuple[subprocess.Popen, str]:
         ALLOWED_HOSTS="127.0.0.1",
         PYTHONPATH=f"{BASE}:{BASE / 'bench'}",
     )
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "gunicorn"),
-            app,
-            "--bind", f"127.0.0.1:{port}",
-            "--workers", str(os.cpu_count() or 2),
-            "--worker-class", "sync",
-            "--log-level", "warning",
-            "--backlog", "2048",
-        ],
-        cwd=BASE,
-        env=env,
-    )
+    workers = str(os.cpu_count() or 2)
+    if server == "granian":
+        command = [str(Path(sys.executable).parent / "granian"), "--interface", "asgi", "--host", "127.0.0.1",
+                   "--port", str(port), "--workers", workers, "--log-level", "warning", "--no-ws", app]
+    else:
+        command = [str(Path(sys.executable).parent / "gunicorn"), app, "--bind", f"127.0.0.1:{port}",
+                   "--workers", workers, "--worker-class", "sync", "--log-level", "warning", "--backlog", "2048"]
+    process = subprocess.Popen(command, cwd=BASE, env=env)
     import urllib.error
     import urllib.request
 
@@ -191,7 +190,7 @@ def start_gunicorn(app: str, redis_url: str) -> tuple[subprocess.Popen, str]:
             time.sleep(0.1)
     else:
         process.kill()
-        raise RuntimeError(f"gunicorn {app} did not start")
+        raise RuntimeError(f"{server} {app} did not start")
     return process, f"http://127.0.0.1:{port}"
 
 
@@ -281,8 +280,13 @@ def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
         path.write_bytes(body)
         files.append(str(path))
     results = {}
-    for name, app in (("tally", "config.wsgi:application"), ("reference", "reference_app:application")):
-        process, url = start_gunicorn(app, redis_url)
+    servers = (
+        ("tally", "config.buffered:application", "granian"),
+        ("tally-sync", "config.wsgi:application", "gunicorn"),
+        ("reference", "reference_app:application", "gunicorn"),
+    )
+    for name, app, server in servers:
+        process, url = start_server(app, redis_url, server)
         try:
             batch_url = url + "/api/v1/events"
             say(f"{name}: batches over HTTP for {SECONDS}s")
@@ -447,13 +451,16 @@ def print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_result
     if http_results:
         t, ref = http_results[("tally", "batch")], http_results[("reference", "batch")]
         s, sref = http_results[("tally", "single")], http_results[("reference", "single")]
+        ts, ss = http_results[("tally-sync", "batch")], http_results[("tally-sync", "single")]
         table(
-            f"HTTP, gunicorn {os.cpu_count()} sync workers, wrk on the same cores, {SECONDS}s each",
+            f"HTTP, {os.cpu_count()} workers (Tally: granian + its buffering front; refs: gunicorn sync), wrk on the same cores, {SECONDS}s each",
             ("path", "events/s", "req/s", "p50 ms", "p99 ms", "errors", "non-2xx"),
             [
                 ("Tally POST /api/v1/events, 1,000/batch", fmt(t["per_second"] * BATCH), fmt(t["per_second"]), f"{t['p50_us'] / 1000:.1f}", f"{t['p99_us'] / 1000:.1f}", t["errors"], t["non2xx"]),
                 ("ref: bare WSGI + redis-py pipeline, 1,000/batch", fmt(ref["per_second"] * BATCH), fmt(ref["per_second"]), f"{ref['p50_us'] / 1000:.1f}", f"{ref['p99_us'] / 1000:.1f}", ref["errors"], ref["non2xx"]),
+                ("Tally on gunicorn sync (before), 1,000/batch", fmt(ts["per_second"] * BATCH), fmt(ts["per_second"]), f"{ts['p50_us'] / 1000:.1f}", f"{ts['p99_us'] / 1000:.1f}", ts["errors"], ts["non2xx"]),
                 ("Tally POST /api/event, 1 event/request", fmt(s["per_second"]), fmt(s["per_second"]), f"{s['p50_us'] / 1000:.1f}", f"{s['p99_us'] / 1000:.1f}", s["errors"], s["non2xx"]),
+                ("Tally on gunicorn sync (before), 1 event", fmt(ss["per_second"]), fmt(ss["per_second"]), f"{ss['p50_us'] / 1000:.1f}", f"{ss['p99_us'] / 1000:.1f}", ss["errors"], ss["non2xx"]),
                 ("ref: bare WSGI + redis-py pipeline, 1 event", fmt(sref["per_second"]), fmt(sref["per_second"]), f"{sref['p50_us'] / 1000:.1f}", f"{sref['p99_us'] / 1000:.1f}", sref["errors"], sref["non2xx"]),
             ],
         )

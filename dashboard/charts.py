@@ -1,10 +1,16 @@
 """Plotly figures, built in Python and handed to the page as JSON (plotly.js renders them).
 
-Every label that came from the public (page paths) is HTML-escaped first: Plotly reads a
+Every label that came from the public (page paths) is escaped first: Plotly reads a
 little HTML in text (<b>, <a href>), so a raw path could otherwise inject markup.
 """
 import plotly.graph_objects as go
-from django.utils.html import escape
+
+def escape(text: str) -> str:
+    """Text for a Plotly label: only &, < and > are escaped, because Plotly's own parser
+    knows &amp; &lt; &gt; but not &quot; or &#x27; (Django's escape() left a literal
+    `&quot;` on the chart). Quotes are harmless there: Plotly writes text, not attributes."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
 
 ACCENT, SECOND, THIRD = "#3b5bdb", "#12b886", "#f59f00"
 LAYOUT = dict(

@@ -209,3 +209,40 @@ def test_timestamps_at_the_calendars_edges_are_rejected_alone(client, keyed):
         (2, "ts: out of range"),
         (3, "ts: before 2000-01-01"),
     ]
+
+
+def test_gzip_bodies_are_inflated_within_the_limit(client, keyed, settings):
+    import gzip
+
+    _, key = keyed
+    events = [{"url": "https://example.com/g", "visitor": str(n)} for n in range(200)]
+
+    def send(body, encoding="gzip"):
+        return client.post("/api/v1/events", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}", HTTP_CONTENT_ENCODING=encoding)
+
+    assert send(gzip.compress(json.dumps(events).encode())).json()["accepted"] == 200
+    assert send(b"not gzip at all").status_code == 400
+    assert send(gzip.compress(json.dumps(events).encode())[:-12]).json()["error"] == "Content-Encoding gzip: the gzip data is cut short"
+    settings.MAX_BATCH_BODY = 100_000
+    bomb = gzip.compress(b"[" + b" " * 10_000_000 + b"]")  # ~10 KB that inflate to 10 MB
+    response = send(bomb)
+    assert response.status_code == 413 and "once inflated" in response.json()["error"]
+    assert send(json.dumps(events).encode(), "br").status_code == 415
+
+
+def test_a_chunked_body_from_a_wsgi_server_is_read(keyed, rf):
+    """gunicorn de-chunks a chunked body and says so with wsgi.input_terminated, with no
+    Content-Length: the body must still be read (it was "empty body" before)."""
+    import io
+
+    from analytics.api.ingest import events as view
+
+    _, key = keyed
+    body = json.dumps([{"url": "https://example.com/c", "visitor": "1"}]).encode()
+    request = rf.post("/api/v1/events", data=b"", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    request.META.pop("CONTENT_LENGTH", None)
+    request.META["HTTP_TRANSFER_ENCODING"] = "chunked"
+    request.META["wsgi.input_terminated"] = True
+    request.META["wsgi.input"] = io.BytesIO(body)
+    response = view(request)
+    assert response.status_code == 200 and json.loads(response.content)["accepted"] == 1

@@ -195,3 +195,11 @@ def test_a_custom_range_outside_the_datas_life_is_a_400_not_a_500(client, data_s
         response = client.get(f"/share/{token}/", {"period": "custom", "from": dates[0], "to": dates[1]})
         assert response.status_code == 400, dates
         assert "must be between 2000-01-01 and" in response.content.decode()
+
+
+def test_a_chart_label_shows_a_path_with_quotes_as_it_is():
+    """Issue 10: Plotly does not know &quot;, so Django's escape() showed it literally."""
+    from dashboard import charts
+
+    figure = charts.top_pages([{"page": '/say-"hi"-&-<b>', "visitors": 2, "pageviews": 3}])
+    assert figure["data"][0]["y"] == ['/say-"hi"-&amp;-&lt;b&gt;']

@@ -1,6 +1,7 @@
 """The live counter's engine: one subscription per site and process, fanned out."""
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
@@ -76,7 +77,8 @@ def test_a_revoked_share_link_ends_its_open_streams(r, monkeypatch):
         rest = await asyncio.wait_for(_drain(chunks), 5)
         return first, rest
 
-    first, rest = asyncio.run(scenario())
+    with ThreadPoolExecutor(1) as thread:  # (its own event loop: the browser tests' may be running here)
+        first, rest = thread.submit(asyncio.run, scenario()).result()
     assert first == b'data: {"visitors": 0}\n\n'
     assert rest == [b"event: closed\ndata: {}\n\n"]  # and then the stream ended
 

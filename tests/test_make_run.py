@@ -1,12 +1,16 @@
-"""`make run`'s supervisor end to end: embedded Redis, migrations, gunicorn, real HTTP,
-then Ctrl-C stops everything and the data survives a restart (append-only file)."""
+"""`make run`'s supervisor end to end: embedded Redis, migrations, the web server, real
+HTTP (slow clients, chunked and gzip bodies), the embedded Redis killed and restarted on
+its port, then Ctrl-C stops everything and the data survives a restart (append-only file)."""
+import gzip
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -58,6 +62,29 @@ def stop(process):
     return out
 
 
+def half_sent_request(port):
+    """A client that sends its headers and half its body, then waits."""
+    body = json.dumps({"name": "pageview", "url": "https://example.com/", "domain": "example.com"}).encode()
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /api/event HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 Firefox/128.0\r\n"
+              b"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body[: len(body) // 2])
+    return s
+
+
+def raw_post(port, path, body: bytes) -> bytes:
+    """POST with Transfer-Encoding: chunked (urllib cannot), in two chunks."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        half = len(body) // 2
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:half], body[half:])) + b"0\r\n\r\n"
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 Firefox/128.0\r\n".encode()
+                  + b"Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunks)
+        s.settimeout(10)
+        answer = b""
+        while data := s.recv(65536):
+            answer += data
+        return answer
+
+
 def call(url, data=None, key=None, content_type="application/json"):
     request = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
     if data is not None:
@@ -93,6 +120,46 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
         today = json.loads(body)["results"][-1]
         assert today["pageviews"] == 3001 and today["dau"] == 1501
         assert abs(today["visitors"] - 1501) <= 30
+
+        # Slow clients cannot stall it: half-sent bodies hold no worker (WEB_WORKERS=1 here).
+        stalls = [half_sent_request(port) for _ in range(4)]
+        started = time.monotonic()
+        status, _ = call(
+            f"http://127.0.0.1:{port}/api/event",
+            json.dumps({"name": "pageview", "url": "https://example.com/q", "domain": "example.com"}).encode(),
+            content_type="text/plain",
+        )
+        assert status == 202 and time.monotonic() - started < 5
+        for stall in stalls:
+            stall.close()
+
+        # Chunked and gzip bodies are read.
+        chunked = raw_post(port, "/api/event", json.dumps({"name": "pageview", "url": "https://example.com/c", "domain": "example.com"}).encode())
+        assert chunked.startswith(b"HTTP/1.1 202"), chunked
+        events = [{"url": "https://example.com/z", "visitor": f"z{n}"} for n in range(100)]
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/events", data=gzip.compress(json.dumps(events).encode()), method="POST")
+        for name, value in (("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Authorization", f"Bearer {key}")):
+            request.add_header(name, value)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert json.loads(response.read())["accepted"] == 100
+
+        # The embedded Redis dies: the runner starts it again on the same port, data intact.
+        url = (tmp_path / "redis.url").read_text()
+        os.kill(int((tmp_path / "redis" / "redis.pid").read_text()), signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, body = call(f"http://127.0.0.1:{port}/api/v1/stats/timeseries?site=example.com", key=key)
+                if status == 200:
+                    break
+            except urllib.error.HTTPError as e:
+                assert e.code == 503  # storage down for a moment: JSON 503, never a 500
+            assert time.monotonic() < deadline, "Redis did not come back"
+            time.sleep(0.2)
+        assert (tmp_path / "redis.url").read_text() == url
+        assert json.loads(body)["results"][-1]["pageviews"] == 3001 + 1 + 1 + 100
+        dau = json.loads(body)["results"][-1]["dau"]
+        assert dau == 1501 + 1 + 100  # (the chunked request came with another User-Agent)
     finally:
         out = stop(process)
     assert "stopped" in out
@@ -104,6 +171,6 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
     process, _ = start(tmp_path, port)
     try:
         status, body = call(f"http://127.0.0.1:{port}/api/v1/stats/timeseries?site=example.com&metrics=dau", key=key)
-        assert json.loads(body)["results"][-1]["dau"] == 1501
+        assert json.loads(body)["results"][-1]["dau"] == dau
     finally:
         stop(process)

@@ -5,6 +5,7 @@ raise `ApiError` and never build error responses by hand.
 """
 import functools
 import ipaddress
+import zlib
 
 import orjson
 import redis
@@ -45,19 +46,45 @@ def json_errors(view):
 
 
 def read_body(request, limit: int) -> bytes:
-    """The request body, refusing more than `limit` bytes before reading it all."""
+    """The request body, refusing more than `limit` bytes before reading it all.
+
+    Bodies framed with Content-Length or sent chunked (a WSGI server that de-chunks says
+    so with `wsgi.input_terminated`; Tally's own front sets Content-Length) are read, and
+    `Content-Encoding: gzip` bodies are inflated, to at most `limit` bytes inflated too
+    (a small gzip bomb must not become gigabytes here)."""
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         raise ApiError(400, "invalid Content-Length") from None
     if length > limit:
         raise ApiError(413, f"body too large: {length} bytes, at most {limit}")
-    body = request.read(limit + 1)
+    if not length and request.META.get("wsgi.input_terminated"):
+        body = request.META["wsgi.input"].read(limit + 1)  # chunked: the server ends the stream
+    else:
+        body = request.read(limit + 1)
     if len(body) > limit:
         raise ApiError(413, f"body too large: more than {limit} bytes")
+    encoding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    if encoding in ("gzip", "x-gzip"):
+        body = _gunzip(body, limit)
+    elif encoding not in ("", "identity"):
+        raise ApiError(415, f"Content-Encoding {encoding!r} is not supported; send gzip or none")
     if not body.strip():
         raise ApiError(400, "empty body: send a JSON event")
     return body
+
+
+def _gunzip(body: bytes, limit: int) -> bytes:
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        data = inflater.decompress(body, limit + 1)
+    except zlib.error as e:
+        raise ApiError(400, f"Content-Encoding gzip: not valid gzip data ({e})") from None
+    if len(data) > limit:
+        raise ApiError(413, f"body too large: more than {limit} bytes once inflated")
+    if not inflater.eof:
+        raise ApiError(400, "Content-Encoding gzip: the gzip data is cut short")
+    return data
 
 
 def bearer_site(request) -> "sites.SiteInfo":
