@@ -5,6 +5,7 @@ little HTML in text (<b>, <a href>), so a raw path could otherwise inject markup
 """
 import plotly.graph_objects as go
 
+
 def escape(text: str) -> str:
     """Text for a Plotly label: only &, < and > are escaped, because Plotly's own parser
     knows &amp; &lt; &gt; but not &quot; or &#x27; (Django's escape() left a literal
