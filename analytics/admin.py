@@ -36,6 +36,14 @@ class SiteAdmin(admin.ModelAdmin):
         (None, {"fields": ("domain", "timezone", "identity_mode", "created", "owners")}),
         ("Public share link", {"fields": ("share_link",), "description": "Use the actions on the site list to create or revoke it."}),
         (
+            "Limits",
+            {
+                "fields": ("ingest_rate_per_minute",),
+                "description": "Over the limit, ingestion answers 429 with Retry-After. Each client IP has its own "
+                "limit too (RATE_LIMIT_PER_IP, for every site).",
+            },
+        ),
+        (
             "Recommendation dedup (Bloom filters)",
             {
                 "fields": ("bloom_capacity", "bloom_error_rate", "bloom_expansion", "bloom_nonscaling", "bloom_idle_days", "bloom_memory"),

@@ -74,6 +74,11 @@ class Site(models.Model):
         "Bloom expansion", default=2, validators=[MinValueValidator(1), MaxValueValidator(16)],
         help_text="each new sub-filter holds this many times the previous one",
     )
+    ingest_rate_per_minute = models.PositiveIntegerField(
+        "ingest rate limit",
+        default=0,
+        help_text="events a minute the site accepts, a minute's worth at once; 0: no limit",
+    )
     bloom_nonscaling = models.BooleanField("Bloom non-scaling", default=False, help_text="refuse items past capacity instead of growing")
     bloom_idle_days = models.PositiveIntegerField(
         "Bloom idle expiry (days)", default=180, validators=[MinValueValidator(1)], help_text="a filter unused this long expires"

@@ -24,6 +24,7 @@ class SiteInfo:
     salt: bytes
     realtime_ttl: int = 7200  # seconds the per-minute realtime HLLs live
     bloom: BloomConfig = BloomConfig()  # the site's recommendation-dedup filter settings
+    rate_per_minute: int = 0  # events a minute the site accepts (0: no limit)
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -35,6 +36,7 @@ class SiteInfo:
             salt=bytes.fromhex(site.salt),
             realtime_ttl=site.keep_realtime_hours * 3600,
             bloom=BloomConfig.for_site(site),
+            rate_per_minute=site.ingest_rate_per_minute,
         )
 
     def today(self) -> date:

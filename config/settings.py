@@ -200,6 +200,13 @@ MAX_EVENT_BODY = envint("TALLY_MAX_EVENT_BODY", 64 * 1024)
 MAX_BATCH_BODY = envint("TALLY_MAX_BATCH_BODY", 16 * 1024 * 1024)
 MAX_BATCH_EVENTS = envint("TALLY_MAX_BATCH_EVENTS", 10_000)
 
+# Ingest rate limit per client IP and site (events a minute, and how many at once); 0: off.
+RATE_LIMIT_PER_IP = envint("RATE_LIMIT_PER_IP", 600)
+RATE_LIMIT_PER_IP_BURST = envint("RATE_LIMIT_PER_IP_BURST", 100)
+# Failed logins: per account and per client IP, in 15 minutes.
+LOGIN_FAILURES_PER_ACCOUNT = envint("LOGIN_FAILURES_PER_ACCOUNT", 10)
+LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 30)
+
 # Seconds a Redis command may take before the client gives up (ingest then spools).
 REDIS_SOCKET_TIMEOUT = envfloat("REDIS_SOCKET_TIMEOUT", 10.0)
 

@@ -55,6 +55,7 @@ def test_the_admin_shows_a_new_sites_key_once(admin_client):
             "bloom_error_rate": "0.01",
             "bloom_expansion": "2",
             "bloom_idle_days": "180",
+            "ingest_rate_per_minute": "0",
             "api_keys-TOTAL_FORMS": "0",
             "api_keys-INITIAL_FORMS": "0",
         },

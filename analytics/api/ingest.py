@@ -3,6 +3,7 @@
 Both validate at the edge (`schemas.py`), then hand hits to `ingest.record()`: one Redis
 round trip per request, whatever the batch size.
 """
+import hashlib
 from datetime import UTC, datetime
 
 import orjson
@@ -17,7 +18,9 @@ from ..ingest import schemas, spool
 from ..ingest.bots import is_bot
 from ..ingest.identity import identity_source
 from ..ingest.record import Hit, Mark, client_mark, new_mark, record
+from ..store import keys
 from ..store.connection import get_redis
+from ..store.limits import Bucket, Limited, Rate
 from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
 
 DROPPED_HEADER = "X-Tally-Dropped"
@@ -58,20 +61,38 @@ def event(request):
     hit = Hit(ts=None, path=path, name=payload.name, identity=source, bot=is_bot(user_agent), user=None)
     response = HttpResponse(b"ok", status=202, content_type="text/plain")
     now = datetime.now(UTC)
+    ip = client_ip(request)
     for site in targets.values():
-        if _record_or_spool(site, [hit], now, new_mark(site, now)) is None:
+        limits = [*_site_limit(site, 1), *_client_limit(site, ip)]
+        if _record_or_spool(site, [hit], now, new_mark(site, now), limits) is None:
             response[SPOOLED_HEADER] = "1"
     if hit.bot:
         response[DROPPED_HEADER] = "bot"
     return response
 
 
-def _record_or_spool(site, hits, now: datetime, mark: Mark):
+def _site_limit(site, cost: int) -> list[Bucket]:
+    if not site.rate_per_minute:
+        return []
+    return [Bucket(keys.rate_site(site.id), Rate(site.rate_per_minute, site.rate_per_minute), cost)]
+
+
+def _client_limit(site, ip: str) -> list[Bucket]:
+    if not settings.RATE_LIMIT_PER_IP:
+        return []
+    digest = hashlib.blake2b(ip.encode(), key=site.salt, digest_size=8).hexdigest()  # no raw IP in Redis
+    return [Bucket(keys.rate_client(site.id, digest), Rate(settings.RATE_LIMIT_PER_IP, settings.RATE_LIMIT_PER_IP_BURST))]
+
+
+def _record_or_spool(site, hits, now: datetime, mark: Mark, limits: list[Bucket] = ()):
     """Count the hits; if Redis is unreachable or times out, keep them in the local spool
     instead (a beat job replays it; the mark makes sure a call Redis applied before the
-    timeout is not counted again). Returns the Recorded answer, or None when spooled."""
+    timeout is not counted again). Returns the Recorded answer, or None when spooled.
+    Over a rate limit: 429, nothing counted."""
     try:
-        return record(get_redis(), site, hits, now=now, mark=mark)
+        return record(get_redis(), site, hits, now=now, mark=mark, limits=limits)
+    except Limited as e:
+        raise ApiError(429, str(e), {"Retry-After": str(e.retry_after)}) from None
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
         try:
             spool.write(site, hits, received=now, mark=mark)
@@ -108,7 +129,7 @@ def events(request):
         if len(key) > 255:
             raise ApiError(400, "Idempotency-Key: at most 255 characters")
         mark = client_mark(site, key) if key else new_mark(site, now)
-        recorded = _record_or_spool(site, hits, now, mark)
+        recorded = _record_or_spool(site, hits, now, mark, _site_limit(site, len(hits)))
         if recorded is None:
             headers[SPOOLED_HEADER] = str(len(hits))
         elif recorded.repeated:

@@ -20,6 +20,7 @@ from django.conf import settings
 from ..dedup import bloom
 from ..sites import SiteInfo
 from ..store import keys
+from ..store.limits import Bucket, Limited, throttle
 from ..store.scripts import RECORD_BATCH
 from . import identity
 
@@ -27,6 +28,8 @@ PAGEVIEW = "pageview"
 PAGE_SEARCH_CAP = 10_000  # paths kept for prefix search per site
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
+FIXED_KEYS = 14  # record_batch.lua's KEYS before the rate-limit buckets
+LIMITS_ARG = 9  # (0-based) index of its ARGV[10], the number of rate-limit buckets
 DAY_ZERO = date(2000, 1, 1)  # first days seen are stored as days since this one (u16)
 
 
@@ -101,11 +104,18 @@ class _Chunk:
 
 
 def record(
-    r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None, mark: Mark | None = None
+    r: redis.Redis,
+    site: SiteInfo,
+    hits: list[Hit],
+    *,
+    now: datetime | None = None,
+    mark: Mark | None = None,
+    limits: list[Bucket] = (),
 ) -> Recorded:
     """Count `hits` for `site` in one Redis round trip. Returns how many were counted and
     how many were dropped as bots. With a `mark`, calling again with the same hits and
-    mark (a retry, a replay) changes nothing."""
+    mark (a retry, a replay) changes nothing. The `limits` buckets are charged for the
+    call first, all or nothing; over a limit, nothing is counted and Limited is raised."""
     now = now or datetime.now(UTC)
     tz = site.tz
     today = now.astimezone(tz).date()
@@ -176,9 +186,15 @@ def record(
         for n, chunk in enumerate(chunks[day]):
             chunk_mark = (mark.key, mark.chunk(len(calls)), mark.ttl) if mark else None
             calls.append(_script_call(site, day, chunk, dirty=day < dirty_before and n == 0, mark=chunk_mark))
+    if limits and len(calls) == 1 and not seen_pages:
+        calls[0] = _with_limits(*calls[0], limits)  # checked in the same call: one round trip
+    elif limits:
+        throttle(r, list(limits))  # several writes: all or nothing, before any of them
     results = []
     if len(calls) == 1 and not seen_pages:
         results = [RECORD_BATCH.run(r, *calls[0])]  # the common case, a single call: no pipeline needed
+        if results[0][0] == -2:
+            raise Limited(results[0][1])
     elif calls or seen_pages:
         pipe = r.pipeline(transaction=False)
         for script_keys, args in calls:
@@ -215,7 +231,7 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
         keys.dirty_days(sid),
         mark_key,
         keys.bots_dropped(sid, day),
-    ]
+    ]  # (then the rate-limit buckets, when _with_limits() adds them)
     args = [
         DAILY_ID_MAP_TTL if site.daily_salt else 0,
         0 if site.daily_salt else 1,
@@ -226,6 +242,7 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
         keys.new_visitors_prefix(sid),
         1 if dirty else 0,
         chunk.bots,
+        0,  # rate-limit buckets: see _with_limits()
         len(chunk.visitors),
         *chunk.visitors,
         chunk.pageviews,
@@ -244,6 +261,15 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
         args.append(",".join(map(str, members)))
     args += (PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
     return script_keys, args
+
+
+def _with_limits(script_keys: list, args: list, limits: list[Bucket]) -> tuple[list, list]:
+    """The same call, checking and charging rate-limit buckets first."""
+    bucket_args = [a for bucket in limits for a in bucket.args()]
+    return (
+        script_keys[:FIXED_KEYS] + [bucket.key for bucket in limits] + script_keys[FIXED_KEYS:],
+        args[:LIMITS_ARG] + [len(limits), *bucket_args] + args[LIMITS_ARG + 1 :],
+    )
 
 
 def _retry_unloaded_scripts(r, results, calls) -> list:

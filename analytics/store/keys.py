@@ -32,6 +32,7 @@ ids[:<day>]        hash    visitor digest -> dense id (per day in daily-salt mod
 ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
+rate[:ip:<h>]      string  ingest rate-limit buckets (GCRA) of the site and of each client
 page-search        zset    every page path, score 0, for prefix search (ZRANGEBYLEX); capped
 tick               string  set for a second after ingest published a live tick
 =================  ======  ===============================================================
@@ -150,6 +151,22 @@ def realtime(site_id: int, minute: datetime) -> str:
 
 def bots_dropped(site_id: int, day: date) -> str:
     return f"{PREFIX}:{{{site_id}}}:bots:{day.isoformat()}"
+
+
+def rate_site(site_id: int) -> str:
+    """The site's ingest rate-limit bucket (limits.py)."""
+    return f"{PREFIX}:{{{site_id}}}:rate"
+
+
+def rate_client(site_id: int, client_digest: str) -> str:
+    """One client's (hashed IP) ingest rate-limit bucket for a site: under the site's hash
+    tag, so the ingest script checks it in the same call as it counts."""
+    return f"{PREFIX}:{{{site_id}}}:rate:ip:{client_digest}"
+
+
+def rate_login(kind: str, digest: str) -> str:
+    """A failed-login bucket per account or per client IP (kind "user" or "ip", hashed)."""
+    return f"{PREFIX}:{{login}}:{kind}:{digest}"
 
 
 def lock(site_id: int, job: str) -> str:

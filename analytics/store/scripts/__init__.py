@@ -11,8 +11,13 @@ import redis
 
 
 class Script:
-    def __init__(self, name: str):
-        self.source = (Path(__file__).parent / f"{name}.lua").read_text()
+    """A script from `<name>.lua`, after the library files it names (lib/<lib>.lua, whose
+    local functions it calls: Redis scripts cannot import each other)."""
+
+    def __init__(self, name: str, libs: tuple[str, ...] = ()):
+        here = Path(__file__).parent
+        parts = [(here / "lib" / f"{lib}.lua").read_text() for lib in libs]
+        self.source = "\n".join([*parts, (here / f"{name}.lua").read_text()])
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
     def queue(self, pipe, keys, args):
@@ -28,8 +33,9 @@ class Script:
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
 
-RECORD_BATCH = Script("record_batch")
+RECORD_BATCH = Script("record_batch", libs=("gcra",))
 LOCK_RELEASE = Script("lock_release")
 LOCK_RENEW = Script("lock_renew")
 BLOOM = Script("bloom")
 SEMAPHORE = Script("semaphore")
+THROTTLE = Script("throttle", libs=("gcra",))

@@ -32,9 +32,10 @@
 -- KEYS[12] set     dirty days (ISO dates the rollups must compute again)
 -- KEYS[13] set     marks of applied calls (see ARGV[3])
 -- KEYS[14] string  the day's count of events dropped as bots
--- KEYS[15..] two keys per group, pages first, then custom events, in ARGV's group order:
---            the group's HLL of visitors, then its counter (string); then one HLL per
---            realtime minute, in ARGV's order
+-- KEYS[15..14+L] string  rate-limit buckets (lib/gcra.lua), L of them (see ARGV[10])
+-- KEYS[15+L..] two keys per group, pages first, then custom events, in ARGV's group
+--            order: the group's HLL of visitors, then its counter (string); then one HLL
+--            per realtime minute, in ARGV's order
 --
 -- ARGV[1]  TTL in seconds for KEYS[1] and KEYS[2], 0 for none (daily-salt maps expire)
 -- ARGV[2]  "1" to track new visitors (stable salt), "0" not to (daily salt: all are new)
@@ -45,15 +46,27 @@
 -- ARGV[7]  the new-visitor bitmaps' key prefix (the key is the prefix and the ISO day)
 -- ARGV[8]  "1" to mark the day dirty (it may have been rolled up already), else "0"
 -- ARGV[9]  events dropped as bots (added to KEYS[14])
--- ARGV[10] n, the number of distinct visitor digests, which follow: ARGV[11..10+n]
+-- ARGV[10] L, the number of rate-limit buckets, then per bucket: interval_ms, burst, cost
+-- then     n, the number of distinct visitor digests, then the n digests
 -- then     the chunk's pageviews
 -- then     P, then P page groups:  path, pageviews, "i,j,k" (1-based visitor indexes)
 -- then     E, then E event groups: name, count,     "i,j,k"
 -- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
 -- then     the page-search cap, then the live channel to publish a tick on ("" for none)
 --
--- Returns {ids newly assigned, pageviews added, new visitors moved to this day}, or
--- {-1, 0, 0} when the mark was there already.
+-- Returns {ids newly assigned, pageviews added, new visitors moved to this day};
+-- {-1, 0, 0} when the mark was there already; {-2, ms to wait, 0} when a rate limit
+-- refused the call (then nothing was written).
+local limits = tonumber(ARGV[10])
+if limits > 0 then
+  local buckets = {}
+  for i = 1, limits do
+    local at = 10 + 3 * (i - 1)
+    buckets[i] = {KEYS[14 + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])}
+  end
+  local wait = gcra_all(buckets)
+  if wait > 0 then return {-2, wait, 0} end
+end
 if ARGV[3] ~= '' then
   if redis.call('SADD', KEYS[13], ARGV[3]) == 0 then return {-1, 0, 0} end
   redis.call('EXPIRE', KEYS[13], ARGV[4])
@@ -78,10 +91,11 @@ local function iso_day(number)
   return string.format('%04d-%02d-%02d', y, m, d)
 end
 
-local n = tonumber(ARGV[10])
+local pos = 11 + 3 * limits
+local n = tonumber(ARGV[pos])
 local digests = {}
-for i = 1, n do digests[i] = ARGV[10 + i] end
-local pos = 11 + n
+for i = 1, n do digests[i] = ARGV[pos + i] end
+pos = pos + n + 1
 local pageviews = tonumber(ARGV[pos])
 pos = pos + 1
 if n == 0 then return {0, 0, 0} end  -- a day of bots only
@@ -186,7 +200,7 @@ end
 
 -- A group: a name (page path or event name) for the day's index set, a count for the
 -- group's counter, and the indexes of its visitors for the group's HLL.
-local key_index = 15
+local key_index = 15 + limits
 local function groups(index_key)
   local count = tonumber(ARGV[pos])
   pos = pos + 1

@@ -1,0 +1,49 @@
+"""The login page, with failed attempts throttled per account and per client IP.
+
+Password guessing costs a GCRA bucket's budget per failed attempt (analytics/store/
+limits.py): at most LOGIN_FAILURES_PER_ACCOUNT failures in 15 minutes for one user name,
+and LOGIN_FAILURES_PER_IP for one client, then `429` with Retry-After until the bucket
+drains. A successful login costs nothing; a refused attempt is not even checked.
+"""
+import hashlib
+
+from django.conf import settings
+from django.contrib.auth import views as auth_views
+from django.shortcuts import render
+
+from analytics.api.http import client_ip
+from analytics.store import keys
+from analytics.store.connection import get_redis
+from analytics.store.limits import Bucket, Limited, Rate, throttle
+
+WINDOW_MINUTES = 15
+
+
+def _buckets(request, cost: int) -> list[Bucket]:
+    def digest(value: str) -> str:
+        return hashlib.blake2b(value.encode(), key=settings.SECRET_KEY.encode()[:64], digest_size=12).hexdigest()
+
+    user = request.POST.get("username", "").strip().lower()[:150]
+    wanted = []
+    for kind, value, allowed in (("user", user, settings.LOGIN_FAILURES_PER_ACCOUNT), ("ip", client_ip(request), settings.LOGIN_FAILURES_PER_IP)):
+        if allowed and value:
+            wanted.append(Bucket(keys.rate_login(kind, digest(value)), Rate(allowed / WINDOW_MINUTES, allowed), cost))
+    return wanted
+
+
+class ThrottledLoginView(auth_views.LoginView):
+    def post(self, request, *args, **kwargs):
+        try:
+            throttle(get_redis(), _buckets(request, cost=0), "too many failed logins")  # a look, no charge
+        except Limited as e:
+            response = render(request, "registration/throttled.html", {"retry_after": e.retry_after}, status=429)
+            response["Retry-After"] = str(e.retry_after)
+            return response
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        try:
+            throttle(get_redis(), _buckets(self.request, cost=1), "too many failed logins")
+        except Limited:
+            pass  # this failure is the one that filled a bucket: the next attempt is refused
+        return super().form_invalid(form)
