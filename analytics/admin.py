@@ -38,9 +38,10 @@ class SiteAdmin(admin.ModelAdmin):
         (
             "Limits",
             {
-                "fields": ("ingest_rate_per_minute",),
-                "description": "Over the limit, ingestion answers 429 with Retry-After. Each client IP has its own "
-                "limit too (RATE_LIMIT_PER_IP, for every site).",
+                "fields": ("ingest_rate_per_minute", "max_pages_per_day", "max_event_names_per_day", "max_property_values"),
+                "description": "Over the rate limit, ingestion answers 429 with Retry-After (each client IP has its own "
+                "limit too: RATE_LIMIT_PER_IP). Past a daily quota, events still count in the site's totals, under "
+                "(other): one site, or one attacker, cannot fill Redis with new names.",
             },
         ),
         (

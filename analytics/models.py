@@ -74,6 +74,24 @@ class Site(models.Model):
         "Bloom expansion", default=2, validators=[MinValueValidator(1), MaxValueValidator(16)],
         help_text="each new sub-filter holds this many times the previous one",
     )
+    max_pages_per_day = models.PositiveIntegerField(
+        "distinct pages a day",
+        default=10_000,
+        validators=[MinValueValidator(1)],
+        help_text="pages past this many in a day are counted under (other)",
+    )
+    max_event_names_per_day = models.PositiveIntegerField(
+        "distinct custom events a day",
+        default=1_000,
+        validators=[MinValueValidator(1)],
+        help_text="custom event names past this many in a day are counted under (other)",
+    )
+    max_property_values = models.PositiveIntegerField(
+        "values per property a day",
+        default=1_000,
+        validators=[MinValueValidator(1)],
+        help_text="values of one custom property past this many in a day are counted under (other)",
+    )
     ingest_rate_per_minute = models.PositiveIntegerField(
         "ingest rate limit",
         default=0,

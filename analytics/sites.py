@@ -25,6 +25,9 @@ class SiteInfo:
     realtime_ttl: int = 7200  # seconds the per-minute realtime HLLs live
     bloom: BloomConfig = BloomConfig()  # the site's recommendation-dedup filter settings
     rate_per_minute: int = 0  # events a minute the site accepts (0: no limit)
+    max_pages_per_day: int = 10_000  # quotas: past them, names count under "(other)"
+    max_event_names_per_day: int = 1_000
+    max_property_values: int = 1_000
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -37,6 +40,9 @@ class SiteInfo:
             realtime_ttl=site.keep_realtime_hours * 3600,
             bloom=BloomConfig.for_site(site),
             rate_per_minute=site.ingest_rate_per_minute,
+            max_pages_per_day=site.max_pages_per_day,
+            max_event_names_per_day=site.max_event_names_per_day,
+            max_property_values=site.max_property_values,
         )
 
     def today(self) -> date:

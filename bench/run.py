@@ -43,7 +43,7 @@ ONLY = {part.strip() for part in os.environ.get("BENCH_ONLY", "").split(",") if 
 
 
 def want(section: str) -> bool:
-    """BENCH_ONLY=ingest,rollup,dashboard,bloom,import runs just those sections."""
+    """BENCH_ONLY=ingest,rollup,dashboard,bloom,import,quota runs just those sections."""
     return not ONLY or section in ONLY
 EVENTS = int(os.environ.get("BENCH_EVENTS", "100000"))
 BATCH = 1000
@@ -371,6 +371,7 @@ def main():
         connection.reset()
 
         engine_rows, http_results, rollup_rows, dashboard_rows, bloom_rows, import_rows = {}, {}, [], [], [], []
+        quota_rows = []
         if want("ingest"):
             say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
             bodies_for_http = None
@@ -404,6 +405,10 @@ def main():
 
             Site.objects.filter(domain="logs.example").delete()
             import_rows = import_bench.run(Site.objects.create(domain="logs.example"), say)
+        if want("quota"):
+            import quota_bench
+
+            quota_rows = quota_bench.run(r, say)
     if engine_rows:
         print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_results)
     if dashboard_rows:
@@ -420,6 +425,12 @@ def main():
         )
     if import_rows:
         table("Access-log import", ("what", "lines/s", "time vs ceiling"), import_rows)
+    if quota_rows:
+        table(
+            "Redis memory per site-day: 100,000 pageviews on 100,000 distinct paths (one day), capped vs uncapped",
+            ("daily page quota", "MB after ingest", "bytes/event", "keys", "rollup s", "MB after rollup"),
+            quota_rows,
+        )
     import gzip
 
     tracker = (BASE / "static" / "tracker.js").read_bytes()

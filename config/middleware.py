@@ -1,14 +1,30 @@
-"""Content-Security-Policy: scripts only from our own origin (no inline script, no CDN).
+"""Middleware of our own.
 
+Content-Security-Policy: scripts only from our own origin (no inline script, no CDN).
 Plotly sets inline styles on the elements it draws, so styles allow 'unsafe-inline'; the
 live counter connects to the ASGI server's origin (LIVE_PORT or LIVE_URL).
+
+Proxy headers: X-Forwarded-Proto is believed only when the request comes from one of
+TRUSTED_PROXIES; from anyone else it is dropped before Django reads it.
 """
 from django.conf import settings
+
+from analytics.api.http import is_trusted_proxy
 
 
 def live_origin(request) -> str:
     """Where browsers reach the live stream: LIVE_URL, else this host on LIVE_PORT."""
     return (settings.LIVE_URL or f"{request.scheme}://{request.get_host().rsplit(':', 1)[0]}:{settings.LIVE_PORT}").rstrip("/")
+
+
+class UntrustedProxyHeadersMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not is_trusted_proxy(request.META.get("REMOTE_ADDR", "")):
+            request.META.pop("HTTP_X_FORWARDED_PROTO", None)
+        return self.get_response(request)
 
 
 class ContentSecurityPolicyMiddleware:

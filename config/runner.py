@@ -163,8 +163,21 @@ def _signal_group(group: int, signum: int):
         pass
 
 
-def main():
+def private_files():
+    """Everything under var/ (SQLite, secret key, AOF, admin password, spool) is readable by
+    this user only: new files (umask 077, inherited by every service) and old ones. The
+    collected static files are public anyway (collectstatic sets their modes)."""
+    os.umask(0o077)
     VAR_DIR.mkdir(parents=True, exist_ok=True)
+    VAR_DIR.chmod(0o700)
+    for path in [VAR_DIR, *VAR_DIR.rglob("*")]:
+        if path.is_symlink() or "static" in path.relative_to(VAR_DIR).parts:
+            continue
+        path.chmod(0o700 if path.is_dir() else 0o600)
+
+
+def main():
+    private_files()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["TALLY_VAR_DIR"] = str(VAR_DIR)
     services: list[tuple[str, subprocess.Popen]] = []  # started in order, stopped in reverse

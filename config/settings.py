@@ -120,6 +120,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.UntrustedProxyHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -191,6 +192,16 @@ WHITENOISE_USE_FINDERS = True
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Served over HTTPS (SECURE_COOKIES on): browsers are told to stay on HTTPS (HSTS, a year
+# by default) and plain-HTTP pages redirect. The proxy's X-Forwarded-Proto says whether a
+# request came over HTTPS, believed only from TRUSTED_PROXIES (config/middleware.py strips
+# it from everyone else, so no client can claim HTTPS).
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 365 * 86400 if SESSION_COOKIE_SECURE else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SESSION_COOKIE_SECURE)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", SESSION_COOKIE_SECURE)  # (listing is still up to you)
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", SESSION_COOKIE_SECURE)
+SECURE_REDIRECT_EXEMPT = [r"^api/"]  # trackers and servers post over whatever the site uses
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXIES else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 
@@ -206,6 +217,9 @@ RATE_LIMIT_PER_IP_BURST = envint("RATE_LIMIT_PER_IP_BURST", 100)
 # Failed logins: per account and per client IP, in 15 minutes.
 LOGIN_FAILURES_PER_ACCOUNT = envint("LOGIN_FAILURES_PER_ACCOUNT", 10)
 LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 30)
+
+# Page paths kept for the dashboard's prefix search, per site (the most visited stay).
+PAGE_SEARCH_CAP = envint("TALLY_PAGE_SEARCH_CAP", 10_000)
 
 # Seconds a Redis command may take before the client gives up (ingest then spools).
 REDIS_SOCKET_TIMEOUT = envfloat("REDIS_SOCKET_TIMEOUT", 10.0)

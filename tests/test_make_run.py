@@ -167,8 +167,14 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
     assert not (tmp_path / "redis.url").exists()
     assert list((tmp_path / "redis").glob("appendonly*"))
 
+    # Nothing under var/ is readable by other users (but the public static files).
+    loose = [p for p in tmp_path.rglob("*") if "static" not in p.parts and p.stat().st_mode & 0o077]
+    assert loose == []
+
     # Data survives a restart: Redis replays its append-only file.
-    process, _ = start(tmp_path, port)
+    process, banner = start(tmp_path, port)
+    password = (tmp_path / "admin-password").read_text().strip()
+    assert password not in banner and "the password is in" in banner  # shown on the first start only
     try:
         status, body = call(f"http://127.0.0.1:{port}/api/v1/stats/timeseries?site=example.com&metrics=dau", key=key)
         assert json.loads(body)["results"][-1]["dau"] == dau

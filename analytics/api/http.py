@@ -113,6 +113,11 @@ def client_ip(request) -> str:
     return hops[0] if hops else remote
 
 
+def is_trusted_proxy(address: str) -> bool:
+    """Is the socket's peer one of TRUSTED_PROXIES (whose forwarding headers we believe)?"""
+    return bool(settings.TRUSTED_PROXIES) and _is_trusted(address, settings.TRUSTED_PROXIES)
+
+
 def _is_trusted(address: str, networks) -> bool:
     try:
         ip = ipaddress.ip_address(address)

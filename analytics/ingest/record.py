@@ -25,10 +25,10 @@ from ..store.scripts import RECORD_BATCH
 from . import identity
 
 PAGEVIEW = "pageview"
-PAGE_SEARCH_CAP = 10_000  # paths kept for prefix search per site
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
-FIXED_KEYS = 14  # record_batch.lua's KEYS before the rate-limit buckets
+FIXED_KEYS = 15  # record_batch.lua's KEYS before the rate-limit buckets
+OTHER = "(other)"  # where pages and event names past a site's daily quota are counted
 LIMITS_ARG = 9  # (0-based) index of its ARGV[10], the number of rate-limit buckets
 DAY_ZERO = date(2000, 1, 1)  # first days seen are stored as days since this one (u16)
 
@@ -231,6 +231,7 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
         keys.dirty_days(sid),
         mark_key,
         keys.bots_dropped(sid, day),
+        keys.page_rank(sid),
     ]  # (then the rate-limit buckets, when _with_limits() adds them)
     args = [
         DAILY_ID_MAP_TTL if site.daily_salt else 0,
@@ -247,11 +248,12 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
         *chunk.visitors,
         chunk.pageviews,
     ]
-    for groups, hll_key, count_key in (
-        (chunk.pages, keys.page_visitors, keys.page_pageviews),
-        (chunk.events, keys.event_visitors, keys.event_count),
+    for groups, hll_key, count_key, quota in (
+        (chunk.pages, keys.page_visitors, keys.page_pageviews, site.max_pages_per_day),
+        (chunk.events, keys.event_visitors, keys.event_count, site.max_event_names_per_day),
     ):
-        args.append(len(groups))
+        args += (len(groups), quota)
+        script_keys += (hll_key(sid, day, OTHER), count_key(sid, day, OTHER))
         for name, (count, members) in groups.items():
             script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
             args += (name, count, ",".join(map(str, members)))
@@ -259,7 +261,7 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
     for minute, members in chunk.minutes.items():
         script_keys.append(keys.realtime(sid, minute))
         args.append(",".join(map(str, members)))
-    args += (PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
+    args += (settings.PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
     return script_keys, args
 
 

@@ -33,7 +33,8 @@ ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
 rate[:ip:<h>]      string  ingest rate-limit buckets (GCRA) of the site and of each client
-page-search        zset    every page path, score 0, for prefix search (ZRANGEBYLEX); capped
+page-search        zset    page paths, score 0, for prefix search (ZRANGEBYLEX); capped
+page-rank          zset    the same paths scored by pageviews: the least visited leave first
 tick               string  set for a second after ingest published a live tick
 =================  ======  ===============================================================
 
@@ -195,6 +196,12 @@ def new_week(site_id: int, monday: date) -> str:
 
 def page_search(site_id: int) -> str:
     return f"{PREFIX}:{{{site_id}}}:page-search"
+
+
+def page_rank(site_id: int) -> str:
+    """Every searchable page path scored by its pageviews (all time): when the search index
+    is over its cap, the least visited paths leave it."""
+    return f"{PREFIX}:{{{site_id}}}:page-rank"
 
 
 def live_tick(site_id: int) -> str:

@@ -1,7 +1,8 @@
 """Make an `admin` superuser on first run and say how to log in (used by `make run`).
 
-The password is random and kept in ./var/admin-password (mode 0600) so it can be shown
-again on later runs; change it in the admin and delete that file to stop the reminder.
+The password is random, printed once (on the start that made it) and kept in
+./var/admin-password (mode 0600); later starts say where it is, not what it is. Change it
+in the admin and delete that file.
 """
 import os
 import secrets
@@ -20,9 +21,10 @@ class Command(BaseCommand):
         if not User.objects.filter(is_superuser=True).exists():
             password = secrets.token_urlsafe(12)
             User.objects.create_superuser("admin", "", password)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(password + "\n")
-        if path.exists() and User.objects.filter(username="admin").exists():
-            self.stdout.write(f"[tally] admin login: admin / {path.read_text().strip()}  (from {path})")
+            self.stdout.write(f"[tally] admin login: admin / {password}  (kept in {path}, readable by you only)")
+        elif path.exists() and User.objects.filter(username="admin").exists():
+            self.stdout.write(f"[tally] admin login: admin (the password is in {path})")

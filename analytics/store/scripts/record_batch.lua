@@ -26,16 +26,19 @@
 -- KEYS[6]  string  the day's pageviews
 -- KEYS[7]  set     the day's page paths
 -- KEYS[8]  set     the day's custom event names
--- KEYS[9]  zset    every page path, for prefix search (capped)
+-- KEYS[9]  zset    page paths for prefix search, all scored 0 (ZRANGEBYLEX), capped
 -- KEYS[10] string  the live tick (exists for a second after a publish)
 -- KEYS[11] string  first day seen of each visitor (BITFIELD u16 at #id)
 -- KEYS[12] set     dirty days (ISO dates the rollups must compute again)
 -- KEYS[13] set     marks of applied calls (see ARGV[3])
 -- KEYS[14] string  the day's count of events dropped as bots
--- KEYS[15..14+L] string  rate-limit buckets (lib/gcra.lua), L of them (see ARGV[10])
--- KEYS[15+L..] two keys per group, pages first, then custom events, in ARGV's group
---            order: the group's HLL of visitors, then its counter (string); then one HLL
---            per realtime minute, in ARGV's order
+-- KEYS[15] zset    the same paths scored by pageviews, all time: the least visited leave
+--                  the search index when it is over its cap
+-- KEYS[16..15+L] string  rate-limit buckets (lib/gcra.lua), L of them (see ARGV[10])
+-- then     for pages, then for custom events: the HLL and counter of "(other)", where
+--          names past the day's quota are counted, then two keys per group in ARGV's
+--          order, the group's HLL of visitors and its counter (string)
+-- then     one HLL per realtime minute, in ARGV's order
 --
 -- ARGV[1]  TTL in seconds for KEYS[1] and KEYS[2], 0 for none (daily-salt maps expire)
 -- ARGV[2]  "1" to track new visitors (stable salt), "0" not to (daily salt: all are new)
@@ -49,8 +52,10 @@
 -- ARGV[10] L, the number of rate-limit buckets, then per bucket: interval_ms, burst, cost
 -- then     n, the number of distinct visitor digests, then the n digests
 -- then     the chunk's pageviews
--- then     P, then P page groups:  path, pageviews, "i,j,k" (1-based visitor indexes)
--- then     E, then E event groups: name, count,     "i,j,k"
+-- then     P, the day's quota of distinct paths, then P page groups: path, pageviews,
+--          "i,j,k" (1-based visitor indexes)
+-- then     E, the day's quota of distinct event names, then E event groups: name,
+--          count, "i,j,k"
 -- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
 -- then     the page-search cap, then the live channel to publish a tick on ("" for none)
 --
@@ -62,7 +67,7 @@ if limits > 0 then
   local buckets = {}
   for i = 1, limits do
     local at = 10 + 3 * (i - 1)
-    buckets[i] = {KEYS[14 + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])}
+    buckets[i] = {KEYS[15 + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])}
   end
   local wait = gcra_all(buckets)
   if wait > 0 then return {-2, wait, 0} end
@@ -199,24 +204,55 @@ local function pfadd_listed(key, listed)
 end
 
 -- A group: a name (page path or event name) for the day's index set, a count for the
--- group's counter, and the indexes of its visitors for the group's HLL.
-local key_index = 15 + limits
+-- group's counter, and the indexes of its visitors for the group's HLL. Past the day's
+-- quota of distinct names, a new name is counted under "(other)" instead: its events and
+-- visitors still count, its name costs no more keys. Returns the names kept, and their
+-- counts.
+local OTHER = '(other)'
+local key_index = 16 + limits
 local function groups(index_key)
-  local count = tonumber(ARGV[pos])
-  pos = pos + 1
-  if count == 0 then return end
-  local names = {}
+  local count, quota = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1])
+  pos = pos + 2
+  local other_hll, other_counter = KEYS[key_index], KEYS[key_index + 1]
+  key_index = key_index + 2
+  local kept, counts = {}, {}
+  if count == 0 then return kept, counts end
+  local room = quota - redis.call('SCARD', index_key)  -- new names that still fit
+  local checked = room < count  -- near the quota: look at each name
+  local other, other_count = {}, 0
   for g = 1, count do
-    names[g] = ARGV[pos]
-    pfadd_listed(KEYS[key_index], ARGV[pos + 2])
-    redis.call('INCRBY', KEYS[key_index + 1], ARGV[pos + 1])
+    local name, n, listed = ARGV[pos], ARGV[pos + 1], ARGV[pos + 2]
+    local fits = true
+    if checked then
+      if redis.call('SISMEMBER', index_key, name) == 0 then
+        fits = room > 0
+        if fits then
+          room = room - 1
+          redis.call('SADD', index_key, name)
+        end
+      end
+    end
+    if fits then
+      pfadd_listed(KEYS[key_index], listed)
+      redis.call('INCRBY', KEYS[key_index + 1], n)
+      kept[#kept + 1] = name
+      counts[#counts + 1] = n
+    else
+      other[#other + 1] = listed
+      other_count = other_count + tonumber(n)
+    end
     key_index = key_index + 2
     pos = pos + 3
   end
-  redis.call('SADD', index_key, unpack(names))
-  return names
+  if not checked then redis.call('SADD', index_key, unpack(kept)) end
+  if other_count > 0 then
+    pfadd_listed(other_hll, table.concat(other, ','))
+    redis.call('INCRBY', other_counter, other_count)
+    redis.call('SADD', index_key, OTHER)
+  end
+  return kept, counts
 end
-local pages = groups(KEYS[7])
+local pages, page_counts = groups(KEYS[7])
 groups(KEYS[8])
 
 -- Realtime: the visitors of each recent minute, in short-lived HLLs.
@@ -229,15 +265,27 @@ for _ = 1, minutes do
   pos = pos + 1
 end
 
--- Page search: add new paths while the index is under its cap (ZADD NX keeps scores 0).
+-- Page search: the paths in a set of equal scores for prefix search (ZRANGEBYLEX), and
+-- in a set scored by pageviews; over the cap, the least visited paths leave both.
 local cap, channel = tonumber(ARGV[pos]), ARGV[pos + 1]
-if pages and redis.call('ZCARD', KEYS[9]) < cap then
+if #pages > 0 then
+  if redis.call('EXISTS', KEYS[15]) == 0 and redis.call('EXISTS', KEYS[9]) == 1 then
+    redis.call('ZUNIONSTORE', KEYS[15], 1, KEYS[9])  -- (an index from before the ranking)
+  end
   local members = {}
   for i, path in ipairs(pages) do
+    redis.call('ZINCRBY', KEYS[15], page_counts[i], path)
     members[2 * i - 1] = 0
     members[2 * i] = path
   end
   redis.call('ZADD', KEYS[9], 'NX', unpack(members))
+  local over = redis.call('ZCARD', KEYS[9]) - cap
+  if over > 0 then
+    local popped = redis.call('ZPOPMIN', KEYS[15], over)
+    local gone = {}
+    for i = 1, #popped, 2 do gone[#gone + 1] = popped[i] end
+    redis.call('ZREM', KEYS[9], unpack(gone))
+  end
 end
 
 -- Live dashboards: one tick a second at most, whatever the traffic.

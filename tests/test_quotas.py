@@ -1,0 +1,69 @@
+"""Quotas per site and day: past them, new pages and event names count under "(other)",
+so one site (or one attacker) cannot fill Redis with names; totals stay exact."""
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+
+from analytics import queries
+from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
+from analytics.sites import SiteInfo
+from analytics.store import keys
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def who(n):
+    return identity_source(None, f"v{n}", None, None)
+
+
+def test_pages_past_the_daily_quota_count_under_other(site, r):
+    site.max_pages_per_day = 50
+    site.save()
+    info = SiteInfo.from_model(site)
+    rng = random.Random(4)
+    events = [(f"/p/{rng.randrange(200)}", rng.randrange(300)) for _ in range(3000)]
+    for i in range(0, len(events), 700):
+        record(r, info, [Hit(NOW, path, "pageview", who(v)) for path, v in events[i : i + 700]], now=NOW)
+
+    # brute force: the first 50 distinct paths in arrival order are tracked, the rest are (other)
+    tracked = list(dict.fromkeys(path for path, _ in events))[:50]
+    views = defaultdict(int)
+    for path, _ in events:
+        views[path if path in tracked else "(other)"] += 1
+    day = NOW.date()
+    listed = {p.decode() for p in r.smembers(keys.pages_index(site.pk, day))}
+    assert listed == set(tracked) | {"(other)"}
+    for path, count in views.items():
+        assert int(r.get(keys.page_pageviews(site.pk, day, path))) == count, path
+    row = queries.timeseries(r, info, day, day, ("pageviews", "dau"))[0]
+    assert row["pageviews"] == 3000 and row["dau"] == len({v for _, v in events})  # totals stay exact
+    others = {v for path, v in events if path not in tracked}
+    assert abs(r.pfcount(keys.page_visitors(site.pk, day, "(other)")) - len(others)) <= 0.02 * len(others)
+
+
+def test_the_quota_is_per_day_and_event_names_have_theirs(site, r):
+    site.max_event_names_per_day = 3
+    site.save()
+    info = SiteInfo.from_model(site)
+    hits = [Hit(NOW, "/", f"Signup{n}", who(n)) for n in range(10)]
+    record(r, info, hits, now=NOW)
+    assert r.scard(keys.events_index(site.pk, NOW.date())) == 4  # three names and (other)
+    assert int(r.get(keys.event_count(site.pk, NOW.date(), "(other)"))) == 7
+    record(r, info, [Hit(NOW, "/", "Signup0", who(1))], now=NOW)  # a tracked name still counts
+    assert int(r.get(keys.event_count(site.pk, NOW.date(), "Signup0"))) == 2
+    next_day = NOW + timedelta(days=1)
+    record(r, info, [Hit(next_day, "/", "Signup9", who(1))], now=next_day)
+    assert r.smembers(keys.events_index(site.pk, next_day.date())) == {b"Signup9"}
+
+
+def test_the_page_search_index_keeps_the_most_visited_paths(site, r, settings):
+    settings.PAGE_SEARCH_CAP = 5
+    info = SiteInfo.from_model(site)
+    record(r, info, [Hit(NOW, f"/first/{n}", "pageview", who(n)) for n in range(5)], now=NOW)  # one view each
+    popular = [Hit(NOW, f"/popular/{n}", "pageview", who(v)) for n in range(5) for v in range(n + 2)]
+    record(r, info, popular, now=NOW)
+    assert queries.search_pages(r, info, "/", limit=20) == [f"/popular/{n}" for n in range(5)]
+    record(r, info, [Hit(NOW, "/new", "pageview", who(1))], now=NOW)  # one view: least visited, leaves at once
+    assert queries.search_pages(r, info, "/", limit=20) == [f"/popular/{n}" for n in range(5)]
+    assert r.zcard(keys.page_rank(site.pk)) == 5
