@@ -5,6 +5,7 @@ tests run against a real server with nothing installed by hand.
 """
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -31,24 +32,39 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, *extra_args: str):
+    """A redis-server on a free port with its own data folder. `appendonly=True` keeps an
+    AOF there, so a server killed and started again (kill(), start()) keeps its data;
+    freeze() and thaw() stop and continue the process (SIGSTOP/SIGCONT)."""
+
+    def __init__(self, *extra_args: str, appendonly: bool = False):
         self.dir = tempfile.mkdtemp(prefix="tally-redis-")
         self.port = free_port()
-        self.process = subprocess.Popen(
-            [
-                redis_server_binary(),
-                "--bind", "127.0.0.1",
-                "--port", str(self.port),
-                "--dir", self.dir,
-                "--save", "",
-                "--appendonly", "no",
-                *extra_args,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
+        self.args = [
+            redis_server_binary(),
+            "--bind", "127.0.0.1",
+            "--port", str(self.port),
+            "--dir", self.dir,
+            "--save", "",
+            "--appendonly", "yes" if appendonly else "no",
+            *extra_args,
+        ]
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.start()
+
+    def start(self):
+        self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self._wait()
+
+    def kill(self):
+        """kill -9: no shutdown, no last save."""
+        self.process.kill()
+        self.process.wait()
+
+    def freeze(self):
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self):
+        self.process.send_signal(signal.SIGCONT)
 
     def _wait(self):
         client = redis.Redis(port=self.port)
@@ -57,7 +73,7 @@ class RedisServer:
             try:
                 client.ping()
                 return
-            except redis.exceptions.ConnectionError:
+            except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError):
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"redis-server did not start on port {self.port}")
                 time.sleep(0.02)
@@ -65,6 +81,7 @@ class RedisServer:
                 client.close()
 
     def stop(self):
+        self.thaw()
         if self.process.poll() is None:
             self.process.terminate()
             try:
