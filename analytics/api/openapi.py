@@ -18,8 +18,15 @@ def _param(name, description, schema, required=False):
 
 
 SITE = _param("site", "The site's domain.", {"type": "string"}, required=True)
-FROM = _param("from", "First day, the site's local date (default: 30 days before `to`).", {"type": "string", "format": "date"})
-TO = _param("to", "Last day, inclusive (default: today in the site's time zone). At most 731 days in all.", {"type": "string", "format": "date"})
+FROM = _param("from", "First day, the site's local date (default: 30 days before `to`); 2000-01-01 at the earliest.", {"type": "string", "format": "date"})
+TO = _param("to", "Last day, inclusive (default: today in the site's time zone); tomorrow at the latest. At most 731 days in all.", {"type": "string", "format": "date"})
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}}
+INGEST_ERRORS = {
+    "408": _error("The body took longer than the server waits for (10 s by default)."),
+    "415": _error("A Content-Encoding other than gzip."),
+    "429": {**_error("Over a rate limit (per client IP, or the site's); nothing was counted."), "headers": RETRY_AFTER},
+    "503": _error("Redis is unavailable and the local spool could not be written; retry later."),
+}
 SEEN_BODY = {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}}}
 SEEN_ERRORS = {
     "400": _error("Empty user, items not a list of strings, ..."),
@@ -124,7 +131,7 @@ DOCUMENT = {
         "/api/event": {
             "post": {
                 "summary": "One event from a browser (Plausible-compatible)",
-                "description": "Send as application/json or text/plain. The visitor is the keyed hash of the client IP and User-Agent, or of user_id. CORS open, no CSRF.",
+                "description": "Send as application/json or text/plain, optionally gzip-compressed (Content-Encoding: gzip) or chunked. The visitor is the keyed hash of the client IP and User-Agent, or of user_id (which never marks pages seen here: only Bearer-key APIs do). CORS open, no CSRF.",
                 "requestBody": {
                     "required": True,
                     "content": {
@@ -141,7 +148,7 @@ DOCUMENT = {
                     "400": _error("Malformed JSON, wrong types, a bad url, an unknown domain, no User-Agent."),
                     "405": _error("Not POST."),
                     "413": _error("Body over the limit (64 KB)."),
-                    "503": _error("Redis is unavailable; retry later."),
+                    **INGEST_ERRORS,
                 },
             }
         },
@@ -149,7 +156,15 @@ DOCUMENT = {
             "post": {
                 "summary": "A batch of server-side events",
                 "security": [{"apiKey": []}],
-                "parameters": [_param("bots", "`keep` to count bot traffic (dropped by default).", {"type": "string", "enum": ["keep"]})],
+                "parameters": [
+                    _param("bots", "`keep` to count bot traffic (dropped by default).", {"type": "string", "enum": ["keep"]}),
+                    {
+                        "name": "Idempotency-Key",
+                        "in": "header",
+                        "description": "Up to 255 characters: the same key within 24 hours counts the batch once (a retry answers `Idempotent-Replayed: true`).",
+                        "schema": {"type": "string", "maxLength": 255},
+                    },
+                ],
                 "requestBody": {
                     "required": True,
                     "content": {
@@ -160,13 +175,13 @@ DOCUMENT = {
                 "responses": {
                     "200": {
                         "description": "Good events counted (or spooled while Redis is down: `X-Tally-Spooled: N`); bad ones listed.",
-                        "headers": {"X-Tally-Spooled": {"schema": {"type": "string"}}},
+                        "headers": {"X-Tally-Spooled": {"schema": {"type": "string"}}, "Idempotent-Replayed": {"schema": {"type": "string"}}},
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchResult"}}},
                     },
                     "400": _error("Neither a JSON array nor NDJSON."),
                     "401": _error("No valid API key."),
-                    "413": _error("Over 10,000 events or 16 MB."),
-                    "503": _error("Redis is unavailable; retry later."),
+                    "413": _error("Over 10,000 events or 16 MB (once inflated)."),
+                    **INGEST_ERRORS,
                 },
             }
         },
