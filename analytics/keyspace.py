@@ -34,14 +34,7 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
     if paths and total_pages > len(paths):
         scale = total_pages / len(paths)
         count, size = int(count * scale), int(size * scale)
-    daily = [
-        keys.active(sid, today),
-        keys.new_visitors(sid, today),
-        keys.site_visitors(sid, today),
-        keys.pageviews(sid, today),
-        keys.bots_dropped(sid, today),
-        keys.events_index(sid, today),
-    ]
+    daily = keys.daily_family(sid, today)
     return {
         "realtime minutes": _usage(r, minutes),
         "daily pages": (count, size),

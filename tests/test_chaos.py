@@ -8,8 +8,6 @@ does; the Celery broker is another server, as production's would be.
 """
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,6 +18,7 @@ from django.conf import settings as django_settings
 from analytics import queries, tasks
 from analytics.sites import SiteInfo
 from analytics.store import connection
+from tests.celery_worker import start_worker
 from tests.redis_server import RedisServer
 
 BASE = Path(__file__).resolve().parent.parent
@@ -70,11 +69,7 @@ def test_every_acknowledged_event_counts_exactly_once_through_kills_and_freezes(
             CELERY_BROKER_URL=redis_server.url,
             DATABASE_URL=f"sqlite:///{django_settings.DATABASES['default']['NAME']}",
         )
-        worker = subprocess.Popen(
-            [str(Path(sys.executable).parent / "celery"), "--app", "config", "worker", "--pool", "solo",
-             "--loglevel", "error", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=BASE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
+        worker = start_worker(env, loglevel="error")
 
         chaos = Chaos(victim)
         chaos.start()

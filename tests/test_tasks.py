@@ -1,7 +1,5 @@
 """Celery: the schedule names real tasks, tasks run as functions, and a real worker runs them."""
 import os
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,6 +13,7 @@ from analytics.ingest.identity import identity_source
 from analytics.models import DailyMetrics
 from analytics.sites import SiteInfo
 from config.celery import app
+from tests.celery_worker import start_worker
 
 BASE = Path(__file__).resolve().parent.parent
 
@@ -55,11 +54,7 @@ def test_a_real_worker_runs_the_rollup(make_site, r, redis_server, eager_celery)
         CELERY_BROKER_URL=redis_server.url,
         DATABASE_URL=f"sqlite:///{settings.DATABASES['default']['NAME']}",
     )
-    worker = subprocess.Popen(
-        [str(Path(sys.executable).parent / "celery"), "--app", "config", "worker", "--pool", "solo",
-         "--loglevel", "warning", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=BASE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    worker = start_worker(env)
     try:
         app.conf.broker_url = redis_server.url
         tasks.rollup_recent.delay()  # fans out one rollup_site task per site

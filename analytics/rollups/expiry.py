@@ -43,14 +43,7 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
         for n, day in enumerate(chunk):
             pages, events = listed[2 * n], listed[2 * n + 1]
             daily_at, page_at = _expire_at(day, site.keep_daily_days), _expire_at(day, site.keep_page_days)
-            for key in (
-                keys.active(sid, day),
-                keys.new_visitors(sid, day),
-                keys.site_visitors(sid, day),
-                keys.pageviews(sid, day),
-                keys.bots_dropped(sid, day),
-                keys.events_index(sid, day),
-            ):
+            for key in keys.daily_family(sid, day):
                 pipe.expireat(key, daily_at)
             for name in events:
                 name = name.decode()

@@ -113,6 +113,19 @@ def new_visitors(site_id: int, day: date) -> str:
     return new_visitors_prefix(site_id) + day.isoformat()
 
 
+def daily_family(site_id: int, day: date) -> list[str]:
+    """A day's keys of the "daily" expiry family, but its custom events' (named by the
+    day's events index): bitmaps, site HLL, pageview total, bot count, the events index."""
+    return [
+        active(site_id, day),
+        new_visitors(site_id, day),
+        site_visitors(site_id, day),
+        pageviews(site_id, day),
+        bots_dropped(site_id, day),
+        events_index(site_id, day),
+    ]
+
+
 def new_visitors_prefix(site_id: int) -> str:
     """`new_visitors(site_id, day)` is this and the ISO day (record_batch.lua names an older
     day's bitmap with it when a backfill moves a visitor's first day)."""
