@@ -208,3 +208,12 @@ def test_a_domain_listed_many_times_counts_once(client, make_site, r):
     response = post(client, pageview(domain=",".join(["example.com", "EXAMPLE.com "] * 38 + ["other.org"])))
     assert response.status_code == 202
     assert today_row(r, site)["pageviews"] == 1 and today_row(r, other)["pageviews"] == 1
+
+
+def test_a_path_over_1024_bytes_is_cut(client, site, r):
+    long_path = "/" + "a" * 1900  # (URLs are at most 2,048 characters)
+    assert post(client, pageview(url=f"https://example.com{long_path}")).status_code == 202
+    from analytics.store import keys
+
+    day = SiteInfo.from_model(site).today()
+    assert [p.decode() for p in r.smembers(keys.pages_index(site.pk, day))] == [long_path[:1024]]
