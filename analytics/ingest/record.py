@@ -27,7 +27,7 @@ from . import identity
 PAGEVIEW = "pageview"
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
-FIXED_KEYS = 15  # record_batch.lua's KEYS before the rate-limit buckets
+FIXED_KEYS = 16  # record_batch.lua's KEYS before the rate-limit buckets
 OTHER = "(other)"  # where pages and event names past a site's daily quota are counted
 LIMITS_ARG = 9  # (0-based) index of its ARGV[10], the number of rate-limit buckets
 DAY_ZERO = date(2000, 1, 1)  # first days seen are stored as days since this one (u16)
@@ -232,6 +232,7 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
         mark_key,
         keys.bots_dropped(sid, day),
         keys.page_rank(sid),
+        keys.latest_first_day(sid),
     ]  # (then the rate-limit buckets, when _with_limits() adds them)
     args = [
         DAILY_ID_MAP_TTL if site.daily_salt else 0,

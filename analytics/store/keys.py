@@ -24,6 +24,7 @@ active:<day>       bitmap  bit <dense id> set: visitor was active that day (DAU)
 new:<day>          bitmap  bit set: visitor was first seen that day (new-visitor cohort)
 first-day          string  u16 per visitor at #<dense id>: the first day seen (days since
                            2000-01-01), so a backfill of an earlier day moves "new" there
+first-day-latest   string  the latest of those days (a chunk not before it skips reading them)
 applied:<UTC day>  set     marks of the ingest calls applied that day (exactly once)
 idempotency:<h>    set     marks of a client's Idempotency-Key (hashed), kept 24 hours
 ids[:<day>]        hash    visitor digest -> dense id (per day in daily-salt mode); in
@@ -135,6 +136,12 @@ def new_visitors_prefix(site_id: int) -> str:
 def first_days(site_id: int) -> str:
     """Each visitor's first day seen, as u16 days since 2000-01-01 at #<dense id>."""
     return f"{PREFIX}:{{{site_id}}}:first-day"
+
+
+def latest_first_day(site_id: int) -> str:
+    """The latest day any visitor was first seen (days since 2000-01-01): only a chunk of
+    an earlier day (a backfill) needs to read the first days of the visitors it knows."""
+    return f"{PREFIX}:{{{site_id}}}:first-day-latest"
 
 
 def applied(site_id: int, day: date) -> str:

@@ -34,7 +34,9 @@
 -- KEYS[14] string  the day's count of events dropped as bots
 -- KEYS[15] zset    the same paths scored by pageviews, all time: the least visited leave
 --                  the search index when it is over its cap
--- KEYS[16..15+L] string  rate-limit buckets (lib/gcra.lua), L of them (see ARGV[10])
+-- KEYS[16] string  the latest first day of any visitor (days since 2000-01-01): a chunk of
+--                  a day not before it cannot move anyone, and skips reading first days
+-- KEYS[17..16+L] string  rate-limit buckets (lib/gcra.lua), L of them (see ARGV[10])
 -- then     for pages, then for custom events: the HLL and counter of "(other)", where
 --          names past the day's quota are counted, then two keys per group in ARGV's
 --          order, the group's HLL of visitors and its counter (string)
@@ -67,7 +69,7 @@ if limits > 0 then
   local buckets = {}
   for i = 1, limits do
     local at = 10 + 3 * (i - 1)
-    buckets[i] = {KEYS[15 + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])}
+    buckets[i] = {KEYS[16 + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])}
   end
   local wait = gcra_all(buckets)
   if wait > 0 then return {-2, wait, 0} end
@@ -129,16 +131,21 @@ end
 -- this one (a backfill arriving after newer events) moves here.
 local moved = 0
 if track_new then
-  local is_fresh = {}
-  for j = 1, m do is_fresh[missing[j]] = true end
+  local latest = tonumber(redis.call('GET', KEYS[16])) or 0
   local known, k = {}, 0  -- indexes of visitors who had an id already
   local get = {}
-  for i = 1, n do
-    if not is_fresh[i] then
-      k = k + 1
-      known[k] = i
-      get[3 * k - 2] = 'GET'; get[3 * k - 1] = 'u16'; get[3 * k] = '#' .. ids[i]
+  if this_day < latest then  -- a backfill: someone known may have been first seen later
+    local is_fresh = {}
+    for j = 1, m do is_fresh[missing[j]] = true end
+    for i = 1, n do
+      if not is_fresh[i] then
+        k = k + 1
+        known[k] = i
+        get[3 * k - 2] = 'GET'; get[3 * k - 1] = 'u16'; get[3 * k] = '#' .. ids[i]
+      end
     end
+  elseif m > 0 and this_day > latest then
+    redis.call('SET', KEYS[16], this_day)
   end
   local set_first, s = {}, 0
   local new_bits, c = {}, 0
@@ -209,7 +216,7 @@ end
 -- visitors still count, its name costs no more keys. Returns the names kept, and their
 -- counts.
 local OTHER = '(other)'
-local key_index = 16 + limits
+local key_index = 17 + limits
 local function groups(index_key)
   local count, quota = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1])
   pos = pos + 2
