@@ -289,6 +289,8 @@ def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
         process, url = start_server(app, redis_url, server)
         try:
             batch_url = url + "/api/v1/events"
+            wrk(batch_url, "batch.lua", [key, *files], connections=4, seconds=1)  # warm up: imports, pools, threads
+            wrk(url, "single.lua", [DOMAIN, "200"], connections=8, seconds=1)
             say(f"{name}: batches over HTTP for {SECONDS}s")
             results[name, "batch"] = wrk(batch_url, "batch.lua", [key, *files], connections=4)
             say(f"{name}: single events over HTTP for {SECONDS}s")
