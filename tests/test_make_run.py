@@ -160,9 +160,13 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
         assert json.loads(body)["results"][-1]["pageviews"] == 3001 + 1 + 1 + 100
         dau = json.loads(body)["results"][-1]["dau"]
         assert dau == 1501 + 1 + 100  # (the chunked request came with another User-Agent)
+    except BaseException:
+        print(stop(process))  # the runner's own account, shown with the failure
+        raise
     finally:
-        out = stop(process)
-    assert "stopped" in out
+        out = stop(process) if process.poll() is None else ""
+    assert "stopped" in out, out
+    assert "redis exited with code -9; starting it again" in out
     assert process.returncode == 0
     assert not (tmp_path / "redis.url").exists()
     assert list((tmp_path / "redis").glob("appendonly*"))
