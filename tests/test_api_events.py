@@ -6,6 +6,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from tests.hll import hll_tolerance
+
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 
 
@@ -59,7 +61,7 @@ def test_a_backfill_batch_gives_exact_numbers_over_http(client, keyed):
         assert row["dau"] == len(active[day])
         assert row["pageviews"] == views[day]
         assert row["new_visitors"] == sum(1 for d in first.values() if d == day)
-        assert abs(row["visitors"] - len(active[day])) <= max(4, 0.02 * len(active[day]))
+        assert abs(row["visitors"] - len(active[day])) <= hll_tolerance(len(active[day]))
 
 
 def test_ndjson_is_accepted(client, keyed):

@@ -6,6 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from analytics.sites import SiteInfo
+from tests.hll import hll_tolerance
 from tests.test_rollups import brute_force, ingest_history
 
 
@@ -72,7 +73,7 @@ def test_weeks_and_months_are_true_unions(client, history, interval):
             span = {d for d in active if d.replace(day=1) == first}
         span = {d for d in span if d >= start}
         truth = set().union(*(active[d] for d in span))
-        assert abs(row["visitors"] - len(truth)) <= max(4, 0.02 * len(truth))
+        assert abs(row["visitors"] - len(truth)) <= hll_tolerance(len(truth))
         assert row["visitors"] < sum(len(active[d]) for d in span) or len(span) <= 1  # a union, not a sum
         assert set(row) == {"date", "visitors", "pageviews", "new_visitors"}
 
@@ -132,6 +133,6 @@ def test_top_pages_over_weeks_match_brute_force(client, make_site, r, rolled):
     for p in body["results"]:
         assert p["pageviews"] == views[p["page"]]
         truth = len(people[p["page"]])
-        assert abs(p["visitors"] - truth) <= max(4, 0.02 * truth), p
+        assert abs(p["visitors"] - truth) <= hll_tolerance(truth), p
     top3 = get(client, key, "pages", limit=3, **{"from": (today - timedelta(days=45)).isoformat(), "to": today.isoformat()}).json()["results"]
     assert top3 == body["results"][:3]

@@ -9,6 +9,7 @@ from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
 from analytics.store import keys
+from tests.hll import hll_tolerance
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -52,7 +53,7 @@ def test_it_counts_dau_new_visitors_and_pageviews_exactly(site, r):
         assert row["dau"] == len(active[day])
         assert row["new_visitors"] == new[day]
         assert row["pageviews"] == pageviews[day]
-        assert abs(row["visitors"] - len(active[day])) <= max(4, 0.02 * len(active[day]))
+        assert abs(row["visitors"] - len(active[day])) <= hll_tolerance(len(active[day]))
     assert rows[-1] == {"date": "2026-11-12", "visitors": 0, "pageviews": 0, "dau": 0, "new_visitors": 0}
     # dense ids: exactly one per distinct visitor
     assert int(r.get(keys.visitor_id_counter(site.id))) == len(first_day)
@@ -66,9 +67,9 @@ def test_hll_visitors_within_two_percent_at_ten_thousand(site, r):
     (row,) = queries.timeseries(r, s, NOW.date(), NOW.date())
     assert row["dau"] == 10_000
     assert row["pageviews"] == 10_000
-    assert abs(row["visitors"] - 10_000) <= 200
+    assert abs(row["visitors"] - 10_000) <= hll_tolerance(10_000)
     (page,) = queries.top_pages(r, s, NOW.date(), NOW.date())
-    assert abs(page["visitors"] - 10_000) <= 200
+    assert abs(page["visitors"] - 10_000) <= hll_tolerance(10_000)
 
 
 def test_it_buckets_by_the_sites_local_day(make_site, r):
@@ -229,7 +230,7 @@ def test_top_pages_match_brute_force(site, r):
     assert {p["page"] for p in pages} == set(truth_views)
     for p in pages:
         assert p["pageviews"] == truth_views[p["page"]]
-        assert abs(p["visitors"] - len(truth_visitors[p["page"]])) <= max(4, 0.02 * len(truth_visitors[p["page"]]))
+        assert abs(p["visitors"] - len(truth_visitors[p["page"]])) <= hll_tolerance(len(truth_visitors[p["page"]]))
     assert queries.top_pages(r, s, date(2026, 11, 1), date(2026, 11, 5), limit=3) == pages[:3]
 
 
