@@ -56,12 +56,6 @@ def site_view(view):
     return wrapper
 
 
-def _change(now, before):
-    if now is None or before is None or not before:
-        return None
-    return round(100 * (now - before) / before, 1)
-
-
 def _live_url(request, site, shared: bool) -> str:
     path = reverse("dashboard:live-shared", args=[site.share_token]) if shared else reverse("dashboard:live", args=[site.domain])
     return live_origin(request) + path
@@ -71,12 +65,10 @@ def _live_url(request, site, shared: bool) -> str:
 def site(request, site, info, base, shared):
     today = info.today()
     period = periods.parse(request.GET, today)
-    previous = period.previous()
     r = get_redis()
     values = queries.daily_values(r, info, period.start, period.end)
     rows = [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
-    now = queries.summary(r, info, period.start, period.end, values)
-    before = queries.summary(r, info, previous.start, previous.end)
+    totals = queries.aggregate(r, info, period.start, period.end, compare="previous_period", values=values)
     pages = queries.top_pages(r, info, period.start, period.end, limit=10)
     retention_day = [] if info.daily_salt else queries.retention(r, info, "day", max(period.start, period.end - timedelta(days=29)), period.end, 30)
     retention_week = [] if info.daily_salt else queries.retention(r, info, "week", period.end - timedelta(weeks=11), period.end, 12)
@@ -88,10 +80,11 @@ def site(request, site, info, base, shared):
         "retention-week": charts.retention(retention_week, "week"),
     }
     cards = [
-        {"key": key, "label": label, "value": now[key], "before": before[key], "change": _change(now[key], before[key])}
+        {"key": key, "label": label, **totals[key], "new": totals[key]["change"] is None and bool(totals[key]["value"])}
         for key, label in CARDS
-        if not (key == "new_visitors" and now[key] is None)
+        if not (key == "new_visitors" and totals[key]["value"] is None)
     ]
+    pageviews = totals["pageviews"]
     tracker = request.build_absolute_uri(static("tracker.js"))
     return render(
         request,
@@ -104,7 +97,7 @@ def site(request, site, info, base, shared):
             "cards": cards,
             "pages": pages,
             "figures": figures,
-            "has_data": bool(now["pageviews"] or before["pageviews"] or pages),
+            "has_data": bool(pageviews["value"] or pageviews["change"] is not None or pages),
             "shared": shared,
             "base": base,
             "live_url": _live_url(request, site, shared),

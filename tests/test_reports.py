@@ -56,7 +56,7 @@ def test_small_exports_equal_the_api(client, history, fmt):
     assert response["Content-Type"] == reports.FORMATS[fmt][0]
     assert f"tally-example.com-{start}-{end}" in response["Content-Disposition"]
     tables = tables_of(fmt, response.content)
-    assert set(tables) == {"daily", "pages", "retention_day", "retention_week"}
+    assert set(tables) == {"summary", "daily", "pages", "retention_day", "retention_week"}
     series = api(client, key, "/api/v1/stats/timeseries", site="example.com", metrics="visitors,pageviews,dau,new_visitors,wau,mau,stickiness", **{"from": start.isoformat(), "to": end.isoformat()}).json()["results"]
     header, *rows = tables["daily"]
     assert header == ["date", "visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness"]
@@ -65,6 +65,9 @@ def test_small_exports_equal_the_api(client, history, fmt):
     assert [dict(zip(tables["pages"][0], row)) for row in tables["pages"][1:]] == pages
     cohorts = api(client, key, "/api/v1/stats/retention", site="example.com", **{"from": start.isoformat(), "to": end.isoformat()}).json()["cohorts"]
     assert [[c["cohort"], c["size"], *c["retained"]] for c in cohorts] == [[v for v in row if v not in (None, "")] for row in tables["retention_day"][1:]]
+    totals = api(client, key, "/api/v1/stats/aggregate", site="example.com", compare="previous_period", **{"from": start.isoformat(), "to": end.isoformat()}).json()["results"]
+    summary = {row[0]: [None if v in (None, "") else v for v in row[1:]] for row in tables["summary"][1:]}
+    assert summary == {metric: [t["value"], t["change"]] for metric, t in totals.items()}
 
 
 def test_a_long_period_runs_as_a_job(client, history):

@@ -5,7 +5,7 @@ it and that it is a valid OpenAPI document.
 """
 from django.views.decorators.http import require_GET
 
-from ..queries import DAY_PERIODS, DEFAULT_METRICS, METRICS, PERIOD_METRICS, WEEK_PERIODS
+from ..queries import AGGREGATE_METRICS, COMPARISONS, DAY_PERIODS, DEFAULT_METRICS, METRICS, PERIOD_METRICS, WEEK_PERIODS
 from .http import json_response
 
 
@@ -214,6 +214,59 @@ DOCUMENT = {
                                         "to": {"type": "string", "format": "date"},
                                         "interval": {"type": "string"},
                                         "results": {"type": "array", "items": {"type": "object", "additionalProperties": {"type": ["number", "string", "null"]}}},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/stats/aggregate": {
+            "get": {
+                "summary": "A period's headline numbers (Plausible's shape)",
+                "description": (
+                    "visitors: the unique visitors of the whole period, a union, not a sum of days (exact for stable-salt sites: "
+                    "the OR of the days' activity bitmaps; a HyperLogLog estimate for daily-salt sites, never below the largest "
+                    "day's DAU); pageviews and new_visitors summed; dau the average DAU, rounded to whole people; wau, mau and "
+                    "stickiness on the period's last day (today, if the period runs on)."
+                ),
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    SITE,
+                    FROM,
+                    TO,
+                    _param("metrics", f"Comma-separated, from {', '.join(AGGREGATE_METRICS)} (default all).", {"type": "string"}),
+                    _param(
+                        "compare",
+                        "`previous_period`: add each metric's change in percent against the period of the same length just before "
+                        "(null when that period had none of it).",
+                        {"type": "string", "enum": list(COMPARISONS)},
+                    ),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "{metric: {value, change?}}",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "site": {"type": "string"},
+                                        "from": {"type": "string", "format": "date"},
+                                        "to": {"type": "string", "format": "date"},
+                                        "results": {
+                                            "type": "object",
+                                            "additionalProperties": {
+                                                "type": "object",
+                                                "required": ["value"],
+                                                "properties": {
+                                                    "value": {"type": ["number", "null"]},
+                                                    "change": {"type": ["number", "null"]},
+                                                },
+                                            },
+                                        },
                                     },
                                 }
                             }

@@ -1,4 +1,4 @@
-"""Read API: `GET /api/v1/stats/timeseries`, `/pages`, `/realtime`.
+"""Read API: `GET /api/v1/stats/timeseries`, `/aggregate`, `/pages`, `/retention`, `/realtime`.
 
 Authorised by the site's Bearer key, or by a logged-in session of a user who may see the
 site (staff, or one of its owners: see analytics.queries.access).
@@ -33,6 +33,24 @@ def timeseries(request):
     return json_response(
         {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "interval": interval, "results": results}
     )
+
+
+@methods("GET")
+@json_errors
+def aggregate(request):
+    """A period's headline numbers, Plausible's shape; `compare=previous_period` adds changes."""
+    site = site_param(request)
+    start, end = date_range(request, site)
+    wanted = request.GET.get("metrics") or ",".join(queries.AGGREGATE_METRICS)
+    metrics = [m.strip() for m in wanted.split(",") if m.strip()]
+    unknown = [m for m in metrics if m not in queries.AGGREGATE_METRICS]
+    if unknown or not metrics:
+        raise ApiError(400, f"metrics: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(queries.AGGREGATE_METRICS)}")
+    compare = request.GET.get("compare") or None
+    if compare is not None and compare not in queries.COMPARISONS:
+        raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
+    results = queries.aggregate(get_redis(), site, start, end, metrics, compare)
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
 
 
 @methods("GET")

@@ -33,7 +33,10 @@ def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch, 
     result = {day: {} for day in days}
     for day, metric, position in wanted:
         result[day][metric] = int(answers[position] or 0)
-    if site.daily_salt:
-        for row in result.values():
+    for row in result.values():
+        if site.daily_salt:
             row["new_visitors"] = None
+            row["visitors"] = max(row["visitors"], row["dau"])  # an estimate, never below the exact count
+        else:
+            row["visitors"] = row["dau"]  # the day's visitors, exactly: its active bitmap
     return result

@@ -1,4 +1,5 @@
-"""Each page's visitors and pageviews on a day, from the raw keys."""
+"""Each page's visitors and pageviews on a day, from the raw keys. Page visitors are HLL
+estimates; pageviews are exact, and an estimate is never shown above them."""
 from datetime import date
 
 import redis
@@ -20,4 +21,10 @@ def page_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict
             pipe.pfcount(keys.page_visitors(site_id, day, path))
             pipe.get(keys.page_pageviews(site_id, day, path))
     answers = iter(pipe.execute())
-    return {day: {path: (next(answers), int(next(answers) or 0)) for path in paths} for day, paths in listed}
+    result = {}
+    for day, paths in listed:
+        result[day] = {}
+        for path in paths:
+            estimate, views = next(answers), int(next(answers) or 0)
+            result[day][path] = (min(estimate, views), views)  # never more visitors than views
+    return result

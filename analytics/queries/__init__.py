@@ -4,7 +4,7 @@ Nothing here writes (scratch keys for BITOP aside): closed days come from the ro
 rollups stored, the rest is counted live through analytics.counts. The names below are
 the package's surface; the dashboard reads through them and the models only.
 
-    days.py             timeseries per day/week/month, a period's summary
+    days.py             timeseries per day/week/month, a period's summary and aggregate
     pages.py            top pages of a range, one page's days, path search
     retention.py        retention cohorts
     realtime.py         visitors in the last five minutes
@@ -13,12 +13,28 @@ the package's surface; the dashboard reads through them and the models only.
     access.py           who may read which site
 """
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS
-from .days import DEFAULT_METRICS, METRICS, PERIOD_METRICS, WINDOW_METRICS, daily_values, summary, timeseries
+from .days import (
+    AGGREGATE_METRICS,
+    COMPARISONS,
+    DEFAULT_METRICS,
+    METRICS,
+    PERIOD_METRICS,
+    WINDOW_METRICS,
+    aggregate,
+    daily_values,
+    percent_change,
+    summary,
+    timeseries,
+)
 from .pages import page_timeseries, search_pages, top_pages
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
 
 __all__ = [
+    "AGGREGATE_METRICS",
+    "COMPARISONS",
+    "aggregate",
+    "percent_change",
     "DAY_PERIODS",
     "DEFAULT_METRICS",
     "METRICS",

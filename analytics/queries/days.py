@@ -4,15 +4,15 @@ Closed days come from their stored rollup rows; today and days no rollup has fin
 counted live from Redis (analytics.counts). Visitors are HyperLogLog estimates (0.81%
 standard error); pageviews are exact counters; DAU and new visitors exact bitmap counts.
 """
-from datetime import date
+from datetime import date, timedelta
 
 import redis
 
 from ..counts.days import day_metrics
+from ..counts.unions import range_visitors
 from ..models import DailyMetrics, PeriodVisitors
 from ..periods import days_between, period_days, period_start
 from ..sites import SiteInfo
-from ..store import keys
 from ..store.scratch import scratch
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
@@ -48,7 +48,8 @@ def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows
 
 def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=DEFAULT_METRICS, interval: str = "day") -> list[dict]:
     """One row per day (or per ISO week / calendar month touching the range), zeros
-    included. Week and month visitors are true unions (HLL merge), not sums of days."""
+    included. Week and month visitors are true unions, not sums of days (exact bitmap
+    unions for stable-salt sites; see analytics.counts.unions)."""
     values = daily_values(r, site, start, end, windows=bool(WINDOW_METRICS & set(metrics)))
     days = days_between(start, end)
     if interval == "day":
@@ -61,10 +62,8 @@ def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=D
         row.start: row.visitors
         for row in PeriodVisitors.objects.filter(site_id=site.id, unit=interval, final=True, start__in=list(groups))
     }
-    pipe = r.pipeline(transaction=False)
-    for first, members in groups.items():
-        pipe.pfcount(*(keys.site_visitors(site.id, day) for day in members))
-    live = dict(zip(groups, pipe.execute()))
+    with scratch(r, site.id) as tmp:
+        live = range_visitors(r, site, groups, tmp)
     rows = []
     for first, members in groups.items():
         whole = members == period_days(interval, first)
@@ -82,19 +81,51 @@ def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=D
 
 def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict | None = None) -> dict:
     """Headline numbers of a period: unique visitors over the whole period (a union, not a
-    sum of days), pageviews and new visitors summed, DAU averaged, WAU and MAU on its last
-    day, stickiness = average DAU / MAU on the last day."""
+    sum of days: exact for stable-salt sites), pageviews and new visitors summed, DAU
+    averaged, WAU and MAU on its last day, stickiness = average DAU / MAU on the last day."""
     values = values or daily_values(r, site, start, end)
     days = days_between(start, end)
     rows = [values[day] for day in days]
     last = values[min(end, site.today())] if start <= site.today() else rows[-1]
-    dau = sum(row["dau"] for row in rows) / len(rows)
+    dau = round(sum(row["dau"] for row in rows) / len(rows))  # an average of people: whole people
+    with scratch(r, site.id) as tmp:
+        visitors = range_visitors(r, site, {"period": days}, tmp)["period"]
     return {
-        "visitors": r.pfcount(*(keys.site_visitors(site.id, day) for day in days)),
+        "visitors": visitors,
         "pageviews": sum(row["pageviews"] for row in rows),
-        "dau": round(dau, 1),
+        "dau": dau,
         "wau": last["wau"],
         "mau": last["mau"],
         "stickiness": round(dau / last["mau"], 4) if last["mau"] else 0.0,
         "new_visitors": None if site.daily_salt else sum(row["new_visitors"] for row in rows),
     }
+
+
+AGGREGATE_METRICS = ("visitors", "pageviews", "dau", "wau", "mau", "stickiness", "new_visitors")
+COMPARISONS = ("previous_period",)
+
+
+def aggregate(
+    r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=AGGREGATE_METRICS, compare: str | None = None, values: dict | None = None
+) -> dict:
+    """A period's headline numbers in Plausible's shape, {metric: {"value": v}}, with
+    `compare="previous_period"` adding each metric's "change" in percent against the
+    period of the same length just before (None when there is nothing to compare with:
+    the dashboard says "new"). The numbers are summary()'s; `values`, the period's
+    daily_values() when the caller has them already."""
+    now = summary(r, site, start, end, values)
+    results = {metric: {"value": now[metric]} for metric in metrics}
+    if compare == "previous_period":
+        length = end - start
+        before = summary(r, site, start - length - timedelta(days=1), start - timedelta(days=1))
+        for metric in metrics:
+            results[metric]["change"] = percent_change(now[metric], before[metric])
+    return results
+
+
+def percent_change(now, before) -> float | None:
+    """The change from `before` to `now` in percent, one decimal; None when `before` is
+    zero or unknown (a change from nothing is not a percentage)."""
+    if now is None or not before:
+        return None
+    return round(100 * (now - before) / before, 1)

@@ -57,7 +57,8 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
         pipe = r.pipeline(transaction=False)
         for path in batch:
             pipe.pfcount(*cover(path))
-        visitors.update(zip(batch, pipe.execute()))
+        # an estimate is never shown above the exact pageviews beside it
+        visitors.update((path, min(estimate, pageviews[path])) for path, estimate in zip(batch, pipe.execute()))
         best = sorted(visitors.values(), reverse=True)[:limit]
         if wanted >= len(ranked) or wanted >= budget:
             break
@@ -107,6 +108,6 @@ def page_timeseries(r: redis.Redis, site: SiteInfo, path: str, start: date, end:
         pipe.get(keys.page_pageviews(site.id, day, path))
     answers = pipe.execute()
     return [
-        {"date": day.isoformat(), "visitors": answers[2 * n], "pageviews": int(answers[2 * n + 1] or 0)}
+        {"date": day.isoformat(), "visitors": min(answers[2 * n], int(answers[2 * n + 1] or 0)), "pageviews": int(answers[2 * n + 1] or 0)}
         for n, day in enumerate(days)
     ]

@@ -26,7 +26,12 @@ def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None
     progress(0.3)
     pages = queries.top_pages(r, site, start, end, limit=TOP_PAGES)
     progress(0.6)
+    totals = queries.aggregate(r, site, start, end, compare="previous_period")
     tables = {
+        "summary": {
+            "columns": ["metric", "value", "change_percent"],
+            "rows": [[metric, result["value"], result["change"]] for metric, result in totals.items()],
+        },
         "daily": {"columns": ["date", *queries.METRICS], "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily]},
         "pages": {"columns": ["page", "visitors", "pageviews"], "rows": [[p["page"], p["visitors"], p["pageviews"]] for p in pages]},
     }

@@ -60,7 +60,7 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
         _store_days(site, day_metrics(r, info, days, tmp), today)
         _store_pages(r, site, days)
 
-        periods = merge_periods(r, site, info, days, today)
+        periods = merge_periods(r, site, info, days, today, tmp)
         summary.periods = len(periods)
 
         # Week unions for every week a week cohort touched by the range reaches.

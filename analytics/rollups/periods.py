@@ -4,15 +4,18 @@ from datetime import date, timedelta
 
 import redis
 
+from ..counts.unions import range_visitors
 from ..models import PeriodVisitors, Site
 from ..periods import monday, month_start, period_days
 from ..sites import SiteInfo
 from ..store import keys
+from ..store.scratch import Scratch
 from .expiry import earliest_day
 
 
-def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], today: date) -> list:
-    """PFMERGE the day HLLs of each week and month the days fall in (site and pages)."""
+def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], today: date, tmp: Scratch) -> list:
+    """PFMERGE the day HLLs of each week and month the days fall in (site and pages), and
+    store each period's visitors (exact bitmap unions for stable-salt sites)."""
     sid = info.id
     periods = sorted({("week", monday(d)) for d in days} | {("month", month_start(d)) for d in days})
     page_first = today - timedelta(days=site.keep_page_days - 1)
@@ -41,7 +44,8 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
                 pipe.pfmerge(page_key, *(keys.page_visitors(sid, d, path) for d in page_days))
                 pipe.expire(page_key, site.keep_page_days * 86400)
             pipe.execute()
-        rows.append(PeriodVisitors(site=site, unit=unit, start=start, visitors=answers[2], final=final))
+        visitors = answers[2] if info.daily_salt else range_visitors(r, info, {start: present}, tmp)[start]
+        rows.append(PeriodVisitors(site=site, unit=unit, start=start, visitors=visitors, final=final))
     PeriodVisitors.objects.bulk_create(
         rows,
         update_conflicts=True,

@@ -1,0 +1,107 @@
+"""GET /api/v1/stats/aggregate and numbers that agree: exact unions for stable-salt sites,
+estimates clamped to the exact counts beside them (issue 11, items 1-3)."""
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, time, timedelta
+
+import pytest
+
+from analytics import queries, rollups
+from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
+from analytics.sites import SiteInfo
+from analytics.store import keys
+from tests.hll import hll_tolerance
+
+
+def at(day):
+    return datetime.combine(day, time(12), tzinfo=UTC)
+
+
+def history(r, site, days=40, seed=11):
+    """Visits over `days` days ending today: {day: {visitor numbers}} and pageviews per day."""
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    rng = random.Random(seed)
+    active, views = defaultdict(set), defaultdict(int)
+    hits = []
+    for offset in range(days):
+        day = today - timedelta(days=offset)
+        for _ in range(rng.randrange(50, 150)):
+            v = rng.randrange(600)
+            active[day].add(v)
+            views[day] += 1
+            hits.append(Hit(at(day), f"/p{v % 9}", "pageview", identity_source(None, f"v{v}", None, None)))
+    hits.sort(key=lambda h: h.ts)
+    for i in range(0, len(hits), 900):
+        record(r, info, hits[i : i + 900])
+    return info, active, views
+
+
+def get(client, key, **params):
+    return client.get("/api/v1/stats/aggregate", params, HTTP_AUTHORIZATION=f"Bearer {key}")
+
+
+def test_visitors_over_any_range_are_the_exact_union(client, make_site, r):
+    site, key = make_site()
+    info, active, views = history(r, site)
+    today = info.today()
+    for first, last in ((today - timedelta(days=29), today), (today - timedelta(days=10), today - timedelta(days=3)), (today, today)):
+        days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
+        union = set().union(*(active[d] for d in days))
+        body = get(client, key, site="example.com", **{"from": first.isoformat(), "to": last.isoformat()}).json()
+        assert body["results"]["visitors"] == {"value": len(union)}, (first, last)
+        assert body["results"]["pageviews"] == {"value": sum(views[d] for d in days)}
+        assert body["results"]["dau"] == {"value": round(sum(len(active[d]) for d in days) / len(days))}
+    # a day's visitors are its DAU, live and once rolled up
+    rows = queries.timeseries(r, info, today - timedelta(days=5), today, ("visitors", "dau"))
+    assert all(row["visitors"] == row["dau"] for row in rows)
+    rollups.rollup(r, site, today - timedelta(days=39), today)
+    for interval in ("week", "month"):
+        for row in queries.timeseries(r, info, today - timedelta(days=39), today, ("visitors",), interval):
+            start = datetime.fromisoformat(row["date"]).date()
+            members = [d for d in active if d >= start and (d - start).days < (7 if interval == "week" else 31)]
+            if interval == "month":
+                members = [d for d in members if d.month == start.month]
+            assert row["visitors"] == len(set().union(*(active[d] for d in members))), row
+
+
+def test_compare_with_the_previous_period(client, make_site, r):
+    site, key = make_site()
+    info, active, views = history(r, site, days=20)
+    today = info.today()
+    first = today - timedelta(days=6)
+    before = [first - timedelta(days=n) for n in range(1, 8)]
+    body = get(client, key, site="example.com", compare="previous_period", metrics="visitors,pageviews", **{"from": first.isoformat(), "to": today.isoformat()}).json()
+    now_views, old_views = sum(views[first + timedelta(days=n)] for n in range(7)), sum(views[d] for d in before)
+    assert body["results"]["pageviews"] == {"value": now_views, "change": round(100 * (now_views - old_views) / old_views, 1)}
+    assert set(body["results"]) == {"visitors", "pageviews"}
+    empty = get(client, key, site="example.com", compare="previous_period", **{"from": (today - timedelta(days=19)).isoformat(), "to": today.isoformat()}).json()
+    assert empty["results"]["visitors"]["change"] is None  # nothing before: "new", not +infinity%
+
+
+@pytest.mark.parametrize("params, message", [({"metrics": "visitors,nope"}, "metrics: unknown nope"), ({"compare": "year"}, "compare: must be one of previous_period")])
+def test_bad_parameters_are_400(client, make_site, params, message):
+    _, key = make_site()
+    response = get(client, key, site="example.com", **params)
+    assert response.status_code == 400 and response.json()["error"].startswith(message)
+
+
+def test_a_daily_salt_sites_range_is_an_estimate_never_below_its_largest_day(make_site, r):
+    site, _ = make_site(identity_mode="daily")
+    info, active, views = history(r, site, days=10)
+    today = info.today()
+    total = queries.aggregate(r, info, today - timedelta(days=9), today)["visitors"]["value"]
+    assert total >= max(len(v) for v in active.values())
+    truth = sum(len(v) for v in active.values())  # (daily salt: a new person every day)
+    assert abs(total - truth) <= hll_tolerance(truth)
+
+
+def test_a_page_never_has_more_visitors_than_pageviews(site, r):
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    record(r, info, [Hit(None, "/rare", "pageview", identity_source(None, "one", None, None))])
+    r.pfadd(keys.page_visitors(site.pk, today, "/rare"), *[f"x{n}" for n in range(50)])  # an estimate far above
+    [page] = queries.top_pages(r, info, today, today)
+    assert page == {"page": "/rare", "visitors": 1, "pageviews": 1}
+    assert queries.page_timeseries(r, info, "/rare", today, today)[0]["visitors"] == 1
