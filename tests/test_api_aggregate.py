@@ -105,3 +105,26 @@ def test_a_page_never_has_more_visitors_than_pageviews(site, r):
     [page] = queries.top_pages(r, info, today, today)
     assert page == {"page": "/rare", "visitors": 1, "pageviews": 1}
     assert queries.page_timeseries(r, info, "/rare", today, today)[0]["visitors"] == 1
+
+
+def test_todays_and_yesterdays_cohorts_are_live(make_site, r):
+    """Issue 11: the cards said 7 new visitors while the heatmap's stored cohort said 2."""
+    site, _ = make_site()
+    info, active, views = history(r, site, days=5)
+    today = info.today()
+    rollups.rollup(r, site, today - timedelta(days=4), today)
+    late = [Hit(at(d), "/", "pageview", identity_source(None, f"late-{d}-{n}", None, None)) for d in (today, today - timedelta(days=1)) for n in range(3)]
+    record(r, info, late)
+    cohorts = {c["cohort"]: c for c in queries.retention(r, info, "day", today - timedelta(days=4), today, 30)}
+    totals = queries.aggregate(r, info, today, today, ("new_visitors",))
+    assert cohorts[today.isoformat()]["size"] == totals["new_visitors"]["value"]
+    assert cohorts[(today - timedelta(days=1)).isoformat()]["size"] == queries.aggregate(r, info, today - timedelta(days=1), today - timedelta(days=1), ("new_visitors",))["new_visitors"]["value"]
+    stored_week = rollups_week_size(site, today)
+    live_week = queries.retention(r, info, "week", today, today, 12)[0]
+    assert live_week["size"] == stored_week + 6  # the late ones, live
+
+
+def rollups_week_size(site, today):
+    from analytics.models import Retention
+
+    return Retention.objects.get(site=site, unit="week", cohort=today - timedelta(days=today.weekday())).size

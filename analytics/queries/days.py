@@ -23,8 +23,10 @@ WINDOW_METRICS = {"wau", "mau", "stickiness"}
 
 def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows: bool = True) -> dict[date, dict]:
     """Every metric of every day: closed days from their stored rollup rows, the others
-    (today, or days no rollup has finished yet) live from Redis."""
+    live from Redis: today, yesterday (late events still arrive, and the cohort beside it
+    is live too), and days no rollup has finished yet."""
     days = days_between(start, end)
+    live_from = site.today() - timedelta(days=1)
     values = {
         row.date: {
             "visitors": row.visitors,
@@ -34,7 +36,7 @@ def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows
             "wau": row.wau,
             "mau": row.mau,
         }
-        for row in DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end))
+        for row in DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end), date__lt=live_from)
     }
     missing = [day for day in days if day not in values]
     if missing:
