@@ -7,6 +7,15 @@ from analytics.store import connection
 from tests.redis_server import RedisServer
 
 
+@pytest.fixture(scope="session", autouse=True)
+def collected_static():
+    """The static files as production serves them (hashed names, gzip copies): templates
+    name them through the manifest that collectstatic writes."""
+    from django.core.management import call_command
+
+    call_command("collectstatic", "--noinput", verbosity=0)
+
+
 @pytest.fixture(scope="session")
 def redis_server():
     with RedisServer() as server:

@@ -134,6 +134,14 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
         for stall in stalls:
             stall.close()
 
+        # Static files go out compressed, under hashed names cached for a year.
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=10).read().decode()
+        css = re.search(r'href="(/static/tally\.[0-9a-f]{12}\.css)"', page).group(1)
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{css}", headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.headers["Content-Encoding"] == "gzip"
+            assert "max-age=31536000" in response.headers["Cache-Control"] and "immutable" in response.headers["Cache-Control"]
+
         # Chunked and gzip bodies are read.
         chunked = raw_post(port, "/api/event", json.dumps({"name": "pageview", "url": "https://example.com/c", "domain": "example.com"}).encode())
         assert chunked.startswith(b"HTTP/1.1 202"), chunked

@@ -40,6 +40,14 @@ def browser():
         browser.close()
 
 
+@pytest.fixture(autouse=True)
+def static_by_plain_names(settings):
+    """The live server's static handler serves from the source folders by plain names,
+    not the hashed names of the collected manifest (make run serves those: see
+    test_make_run.py)."""
+    settings.STORAGES = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+
+
 @pytest.fixture
 def live_stream(settings):
     """The ASGI server for server-sent events, as `make run` starts it, in a thread."""
