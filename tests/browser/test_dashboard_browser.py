@@ -139,3 +139,22 @@ def test_exports_download_and_big_ones_show_progress(dashboard):
         page.click("#export-status a")
     assert download.value.suggested_filename.endswith(".zip")
     assert problems == []
+
+
+def test_the_tracker_says_why_it_ignores_localhost(context, live_server, r):
+    """Issue 11: on localhost the tracker sent nothing, silently."""
+    page = context.new_page()
+    messages = []
+    page.on("console", lambda m: messages.append((m.type, m.text)))
+    sent = []
+    page.on("request", lambda req: sent.append(req.url) if "/api/event" in req.url else None)
+    tracker = f"{live_server.url}/static/tracker.js"
+    page.route(
+        f"{live_server.url}/local",
+        lambda route: route.fulfill(content_type="text/html", body=f'<!doctype html><title>x</title><script src="{tracker}" data-domain="example.com"></script>'),
+    )
+    page.goto(f"{live_server.url}/local")
+    page.wait_for_timeout(300)
+    host = live_server.url.split("://")[1].rsplit(":", 1)[0]
+    assert ("warning", f"Tally: not counting {host} (local); add data-allow-localhost to count it") in messages
+    assert sent == []
