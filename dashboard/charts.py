@@ -33,13 +33,16 @@ def figure(data: list[dict], **layout) -> dict:
     return go.Figure(data=data, layout={**LAYOUT, **layout}, _validate=False).to_plotly_json()
 
 
-def visitors(rows: list[dict]) -> dict:
+def visitors(rows: list[dict], hourly: bool = False) -> dict:
+    """Visitors and pageviews per day, or per hour (rows dated YYYY-MM-DDTHH:00)."""
     dates = [row["date"] for row in rows]
+    axis = dict(LAYOUT["xaxis"], tickformat="%H:%M", dtick=3 * 3600 * 1000) if hourly else LAYOUT["xaxis"]
     return figure(
         [
             dict(type="bar", x=dates, y=[row["pageviews"] for row in rows], name="Pageviews", marker=dict(color="#c5d0fa")),
             dict(type="scatter", x=dates, y=[row["visitors"] for row in rows], name="Visitors", mode="lines+markers", line=dict(color=ACCENT, width=2)),
-        ]
+        ],
+        xaxis=axis,
     )
 
 

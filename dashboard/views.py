@@ -73,7 +73,9 @@ def site(request, site, info, base, shared):
     retention_day = [] if info.daily_salt else queries.retention(r, info, "day", max(period.start, period.end - timedelta(days=29)), period.end, 30)
     retention_week = [] if info.daily_salt else queries.retention(r, info, "week", period.end - timedelta(weeks=11), period.end, 12)
     figures = {
-        "visitors": charts.visitors(rows),
+        "visitors": charts.visitors(queries.hourly(r, info, period.start, period.end), hourly=True)
+        if period.days <= queries.MAX_HOUR_DAYS
+        else charts.visitors(rows),
         "actives": charts.actives(rows),
         "pages": charts.top_pages(pages),
         "retention-day": charts.retention(retention_day, "day"),

@@ -128,3 +128,27 @@ def rollups_week_size(site, today):
     from analytics.models import Retention
 
     return Retention.objects.get(site=site, unit="week", cohort=today - timedelta(days=today.weekday())).size
+
+
+def test_today_by_the_hour(client, make_site, r):
+    """Issue 11: interval=hour, rows dated in the site's time zone, pageviews exact."""
+    site, key = make_site(timezone="Asia/Kolkata")  # (a half-hour offset: hours are local)
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    rng = random.Random(2)
+    events = []
+    for n in range(1200):
+        local = datetime.combine(today, time(rng.randrange(24), rng.randrange(60)), tzinfo=info.tz)
+        events.append((local, f"v{rng.randrange(300)}"))
+    now = max(local for local, _ in events).astimezone(UTC)
+    hits = [Hit(local.astimezone(UTC), "/", "pageview", identity_source(None, v, None, None)) for local, v in events]
+    record(r, info, hits, now=now)
+    body = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": today.isoformat(), "to": today.isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    rows = body["results"]
+    assert [row["date"] for row in rows] == [f"{today.isoformat()}T{h:02d}:00" for h in range(24)]
+    for hour, row in enumerate(rows):
+        truth = [v for local, v in events if local.hour == hour]
+        assert row["pageviews"] == len(truth)
+        assert abs(row["visitors"] - len(set(truth))) <= hll_tolerance(len(set(truth)))
+    too_long = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": (today - timedelta(days=2)).isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert too_long.status_code == 400 and too_long.json()["error"] == "interval=hour: at most 2 days"

@@ -81,7 +81,7 @@ def test_weeks_and_months_are_true_unions(client, history, interval):
 @pytest.mark.parametrize(
     "path, params, message",
     [
-        ("timeseries", {"interval": "year"}, "interval: must be one of day, week, month"),
+        ("timeseries", {"interval": "year"}, "interval: must be one of hour, day, week, month"),
         ("timeseries", {"interval": "week", "metrics": "dau"}, "unknown dau for interval=week"),
         ("retention", {"unit": "month"}, "unit: must be one of day, week"),
         ("retention", {"periods": "99"}, "periods: must be between 0 and 30"),

@@ -203,3 +203,11 @@ def test_a_chart_label_shows_a_path_with_quotes_as_it_is():
 
     figure = charts.top_pages([{"page": '/say-"hi"-&-<b>', "visitors": 2, "pageviews": 3}])
     assert figure["data"][0]["y"] == ['/say-"hi"-&amp;-&lt;b&gt;']
+
+
+def test_today_is_drawn_by_the_hour(client, data_site, owner):
+    client.force_login(owner)
+    response = client.get("/dashboard/example.com/", {"period": "today"})
+    bars = response.context["figures"]["visitors"]["data"][0]["x"]
+    assert len(bars) == 24 and bars[0].endswith("T00:00") and bars[-1].endswith("T23:00")
+    assert len(client.get("/dashboard/example.com/", {"period": "7d"}).context["figures"]["visitors"]["data"][0]["x"]) == 7

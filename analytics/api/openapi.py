@@ -187,7 +187,7 @@ DOCUMENT = {
         },
         "/api/v1/stats/timeseries": {
             "get": {
-                "summary": "Metrics per day, ISO week or month",
+                "summary": "Metrics per hour, day, ISO week or month",
                 "security": [{"apiKey": []}],
                 "parameters": [
                     SITE,
@@ -196,10 +196,15 @@ DOCUMENT = {
                     _param(
                         "metrics",
                         f"Comma-separated. Per day: {', '.join(METRICS)} (default {', '.join(DEFAULT_METRICS)}); "
-                        f"per week or month: {', '.join(PERIOD_METRICS)}.",
+                        f"per week or month: {', '.join(PERIOD_METRICS)}; per hour: visitors, pageviews.",
                         {"type": "string"},
                     ),
-                    _param("interval", "Row per day, ISO week (Monday) or calendar month.", {"type": "string", "enum": ["day", "week", "month"], "default": "day"}),
+                    _param(
+                        "interval",
+                        "Row per local hour (ranges of at most 2 days; rows dated YYYY-MM-DDTHH:00; metrics visitors, an "
+                        "estimate, and pageviews), day, ISO week (Monday) or calendar month.",
+                        {"type": "string", "enum": ["hour", "day", "week", "month"], "default": "day"},
+                    ),
                 ],
                 "responses": {
                     "200": {

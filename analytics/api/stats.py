@@ -19,9 +19,11 @@ MAX_LIMIT = 1000  # pages per answer
 def timeseries(request):
     site = site_param(request)
     start, end = date_range(request, site)
-    interval = choice_param(request, "interval", ("day", "week", "month"), "day")
-    allowed = queries.METRICS if interval == "day" else queries.PERIOD_METRICS
+    interval = choice_param(request, "interval", ("hour", "day", "week", "month"), "day")
+    allowed = {"hour": queries.HOUR_METRICS, "day": queries.METRICS}.get(interval, queries.PERIOD_METRICS)
     wanted = request.GET.get("metrics") or ",".join(queries.DEFAULT_METRICS if interval == "day" else allowed)
+    if interval == "hour" and (end - start).days + 1 > queries.MAX_HOUR_DAYS:
+        raise ApiError(400, f"interval=hour: at most {queries.MAX_HOUR_DAYS} days")
     metrics = [m.strip() for m in wanted.split(",") if m.strip()]
     unknown = [m for m in metrics if m not in allowed]
     if unknown or not metrics:
@@ -29,7 +31,10 @@ def timeseries(request):
             400,
             f"metrics: unknown {', '.join(unknown) or '(none)'} for interval={interval}; choose from {', '.join(allowed)}",
         )
-    results = queries.timeseries(get_redis(), site, start, end, metrics, interval)
+    if interval == "hour":
+        results = queries.hourly(get_redis(), site, start, end, metrics)
+    else:
+        results = queries.timeseries(get_redis(), site, start, end, metrics, interval)
     return json_response(
         {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "interval": interval, "results": results}
     )

@@ -92,7 +92,7 @@ def client_mark(site: SiteInfo, idempotency_key: str) -> Mark:
 class _Chunk:
     """One day's share of a batch, at most SCRIPT_CHUNK distinct visitors: one Lua call."""
 
-    __slots__ = ("visitors", "pageviews", "pages", "events", "minutes", "bots")
+    __slots__ = ("visitors", "pageviews", "pages", "events", "minutes", "hours", "bots")
 
     def __init__(self):
         self.bots = 0  # events dropped as bots that day (counted with the day's first chunk)
@@ -101,6 +101,7 @@ class _Chunk:
         self.pages: dict[str, list] = {}  # path -> [pageviews, {visitor indexes}]
         self.events: dict[str, list] = {}  # custom event name -> [count, {visitor indexes}]
         self.minutes: dict[datetime, set[int]] = {}  # recent UTC minute -> {visitor indexes}
+        self.hours: dict[int, list] = {}  # local hour of the day -> [pageviews, {visitor indexes}]
 
 
 def record(
@@ -121,6 +122,7 @@ def record(
     today = now.astimezone(tz).date()
     realtime_floor = now - timedelta(seconds=site.realtime_ttl)
     now_minute = now.replace(second=0, microsecond=0)
+    now_hour = now.astimezone(tz).hour
 
     chunks: dict[date, list[_Chunk]] = {}
     bots: dict[date, int] = defaultdict(int)
@@ -130,9 +132,10 @@ def record(
 
     for ts, path, name, source, bot, user in hits:
         if ts is None:
-            day, minute = today, now_minute
+            day, hour, minute = today, now_hour, now_minute
         else:
-            day = ts.astimezone(tz).date()
+            local = ts.astimezone(tz)
+            day, hour = local.date(), local.hour
             minute = ts.replace(second=0, microsecond=0) if ts >= realtime_floor else None
         if bot:
             bots[day] += 1
@@ -170,6 +173,11 @@ def record(
                 group = groups[name] = [0, set()]
         group[0] += 1
         group[1].add(index)
+        in_hour = chunk.hours.get(hour)
+        if in_hour is None:
+            in_hour = chunk.hours[hour] = [0, set()]
+        in_hour[0] += name == PAGEVIEW
+        in_hour[1].add(index)
         if minute is not None:
             recent = chunk.minutes.get(minute)
             if recent is None:
@@ -262,6 +270,10 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
     for minute, members in chunk.minutes.items():
         script_keys.append(keys.realtime(sid, minute))
         args.append(",".join(map(str, members)))
+    args.append(len(chunk.hours))
+    for hour, (views, members) in chunk.hours.items():
+        script_keys += (keys.hour_visitors(sid, day, hour), keys.hour_pageviews(sid, day, hour))
+        args += (views, ",".join(map(str, members)))
     args += (settings.PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
     return script_keys, args
 

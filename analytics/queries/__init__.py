@@ -5,6 +5,7 @@ rollups stored, the rest is counted live through analytics.counts. The names bel
 the package's surface; the dashboard reads through them and the models only.
 
     days.py             timeseries per day/week/month, a period's summary and aggregate
+    hours.py            a day or two by the hour
     pages.py            top pages of a range, one page's days, path search
     retention.py        retention cohorts
     realtime.py         visitors in the last five minutes
@@ -26,11 +27,15 @@ from .days import (
     summary,
     timeseries,
 )
+from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
 from .pages import page_timeseries, search_pages, top_pages
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
 
 __all__ = [
+    "HOUR_METRICS",
+    "MAX_HOUR_DAYS",
+    "hourly",
     "AGGREGATE_METRICS",
     "COMPARISONS",
     "aggregate",

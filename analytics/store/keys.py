@@ -17,6 +17,8 @@ uv:<day>:page:<p>  HLL     visitors of page <p> that day (pageviews)
 uv:<day>:event:<n> HLL     visitors who sent custom event <n> that day
 pv:<day>           string  pageviews of the site that day
 pv:<day>:page:<p>  string  pageviews of page <p> that day
+uv:<day>:hour:<HH> HLL     visitors in local hour HH of that day
+pv:<day>:hour:<HH> string  pageviews in local hour HH of that day
 pages:<day>        set     the page paths seen that day (the index for top pages)
 ev:<day>:<n>       string  count of custom event <n> that day
 events:<day>       set     the custom event names seen that day
@@ -94,6 +96,15 @@ def page_pageviews(site_id: int, day: date, path: str) -> str:
     return f"{PREFIX}:{{{site_id}}}:pv:{day.isoformat()}:page:{path}"
 
 
+def hour_visitors(site_id: int, day: date, hour: int) -> str:
+    """Visitors of one local hour of a day (HLL), for the hourly charts."""
+    return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}:hour:{hour:02d}"
+
+
+def hour_pageviews(site_id: int, day: date, hour: int) -> str:
+    return f"{PREFIX}:{{{site_id}}}:pv:{day.isoformat()}:hour:{hour:02d}"
+
+
 def pages_index(site_id: int, day: date) -> str:
     return f"{PREFIX}:{{{site_id}}}:pages:{day.isoformat()}"
 
@@ -116,7 +127,8 @@ def new_visitors(site_id: int, day: date) -> str:
 
 def daily_family(site_id: int, day: date) -> list[str]:
     """A day's keys of the "daily" expiry family, but its custom events' (named by the
-    day's events index): bitmaps, site HLL, pageview total, bot count, the events index."""
+    day's events index): bitmaps, site HLL, pageview total, bot count, the events index,
+    and the hours' HLLs and counters."""
     return [
         active(site_id, day),
         new_visitors(site_id, day),
@@ -124,6 +136,8 @@ def daily_family(site_id: int, day: date) -> list[str]:
         pageviews(site_id, day),
         bots_dropped(site_id, day),
         events_index(site_id, day),
+        *(hour_visitors(site_id, day, hour) for hour in range(24)),
+        *(hour_pageviews(site_id, day, hour) for hour in range(24)),
     ]
 
 

@@ -40,7 +40,8 @@
 -- then     for pages, then for custom events: the HLL and counter of "(other)", where
 --          names past the day's quota are counted, then two keys per group in ARGV's
 --          order, the group's HLL of visitors and its counter (string)
--- then     one HLL per realtime minute, in ARGV's order
+-- then     one HLL per realtime minute, in ARGV's order; then per hour of the day, in
+--          ARGV's order, the hour's HLL of visitors and its pageview counter
 --
 -- ARGV[1]  TTL in seconds for KEYS[1] and KEYS[2], 0 for none (daily-salt maps expire)
 -- ARGV[2]  "1" to track new visitors (stable salt), "0" not to (daily salt: all are new)
@@ -59,6 +60,7 @@
 -- then     E, the day's quota of distinct event names, then E event groups: name,
 --          count, "i,j,k"
 -- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
+-- then     H, then H hours: pageviews, "i,j,k"
 -- then     the page-search cap, then the live channel to publish a tick on ("" for none)
 --
 -- Returns {ids newly assigned, pageviews added, new visitors moved to this day};
@@ -270,6 +272,17 @@ for _ = 1, minutes do
   redis.call('EXPIRE', KEYS[key_index], realtime_ttl)
   key_index = key_index + 1
   pos = pos + 1
+end
+
+-- Hours of the day: visitors (HLL) and pageviews, for the Today and Yesterday charts.
+local hours = tonumber(ARGV[pos])
+pos = pos + 1
+for _ = 1, hours do
+  pfadd_listed(KEYS[key_index], ARGV[pos + 1])
+  local views = tonumber(ARGV[pos])
+  if views > 0 then redis.call('INCRBY', KEYS[key_index + 1], views) end
+  key_index = key_index + 2
+  pos = pos + 2
 end
 
 -- Page search: the paths in a set of equal scores for prefix search (ZRANGEBYLEX), and
