@@ -82,7 +82,13 @@ def site(request, site, info, base, shared):
         "retention-week": charts.retention(retention_week, "week"),
     }
     cards = [
-        {"key": key, "label": label, **totals[key], "new": totals[key]["change"] is None and bool(totals[key]["value"])}
+        {
+            "key": key,
+            "label": label,
+            "value": totals[key]["value"],
+            "change": totals[key].get("change"),
+            "new": "change" in totals[key] and totals[key]["change"] is None and bool(totals[key]["value"]),
+        }
         for key, label in CARDS
         if not (key == "new_visitors" and totals[key]["value"] is None)
     ]

@@ -152,3 +152,21 @@ def test_today_by_the_hour(client, make_site, r):
         assert abs(row["visitors"] - len(set(truth))) <= hll_tolerance(len(set(truth)))
     too_long = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": (today - timedelta(days=2)).isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}")
     assert too_long.status_code == 400 and too_long.json()["error"] == "interval=hour: at most 2 days"
+
+
+def test_today_is_compared_with_yesterday_up_to_the_same_hour(make_site, r):
+    site, _ = make_site()
+    info = SiteInfo.from_model(site)
+    now = datetime.now(info.tz)
+    today, yesterday = now.date(), now.date() - timedelta(days=1)
+    early = datetime.combine(yesterday, time(0, 5), tzinfo=info.tz)
+    late = datetime.combine(yesterday, time(23, 55), tzinfo=info.tz)
+    hits = [Hit(early.astimezone(UTC), "/", "pageview", identity_source(None, f"e{n}", None, None)) for n in range(4)]
+    if now.hour < 23:
+        hits += [Hit(late.astimezone(UTC), "/", "pageview", identity_source(None, f"l{n}", None, None)) for n in range(40)]
+    hits += [Hit(None, "/", "pageview", identity_source(None, f"t{n}", None, None)) for n in range(5)]
+    record(r, info, hits)
+    result = queries.aggregate(r, info, today, today, compare="previous_period")
+    assert result["pageviews"] == {"value": 5, "change": 25.0}  # 5 against yesterday's 4 by this hour, not 44
+    assert result["visitors"] == {"value": 5, "change": 25.0}
+    assert "change" not in result["new_visitors"]  # (not kept by the hour: no comparison)

@@ -4,7 +4,7 @@ Closed days come from their stored rollup rows; today and days no rollup has fin
 counted live from Redis (analytics.counts). Visitors are HyperLogLog estimates (0.81%
 standard error); pageviews are exact counters; DAU and new visitors exact bitmap counts.
 """
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import redis
 
@@ -13,6 +13,7 @@ from ..counts.unions import range_visitors
 from ..models import DailyMetrics, PeriodVisitors
 from ..periods import days_between, period_days, period_start
 from ..sites import SiteInfo
+from ..store import keys
 from ..store.scratch import scratch
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
@@ -113,16 +114,36 @@ def aggregate(
     """A period's headline numbers in Plausible's shape, {metric: {"value": v}}, with
     `compare="previous_period"` adding each metric's "change" in percent against the
     period of the same length just before (None when there is nothing to compare with:
-    the dashboard says "new"). The numbers are summary()'s; `values`, the period's
+    the dashboard says "new"). Today alone is compared with yesterday up to the same hour
+    (visitors, DAU and pageviews; new visitors get no change). The numbers are summary()'s; `values`, the period's
     daily_values() when the caller has them already."""
     now = summary(r, site, start, end, values)
     results = {metric: {"value": now[metric]} for metric in metrics}
     if compare == "previous_period":
         length = end - start
         before = summary(r, site, start - length - timedelta(days=1), start - timedelta(days=1))
+        if start == end == site.today():
+            # Today so far against yesterday up to the same hour, where hours are kept;
+            # new visitors are not kept by the hour: no change for them.
+            before.update(_yesterday_until_now(r, site))
+            before["new_visitors"] = None
         for metric in metrics:
-            results[metric]["change"] = percent_change(now[metric], before[metric])
+            if before[metric] is not None or now[metric] is None:
+                results[metric]["change"] = percent_change(now[metric], before[metric])
     return results
+
+
+def _yesterday_until_now(r: redis.Redis, site: SiteInfo) -> dict:
+    """Yesterday's visitors (an estimate: the union of its hour HLLs) and pageviews (exact)
+    from midnight up to this hour of the day, this hour included."""
+    yesterday = site.today() - timedelta(days=1)
+    hours = range(datetime.now(site.tz).hour + 1)
+    pipe = r.pipeline(transaction=False)
+    pipe.pfcount(*(keys.hour_visitors(site.id, yesterday, hour) for hour in hours))
+    for hour in hours:
+        pipe.get(keys.hour_pageviews(site.id, yesterday, hour))
+    visitors, *views = pipe.execute()
+    return {"visitors": visitors, "dau": visitors, "pageviews": sum(int(v or 0) for v in views)}
 
 
 def percent_change(now, before) -> float | None:

@@ -30,7 +30,7 @@ def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None
     tables = {
         "summary": {
             "columns": ["metric", "value", "change_percent"],
-            "rows": [[metric, result["value"], result["change"]] for metric, result in totals.items()],
+            "rows": [[metric, result["value"], result.get("change")] for metric, result in totals.items()],
         },
         "daily": {"columns": ["date", *queries.METRICS], "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily]},
         "pages": {"columns": ["page", "visitors", "pageviews"], "rows": [[p["page"], p["visitors"], p["pageviews"]] for p in pages]},
