@@ -90,7 +90,7 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
     days = days_between(start, end)
     rows = [values[day] for day in days]
     last = values[min(end, site.today())] if start <= site.today() else rows[-1]
-    dau = round(sum(row["dau"] for row in rows) / len(rows))  # an average of people: whole people
+    dau = int(sum(row["dau"] for row in rows) / len(rows) + 0.5)  # an average of people: whole people (half up)
     with scratch(r, site.id) as tmp:
         visitors = range_visitors(r, site, {"period": days}, tmp)["period"]
     return {
