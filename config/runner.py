@@ -85,7 +85,7 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
             "--port", str(port),
             "--dir", str(data_dir),
             "--appendonly", "yes",
-            "--appendfsync", "everysec",
+            "--appendfsync", os.environ.get("TALLY_REDIS_APPENDFSYNC", "everysec"),
             "--save", "",
             "--pidfile", str(pidfile),
             "--logfile", str(data_dir / "redis.log"),

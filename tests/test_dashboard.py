@@ -211,3 +211,22 @@ def test_today_is_drawn_by_the_hour(client, data_site, owner):
     bars = response.context["figures"]["visitors"]["data"][0]["x"]
     assert len(bars) == 24 and bars[0].endswith("T00:00") and bars[-1].endswith("T23:00")
     assert len(client.get("/dashboard/example.com/", {"period": "7d"}).context["figures"]["visitors"]["data"][0]["x"]) == 7
+
+
+def test_tables_use_thousands_separators_and_unknown_pages_are_styled(client, data_site, owner, r):
+    site, _ = data_site
+    info = SiteInfo.from_model(site)
+    record(r, info, [Hit(None, "/busy", "pageview", identity_source(None, f"b{n % 1300}", None, None)) for n in range(2500)])
+    client.force_login(owner)
+    html = client.get("/dashboard/example.com/").content.decode()
+    assert '<td class="num">2,500</td>' in html
+    missing = client.get("/dashboard/nowhere.example/")
+    assert missing.status_code == 404 and "Back to your sites" in missing.content.decode() and "tally" in missing.content.decode().lower()
+
+
+def test_search_suggestions_come_most_visited_first(client, data_site, owner, r):
+    site, _ = data_site
+    info = SiteInfo.from_model(site)
+    record(r, info, [Hit(None, "/pz", "pageview", identity_source(None, f"z{n}", None, None)) for n in range(500)])
+    client.force_login(owner)
+    assert client.get("/dashboard/example.com/search?q=/p").json()["pages"][0] == "/pz"

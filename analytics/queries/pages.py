@@ -92,11 +92,21 @@ def _cover(site: SiteInfo, start: date, end: date):
     return keys_of
 
 
+SEARCH_CANDIDATES = 200  # prefix matches ranked for one suggestion list
+
+
 def search_pages(r: redis.Redis, site: SiteInfo, prefix: str, limit: int = 10) -> list[str]:
-    """Paths starting with `prefix`, in byte order: ZRANGEBYLEX over a set of equal scores."""
+    """Paths starting with `prefix`, most visited first (all-time pageviews, then byte
+    order): ZRANGEBYLEX over a set of equal scores finds up to SEARCH_CANDIDATES matches,
+    ZMSCORE in the pageview-ranked set orders them."""
     low = b"[" + prefix.encode() if prefix else b"-"
     high = b"[" + prefix.encode() + b"\xff" if prefix else b"+"
-    return [p.decode() for p in r.zrangebylex(keys.page_search(site.id), low, high, start=0, num=limit)]
+    matches = r.zrangebylex(keys.page_search(site.id), low, high, start=0, num=SEARCH_CANDIDATES)
+    if not matches:
+        return []
+    scores = r.zmscore(keys.page_rank(site.id), matches)
+    ranked = sorted(zip(matches, scores), key=lambda m: (-(m[1] or 0), m[0]))
+    return [path.decode() for path, _ in ranked[:limit]]
 
 
 def page_timeseries(r: redis.Redis, site: SiteInfo, path: str, start: date, end: date) -> list[dict]:

@@ -1,4 +1,5 @@
-"""Number formatting for the cards: 1234 -> 1,234; 1234567 -> 1.23M; 0.1234 -> 12.3%."""
+"""Number formatting: cards 1234 -> 1,234 and 1234567 -> 1.23M; tables 1234567 ->
+1,234,567; 0.1234 -> 12.3%."""
 from django import template
 
 register = template.Library()
@@ -13,6 +14,11 @@ def compact(value):
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.1f}"
     return f"{int(value):,}"
+
+
+@register.filter
+def thousands(value):
+    return "–" if value is None else f"{int(value):,}"
 
 
 @register.filter
