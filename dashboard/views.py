@@ -66,6 +66,11 @@ def site(request, site, info, base, shared):
     today = info.today()
     period = periods.parse(request.GET, today)
     r = get_redis()
+    tracker = request.build_absolute_uri(static("tracker.js"))
+    snippet = f'<script defer data-domain="{site.domain}" src="{tracker}"></script>'
+    if not queries.has_events(r, info):  # one clear state, not empty axes and a grid of 0%
+        context = {"site": site, "info": info, "snippet": snippet, "event_url": request.build_absolute_uri(reverse("event"))}
+        return render(request, "dashboard/waiting.html", context)
     values = queries.daily_values(r, info, period.start, period.end)
     rows = [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
     totals = queries.aggregate(r, info, period.start, period.end, compare="previous_period", values=values)
@@ -93,7 +98,6 @@ def site(request, site, info, base, shared):
         if not (key == "new_visitors" and totals[key]["value"] is None)
     ]
     pageviews = totals["pageviews"]
-    tracker = request.build_absolute_uri(static("tracker.js"))
     return render(
         request,
         "dashboard/site.html",
@@ -109,7 +113,7 @@ def site(request, site, info, base, shared):
             "shared": shared,
             "base": base,
             "live_url": _live_url(request, site, shared),
-            "snippet": f'<script defer data-domain="{site.domain}" src="{tracker}"></script>',
+            "snippet": snippet,
             "event_url": request.build_absolute_uri(reverse("event")),
             "daily_salt": info.daily_salt,
             "export_formats": [("csv", "CSV"), ("xlsx", "Excel"), ("json", "JSON")],

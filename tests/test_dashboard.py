@@ -230,3 +230,18 @@ def test_search_suggestions_come_most_visited_first(client, data_site, owner, r)
     record(r, info, [Hit(None, "/pz", "pageview", identity_source(None, f"z{n}", None, None)) for n in range(500)])
     client.force_login(owner)
     assert client.get("/dashboard/example.com/search?q=/p").json()["pages"][0] == "/pz"
+
+
+def test_an_empty_site_is_one_waiting_state_until_its_first_event(client, make_site, owner, r):
+    """Issue 11: not empty axes from -1 to 4 and a grid of '0% 0'."""
+    site, _ = make_site("quiet.example")
+    site.owners.add(owner)
+    client.force_login(owner)
+    html = client.get("/dashboard/quiet.example/").content.decode()
+    assert "waiting for the first event" in html and 'http-equiv="refresh"' in html
+    assert "chart-visitors" not in html and "plotly" not in html and "retention" not in html.lower()
+    record(r, SiteInfo.from_model(site), [Hit(None, "/", "pageview", identity_source(None, "first", None, None))])
+    html = client.get("/dashboard/quiet.example/").content.decode()
+    assert "chart-visitors" in html and "waiting for the first event" not in html
+    old = client.get("/dashboard/quiet.example/", {"period": "custom", "from": "2020-01-01", "to": "2020-01-31"}).content.decode()
+    assert "No visits in this period." in old

@@ -152,3 +152,11 @@ def percent_change(now, before) -> float | None:
     if now is None or not before:
         return None
     return round(100 * (now - before) / before, 1)
+
+
+def has_events(r: redis.Redis, site: SiteInfo) -> bool:
+    """Has the site ever counted a visit? (Stored days, or today's and yesterday's keys.)"""
+    if DailyMetrics.objects.filter(site_id=site.id, visitors__gt=0).exists():
+        return True
+    today = site.today()
+    return bool(r.exists(*(keys.site_visitors(site.id, day) for day in (today, today - timedelta(days=1)))))
