@@ -163,3 +163,39 @@ def filters(request, site, info, base, shared):
     if shared:
         raise Http404("not shared")
     return JsonResponse(recommendations.filter_stats(get_redis(), info))
+
+
+PAGES_PER_VIEW = 50
+MAX_PAGES_LISTED = 2000
+
+
+@site_view
+def pages(request, site, info, base, shared):
+    """Every page of the period, most visitors first, 50 at a time, with a search (paths
+    containing the text). Ranked as the top-pages card ranks (the read API's numbers)."""
+    period = periods.parse(request.GET, info.today())
+    search = request.GET.get("q", "").strip()[:200]
+    try:
+        number = max(1, int(request.GET.get("page", "1")))
+    except ValueError:
+        number = 1
+    ranked = queries.top_pages(get_redis(), info, period.start, period.end, limit=MAX_PAGES_LISTED)
+    if search:
+        ranked = [p for p in ranked if search.lower() in p["page"].lower()]
+    last = max(1, -(-len(ranked) // PAGES_PER_VIEW))
+    number = min(number, last)
+    shown = ranked[(number - 1) * PAGES_PER_VIEW : number * PAGES_PER_VIEW]
+    context = {
+        "site": site,
+        "info": info,
+        "period": period,
+        "base": base,
+        "pages": shown,
+        "search": search,
+        "number": number,
+        "last": last,
+        "total": len(ranked),
+        "first_rank": (number - 1) * PAGES_PER_VIEW + 1,
+        "capped": len(ranked) >= MAX_PAGES_LISTED and not search,
+    }
+    return render(request, "dashboard/pages.html", context)

@@ -245,3 +245,21 @@ def test_an_empty_site_is_one_waiting_state_until_its_first_event(client, make_s
     assert "chart-visitors" in html and "waiting for the first event" not in html
     old = client.get("/dashboard/quiet.example/", {"period": "custom", "from": "2020-01-01", "to": "2020-01-31"}).content.decode()
     assert "No visits in this period." in old
+
+
+def test_all_pages_paged_and_searchable(client, data_site, owner, r):
+    site, _ = data_site
+    info = SiteInfo.from_model(site)
+    record(r, info, [Hit(None, f"/doc/{n}", "pageview", identity_source(None, f"d{n}-{k}", None, None)) for n in range(120) for k in range(1 + n % 3)])
+    client.force_login(owner)
+    assert 'id="all-pages"' in client.get("/dashboard/example.com/").content.decode()
+    first = client.get("/dashboard/example.com/pages", {"period": "30d"})
+    assert first.status_code == 200 and len(first.context["pages"]) == 50 and first.context["last"] == 3
+    third = client.get("/dashboard/example.com/pages", {"period": "30d", "page": "3"}).context
+    assert third["number"] == 3 and len(third["pages"]) == third["total"] - 100
+    everything = [p["page"] for n in (1, 2, 3) for p in client.get("/dashboard/example.com/pages", {"period": "30d", "page": str(n)}).context["pages"]]
+    assert len(everything) == len(set(everything)) == first.context["total"]  # every page once, in rank order
+    found = client.get("/dashboard/example.com/pages", {"period": "30d", "q": "/doc/11"}).context["pages"]
+    assert {p["page"] for p in found} == {"/doc/11", "/doc/110", "/doc/111", "/doc/112", "/doc/113", "/doc/114", "/doc/115", "/doc/116", "/doc/117", "/doc/118", "/doc/119"}
+    shared = client.get(f"/share/{site.enable_sharing()}/pages", {"q": XSS})
+    assert shared.status_code == 200 and "<img" not in shared.content.decode().split("<main>")[1]
