@@ -158,3 +158,22 @@ def test_the_tracker_says_why_it_ignores_localhost(context, live_server, r):
     host = live_server.url.split("://")[1].rsplit(":", 1)[0]
     assert ("warning", f"Tally: not counting {host} (local); add data-allow-localhost to count it") in messages
     assert sent == []
+
+
+def test_nothing_sticks_out_on_a_phone(dashboard):
+    """Issue 11: at 390 px the site list was 392 px wide and the Recommend button stuck out."""
+    page, problems, site, info = dashboard
+    page.set_viewport_size({"width": 390, "height": 844})
+    origin = page.url.split("/dashboard")[0]
+    for path in ("/", "/dashboard/example.com/", "/dashboard/example.com/pages"):
+        page.goto(origin + path)
+        page.wait_for_load_state("load")
+        wide = [
+            (selector, box["x"] + box["width"])
+            for selector in ("table", "button", "form", ".card", "pre", "input")
+            for n in range(page.locator(selector).count())
+            if (box := page.locator(selector).nth(n).bounding_box()) and box["x"] + box["width"] > 390.5
+            and not page.locator(selector).nth(n).evaluate("e => !!e.closest('.chart, pre, .scroll')")
+        ]
+        assert wide == [], (path, wide)
+    assert problems == []
