@@ -19,3 +19,22 @@ def test_demo_makes_a_rolled_up_site(db, r):
     assert all(row.mau >= row.wau >= row.dau for row in rows)
     assert any(sum(c.retained[1:]) for c in Retention.objects.filter(site=site, unit="week"))  # people come back
     assert "rolled up" in out.getvalue()
+
+
+def test_demo_retention_decays_smoothly_and_today_is_counted(db, r):
+    """Issue 11: every week cohort fell to exactly 0 at week 8, and today's cell was 0 for
+    every recent cohort."""
+    from datetime import timedelta
+
+    from analytics import queries
+    from analytics.sites import SiteInfo
+
+    call_command("demo", "--visitors", "150", stdout=io.StringIO(), stderr=io.StringIO())
+    info = SiteInfo.from_model(Site.objects.get(domain="demo.example"))
+    today = info.today()
+    weeks = queries.retention(r, info, "week", today - timedelta(weeks=12), today, 12)
+    oldest = weeks[0]["retained"]
+    assert len(oldest) == 13 and all(n > 0 for n in oldest)  # no cliff
+    days = queries.retention(r, info, "day", today - timedelta(days=6), today - timedelta(days=2), 30)
+    assert sum(c["retained"][-1] for c in days) > 0  # recent cohorts show up today
+    assert Site.objects.get(domain="demo.example").pk and r.exists(f"tally:{{{info.id}}}:pv:{today - timedelta(days=1)}:page:/docs/getting-started")

@@ -1,8 +1,10 @@
 """python manage.py demo: a `demo.example` site with 90 days of synthetic traffic, rolled up.
 
-Realistic enough to read: weekday/weekend rhythm, a few hundred pages with a long tail,
-a pool of returning visitors (so retention curves look real) beside one-off ones, and
-some bot traffic that gets dropped. Events go through the same engine path as the APIs.
+Realistic enough to read: weekday/weekend rhythm, a product site's pages (blog posts,
+docs, pricing) with a long tail, visitors known by IP and User-Agent from a realistic mix
+of browsers and devices, returning visitors whose chance to come back fades smoothly with
+time (so retention curves decay without falling off a cliff), and some bot traffic that
+gets dropped. Events go through the same engine path as the APIs.
 """
 import random
 from datetime import UTC, datetime, time, timedelta
@@ -19,15 +21,40 @@ from analytics.store.connection import get_redis
 
 DOMAIN = "demo.example"
 DAYS = 90
-SECTIONS = ["blog", "docs", "guides", "changelog", "integrations"]
+TOP = ["/", "/pricing", "/features", "/docs/getting-started", "/blog", "/signup", "/login", "/about", "/contact"]
+DOCS = ["installation", "configuration", "api/events", "api/stats", "api/authentication", "tracker", "self-hosting",
+        "upgrading", "faq", "troubleshooting", "exports", "retention", "funnels", "goals", "privacy", "cluster"]
+OPENINGS = ["how-we", "why-we", "what-we-learned-when-we", "a-guide-to", "notes-on", "the-case-for"]
+SUBJECTS = ["counted-a-billion-events", "moved-to-redis", "dropped-cookies", "built-retention-cohorts", "made-ingest-fast",
+            "tested-with-real-browsers", "handle-bots", "sized-bloom-filters", "run-on-a-cluster", "measure-memory",
+            "ship-weekly", "price-an-open-source-product", "wrote-our-tracker-in-1kb", "think-about-privacy"]
+# (share, User-Agent): roughly what a developer-tools site sees
+AGENTS = [
+    (34, "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"),
+    (18, "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"),
+    (12, "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"),
+    (10, "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Mobile Safari/537.36"),
+    (9, "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_6) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15"),
+    (8, "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"),
+    (6, "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Edg/130.0.0.0"),
+    (3, "Mozilla/5.0 (iPad; CPU OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"),
+]
 
 
 def _pages(rng: random.Random) -> list[str]:
-    pages = ["/", "/pricing", "/features", "/about", "/signup", "/login", "/contact"]
-    for section in SECTIONS:
-        pages.append(f"/{section}")
-        pages += [f"/{section}/{section[:-1] if section.endswith('s') else section}-{n}" for n in range(rng.randint(30, 70))]
-    return pages
+    """Most visited first (the order sets the long tail)."""
+    posts = [f"/blog/{opening}-{subject}" for opening in OPENINGS for subject in SUBJECTS]
+    rng.shuffle(posts)
+    docs = [f"/docs/{page}" for page in DOCS]
+    rng.shuffle(docs)
+    return TOP + docs + posts[:60] + ["/changelog", "/integrations", "/careers", "/terms", "/privacy"] + posts[60:]
+
+
+def _person(rng: random.Random) -> bytes:
+    """A visitor as the engine sees an anonymous one: a (public-looking) IP and a User-Agent."""
+    ip = f"{rng.choice([31, 46, 77, 82, 93, 145, 178, 185, 188, 212, 217])}.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+    agent = rng.choices([a for _, a in AGENTS], weights=[w for w, _ in AGENTS])[0]
+    return identity_source(None, None, ip, agent)
 
 
 class Command(BaseCommand):
@@ -48,34 +75,37 @@ class Command(BaseCommand):
         today = info.today()
         now = datetime.now(UTC)
         # Returning visitors: a share of each day's newcomers "stick" and come back with a
-        # chance that fades day by day, which gives retention curves their usual shape.
-        sticky: dict[str, float] = {}
+        # chance that fades smoothly with the days since they arrived (a power law: no
+        # cliff where everyone stops at once), which gives retention its usual shape.
+        sticky: dict[bytes, tuple[float, int]] = {}  # person -> (first chance, day offset arrived)
         total = 0
         for offset in tqdm(range(DAYS - 1, -1, -1), desc="traffic", unit="day", file=self.stderr._out):
             day = today - timedelta(days=offset)
             weekend = day.weekday() >= 5
             rhythm = (0.55 if weekend else 1.0) * (1 + 0.3 * (DAYS - offset) / DAYS) * rng.uniform(0.85, 1.15)
-            people = [p for p, chance in sticky.items() if rng.random() < chance * (0.7 if weekend else 1.0)]
+            people = [
+                p for p, (chance, arrived) in sticky.items()
+                if rng.random() < chance * (1 + (arrived - offset) / 3) ** -0.8 * (0.7 if weekend else 1.0)
+            ]
             for _ in range(int(visitors * rhythm * 0.6)):
-                person = f"v{rng.getrandbits(48)}"
+                person = _person(rng)
                 people.append(person)
                 if rng.random() < 0.35:
-                    sticky[person] = rng.uniform(0.15, 0.45)
-            sticky = {p: chance * 0.94 for p, chance in sticky.items() if chance > 0.02}
+                    sticky[person] = (rng.uniform(0.15, 0.45), offset)
+            rng.shuffle(people)  # (today is cut short below: a fair share of each kind)
             day_start = datetime.combine(day, time(), tzinfo=info.tz)
             latest = min(now, day_start + timedelta(days=1))
             span = max(60.0, (latest - day_start).total_seconds())
             if span < 86400:  # today: only the part of the day that has passed
                 people = people[: int(len(people) * span / 86400) + 1]
             hits = []
-            for person in people:
-                source = identity_source(None, person, None, None)
+            for source in people:
                 start = day_start + timedelta(seconds=min(span - 1, abs(rng.gauss(0.55, 0.2)) * span))
                 for n in range(min(1 + int(rng.expovariate(0.7)), 12)):
                     ts = (start + timedelta(minutes=2 * n)).astimezone(UTC)
                     if ts > now:
                         break
-                    page = pages[min(int(len(pages) ** rng.random()) - 1, len(pages) - 1)]
+                    page = pages[min(int(len(pages) ** (rng.random() ** 1.3)) - 1, len(pages) - 1)]
                     hits.append(Hit(ts, page, "pageview", source))
                 if rng.random() < 0.03:
                     hits.append(Hit(start.astimezone(UTC), "/signup", "Signup", source))
