@@ -63,12 +63,13 @@ def retention(cohorts: list[dict], unit: str) -> dict:
     # Colour by the later periods: n = 0 is always 100% and would wash the rest out.
     later = [100 * n / c["size"] for c in cohorts if c["size"] for n in c["retained"][1:]]
     top = max(later, default=0) or 100
-    z, text = [], []
+    z, text, short = [], [], []
     for cohort in cohorts:
         size = cohort["size"]
         pct = [round(100 * n / size, 1) if size else 0 for n in cohort["retained"]]
         z.append(pct + [None] * (width - len(pct)))
         text.append([f"{p:g}%<br>{n}" for p, n in zip(pct, cohort["retained"])] + [""] * (width - len(pct)))
+        short.append([f"{p:.0f}%" for p in pct] + [""] * (width - len(pct)))  # phones: the share alone
     labels = [f"{c['cohort']} ({c['size']})" for c in cohorts]
     heatmap = dict(
         type="heatmap",
@@ -76,6 +77,7 @@ def retention(cohorts: list[dict], unit: str) -> dict:
         x=[f"{unit[0]}{n}" for n in range(width)],
         y=labels,
         text=text,
+        customdata=short,
         texttemplate="%{text}",
         textfont=dict(size=9),
         colorscale=[[0, "#f1f3ff"], [1, ACCENT]],

@@ -122,6 +122,8 @@ def test_it_fits_a_phone(dashboard, context):
     charts_drawn(page)
     width = page.locator("html").bounding_box()["width"]
     assert width <= 391, f"the page is {width}px wide on a 390px phone"
+    cells = [t for t in page.locator("#chart-retention-day svg text").all_text_contents() if t and t.endswith("%")]
+    assert cells and all(re.fullmatch(r"\d+%", t) for t in cells), [t for t in cells if not re.fullmatch(r"\d+%", t)][:5]  # shares only
 
 
 def test_exports_download_and_big_ones_show_progress(dashboard):
