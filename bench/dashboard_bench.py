@@ -44,9 +44,8 @@ def load(r, site, info, say):
         for n, path in enumerate(paths):
             pipe.set(keys.page_visitors(site.pk, day, path), dense_bytes if n < 50 else small_bytes)
             pipe.set(keys.page_pageviews(site.pk, day, path), int(100_000 / (n + 1)))
-        if offset < 31:
-            pipe.set(keys.active(site.pk, day), bitmap)
-            pipe.set(keys.new_visitors(site.pk, day), bitmap[:20_000])
+        pipe.set(keys.active(site.pk, day), bitmap)  # (a period's visitors: the OR of these)
+        pipe.set(keys.new_visitors(site.pk, day), bitmap[:20_000])
         pipe.execute()
         if offset:  # closed days: rolled up
             page_rows += [PageDaily(site=site, date=day, path=p, visitors=DAILY_VISITORS // (n + 2), pageviews=int(100_000 / (n + 1)))
@@ -59,7 +58,7 @@ def load(r, site, info, say):
         monday = today - timedelta(days=today.weekday(), weeks=w)
         cohorts.append(Retention(site=site, unit="week", cohort=monday, size=150_000,
                                  retained=[150_000] + [rng.randrange(5000, 20000) for _ in range(min(12, w))]))
-    # The rollups' merged week and month HLLs (site and pages) of the closed periods.
+    # The rollups' merged week and month page HLLs of the closed periods.
     periods = []
     for unit in ("week", "month"):
         first = today - timedelta(days=DAYS - 1)
@@ -71,7 +70,6 @@ def load(r, site, info, say):
             if span[0] >= first:
                 periods.append(PeriodVisitors(site=site, unit=unit, start=start, visitors=DAILY_VISITORS * 3, final=True))
                 pipe = r.pipeline(transaction=False)
-                pipe.set(keys.period_visitors(site.pk, unit, start), dense_bytes)
                 for n in range(PAGES):
                     pipe.set(keys.period_visitors(site.pk, unit, start, f"/page/{n}"), dense_bytes if n < 50 else small_bytes)
                 pipe.execute()
@@ -117,7 +115,7 @@ def run(r, site, say) -> list[tuple]:
     values = queries.daily_values(r, info, period.start, period.end)
     parts = {
         "daily values (rows + today live)": part(lambda: queries.daily_values(r, info, period.start, period.end)),
-        "summary (90-day HLL union)": part(lambda: queries.summary(r, info, period.start, period.end, values)),
+        "summary (90-day union of activity bitmaps)": part(lambda: queries.summary(r, info, period.start, period.end, values)),
         "top pages": part(lambda: queries.top_pages(r, info, period.start, period.end, 10)),
         "retention (rows)": part(lambda: queries.retention(r, info, "day", period.end - timedelta(days=29), period.end, 30)),
     }

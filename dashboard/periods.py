@@ -33,6 +33,13 @@ class Period:
     def label(self) -> str:
         return dict(CHOICES)[self.key]
 
+    @property
+    def query(self) -> str:
+        """This period as a query string, for links that keep it."""
+        if self.key == "custom":
+            return f"period=custom&from={self.start.isoformat()}&to={self.end.isoformat()}"
+        return f"period={self.key}"
+
     def previous(self) -> "Period":
         """The period of the same length just before this one (for the cards' changes)."""
         end = self.start - timedelta(days=1)

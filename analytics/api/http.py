@@ -103,27 +103,22 @@ def client_ip(request) -> str:
     """The socket's address, or the right-most untrusted X-Forwarded-For hop when the socket
     is a trusted proxy. Without TRUSTED_PROXIES the header is ignored: anyone can forge it."""
     remote = request.META.get("REMOTE_ADDR", "")
-    trusted = settings.TRUSTED_PROXIES
-    if not trusted or not _is_trusted(remote, trusted):
+    if not is_trusted_proxy(remote):
         return remote
     hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if h.strip()]
     for hop in reversed(hops):
-        if not _is_trusted(hop, trusted):
+        if not is_trusted_proxy(hop):
             return hop
     return hops[0] if hops else remote
 
 
 def is_trusted_proxy(address: str) -> bool:
-    """Is the socket's peer one of TRUSTED_PROXIES (whose forwarding headers we believe)?"""
-    return bool(settings.TRUSTED_PROXIES) and _is_trusted(address, settings.TRUSTED_PROXIES)
-
-
-def _is_trusted(address: str, networks) -> bool:
+    """Is this address one of TRUSTED_PROXIES (whose forwarding headers we believe)?"""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
-    return any(ip in network for network in networks)
+    return any(ip in network for network in settings.TRUSTED_PROXIES)
 
 
 def methods(*allowed: str):

@@ -57,11 +57,11 @@ def event(request):
 
     # A user_id still identifies the visitor, but an anonymous request never writes a named
     # user's recommendation filter (only the Bearer-key APIs do): user=None.
-    source = identity_source(payload.user_id, None, client_ip(request), user_agent)
+    ip = client_ip(request)
+    source = identity_source(payload.user_id, None, ip, user_agent)
     hit = Hit(ts=None, path=path, name=payload.name, identity=source, bot=is_bot(user_agent), user=None)
     response = HttpResponse(b"ok", status=202, content_type="text/plain")
     now = datetime.now(UTC)
-    ip = client_ip(request)
     for site in targets.values():
         limits = [*_site_limit(site, 1), *_client_limit(site, ip)]
         if _record_or_spool(site, [hit], now, new_mark(site, now), limits) is None:

@@ -20,34 +20,23 @@ def range_visitors(r: redis.Redis, site: SiteInfo, ranges: dict[Hashable, list[d
     """{name: visitors over its days} for every named range of days."""
     sid = site.id
     pipe = r.pipeline(transaction=False)
-    layout = []
+    answers_of: dict[Hashable, list[int]] = {}  # range -> positions of the answers it takes the max of
     for n, (name, days) in enumerate(ranges.items()):
         if not days:
-            layout.append((name, None))
-            continue
-        if not site.daily_salt:
-            if len(days) == 1:
-                pipe.bitcount(keys.active(sid, days[0]))
-            else:
-                dest = tmp.key(f"union:{n}")
-                queue_union(pipe, dest, [keys.active(sid, day) for day in days])
-                pipe.bitcount(dest)
-                pipe.unlink(dest)
-            layout.append((name, len(pipe) - (1 if len(days) == 1 else 2)))
-        else:
+            answers_of[name] = []
+        elif not site.daily_salt and len(days) == 1:
+            pipe.bitcount(keys.active(sid, days[0]))
+            answers_of[name] = [len(pipe) - 1]
+        elif not site.daily_salt:
+            dest = tmp.key(f"union:{n}")
+            queue_union(pipe, dest, [keys.active(sid, day) for day in days])
+            pipe.bitcount(dest)
+            answers_of[name] = [len(pipe) - 1]
+            pipe.unlink(dest)
+        else:  # the HLL union, and each day's exact DAU as a floor
             pipe.pfcount(*(keys.site_visitors(sid, day) for day in days))
-            first = len(pipe) - 1
             for day in days:
                 pipe.bitcount(keys.active(sid, day))
-            layout.append((name, (first, len(days))))
+            answers_of[name] = list(range(len(pipe) - len(days) - 1, len(pipe)))
     answers = pipe.execute()
-    result = {}
-    for name, where in layout:
-        if where is None:
-            result[name] = 0
-        elif isinstance(where, int):
-            result[name] = int(answers[where])
-        else:
-            first, count = where
-            result[name] = max([int(answers[first])] + [int(a) for a in answers[first + 1 : first + 1 + count]])
-    return result
+    return {name: max((int(answers[p]) for p in positions), default=0) for name, positions in answers_of.items()}

@@ -27,9 +27,7 @@ from . import identity
 PAGEVIEW = "pageview"
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
-FIXED_KEYS = 16  # record_batch.lua's KEYS before the rate-limit buckets
 OTHER = "(other)"  # where pages and event names past a site's daily quota are counted
-LIMITS_ARG = 9  # (0-based) index of its ARGV[10], the number of rate-limit buckets
 DAY_ZERO = date(2000, 1, 1)  # first days seen are stored as days since this one (u16)
 
 
@@ -189,15 +187,17 @@ def record(
     # In day order, so a visitor's "new" mark lands on the earliest day of the batch. Days
     # before yesterday may be rolled up already: the script marks them dirty.
     dirty_before = today - timedelta(days=1)
+    # Rate limits ride in the script when it is the call's only write (one round trip);
+    # several writes are charged first, all or nothing, before any of them.
+    single = sum(map(len, chunks.values())) == 1 and not seen_pages
+    if limits and not single:
+        throttle(r, list(limits))
     calls = []
     for day in sorted(chunks):
         for n, chunk in enumerate(chunks[day]):
             chunk_mark = (mark.key, mark.chunk(len(calls)), mark.ttl) if mark else None
-            calls.append(_script_call(site, day, chunk, dirty=day < dirty_before and n == 0, mark=chunk_mark))
-    if limits and len(calls) == 1 and not seen_pages:
-        calls[0] = _with_limits(*calls[0], limits)  # checked in the same call: one round trip
-    elif limits:
-        throttle(r, list(limits))  # several writes: all or nothing, before any of them
+            dirty = day < dirty_before and n == 0
+            calls.append(_script_call(site, day, chunk, dirty, chunk_mark, limits if single else ()))
     results = []
     if len(calls) == 1 and not seen_pages:
         results = [RECORD_BATCH.run(r, *calls[0])]  # the common case, a single call: no pipeline needed
@@ -218,9 +218,11 @@ def record(
     return recorded
 
 
-def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tuple | None) -> tuple[list, list]:
+def _script_call(
+    site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tuple | None, limits: list[Bucket] = ()
+) -> tuple[list, list]:
     """KEYS and ARGV of record_batch.lua for one chunk (the layout is documented there).
-    `mark` is (set key, member, ttl) or None."""
+    `mark` is (set key, member, ttl) or None; `limits`, the rate-limit buckets it charges."""
     sid = site.id
     id_day = day if site.daily_salt else None
     mark_key, mark_member, mark_ttl = mark or (keys.applied(sid, day), "", 0)
@@ -241,7 +243,8 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
         keys.bots_dropped(sid, day),
         keys.page_rank(sid),
         keys.latest_first_day(sid),
-    ]  # (then the rate-limit buckets, when _with_limits() adds them)
+        *(bucket.key for bucket in limits),
+    ]
     args = [
         DAILY_ID_MAP_TTL if site.daily_salt else 0,
         0 if site.daily_salt else 1,
@@ -252,7 +255,8 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
         keys.new_visitors_prefix(sid),
         1 if dirty else 0,
         chunk.bots,
-        0,  # rate-limit buckets: see _with_limits()
+        len(limits),
+        *(arg for bucket in limits for arg in bucket.args()),
         len(chunk.visitors),
         *chunk.visitors,
         chunk.pageviews,
@@ -276,15 +280,6 @@ def _script_call(site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tu
         args += (views, ",".join(map(str, members)))
     args += (settings.PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
     return script_keys, args
-
-
-def _with_limits(script_keys: list, args: list, limits: list[Bucket]) -> tuple[list, list]:
-    """The same call, checking and charging rate-limit buckets first."""
-    bucket_args = [a for bucket in limits for a in bucket.args()]
-    return (
-        script_keys[:FIXED_KEYS] + [bucket.key for bucket in limits] + script_keys[FIXED_KEYS:],
-        args[:LIMITS_ARG] + [len(limits), *bucket_args] + args[LIMITS_ARG + 1 :],
-    )
 
 
 def _retry_unloaded_scripts(r, results, calls) -> list:

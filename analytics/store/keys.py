@@ -47,8 +47,8 @@ per site) when new events arrive; live dashboards listen.
 Rollup keys (written by analytics.rollups, expiring with the daily keys they summarise):
 
 =======================  ======  =========================================================
-uv-week:<monday>[:page:<p>]   HLL  PFMERGE of the week's day HLLs (site, or page <p>)
-uv-month:<first>[:page:<p>]   HLL  PFMERGE of the month's day HLLs
+uv-week:<monday>:page:<p>     HLL  PFMERGE of page <p>'s day HLLs in the week
+uv-month:<first>:page:<p>     HLL  PFMERGE of page <p>'s day HLLs in the month
 active-week:<monday>     bitmap  BITOP OR of the week's active bitmaps
 new-week:<monday>        bitmap  BITOP OR of the week's new-visitor bitmaps
 lock:<job>               string  a job's lock (store/locks.py)
