@@ -153,6 +153,7 @@ def setup_site():
     from analytics.sites import SiteInfo
 
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", "--noinput", verbosity=0)  # (pages name static files through the manifest)
     Site.objects.filter(domain=DOMAIN).delete()
     site = Site.objects.create(domain=DOMAIN)
     return SiteInfo.from_model(site), site.create_api_key("bench")
