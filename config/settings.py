@@ -184,8 +184,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Static files go out gzip-compressed under content-hashed names cached for a year
-# (`collectstatic`, which `make run` and the test session run, writes both; plotly.min.js
-# is 4.8 MB raw, ~1.4 MB gzipped). With DEBUG, files are served from the source folders.
+# (`collectstatic`, which `make run` and the test session run, writes both; the vendored
+# Plotly bundle, cartesian traces only, is 1.5 MB raw and 0.5 MB gzipped, where the full
+# plotly.min.js was 4.8 MB and 1.4 MB). With DEBUG, files are served from the source folders.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
