@@ -1,7 +1,23 @@
-"""Admin for sites and API keys. Keys are shown once, in a message, when made."""
+"""Admin for sites and API keys, the place a site owner starts from.
+
+A new key is shown once, on the page that answers the POST that made it: the clear text is
+never stored (not in the session, not in a message), and the page is never cached.
+"""
+import functools
+import zoneinfo
+
 import redis
+from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.templatetags.static import static
+from django.urls import path, reverse
+from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html, format_html_join
+from django.views.decorators.http import require_POST
 
 from .models import ApiKey, Site
 
@@ -14,18 +30,35 @@ class ApiKeyInline(admin.TabularInline):
     can_delete = True
 
     def has_add_permission(self, request, obj=None):
-        return False  # keys are made by the action below, so their clear text can be shown once
+        return False  # keys are made by the buttons and the action below, so their clear text can be shown once
 
 
-def _show_key(request, site, key):
-    messages.warning(
-        request,
-        f"New API key for {site.domain}: {key} — copy it now; it is stored hashed and will not be shown again.",
-    )
+@functools.cache
+def _timezones():
+    return sorted(zoneinfo.available_timezones())  # (reads the tz database from disk: once)
+
+
+class TimezoneInput(forms.TextInput):
+    """A text box with every IANA zone in a <datalist>: browsers filter the ~600 names as one
+    types, with no JavaScript of ours. The model's validator still refuses unknown zones."""
+
+    def render(self, name, value, attrs=None, renderer=None):
+        list_id = f"{(attrs or {}).get('id', name)}_zones"
+        box = super().render(name, value, {**(attrs or {}), "list": list_id, "autocomplete": "off"}, renderer)
+        options = format_html_join("", '<option value="{}">', ((zone,) for zone in _timezones()))
+        return box + format_html('<datalist id="{}">{}</datalist>', list_id, options)
+
+
+class SiteForm(forms.ModelForm):
+    class Meta:
+        model = Site
+        fields = "__all__"
+        widgets = {"timezone": TimezoneInput(attrs={"class": "vTextField"})}
 
 
 @admin.register(Site)
 class SiteAdmin(admin.ModelAdmin):
+    form = SiteForm
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
     readonly_fields = ("created", "memory_today", "share_link", "bloom_memory")
@@ -34,7 +67,7 @@ class SiteAdmin(admin.ModelAdmin):
     filter_horizontal = ("owners",)
     fieldsets = [
         (None, {"fields": ("domain", "timezone", "identity_mode", "created", "owners")}),
-        ("Public share link", {"fields": ("share_link",), "description": "Use the actions on the site list to create or revoke it."}),
+        ("Public share link", {"fields": ("share_link",), "description": "Use the buttons at the top of this page to create, replace or revoke it."}),
         (
             "Limits",
             {
@@ -45,16 +78,18 @@ class SiteAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Recommendation dedup (Bloom filters)",
+            "Advanced: Recommendation dedup (Bloom filters)",
             {
+                "classes": ["collapse"],
                 "fields": ("bloom_capacity", "bloom_error_rate", "bloom_expansion", "bloom_nonscaling", "bloom_idle_days", "bloom_memory"),
                 "description": "Each visitor with a user id gets a scalable Bloom filter of the pages and items they have seen. "
                 "New settings apply to filters made from now on.",
             },
         ),
         (
-            "Key expiry policy",
+            "Advanced: Key expiry policy",
             {
+                "classes": ["collapse"],
                 "fields": ("keep_realtime_hours", "keep_page_days", "keep_daily_days", "memory_today"),
                 "description": "Raw Redis keys expire after these times, and only once their day is rolled up; "
                 "the rolled-up numbers are kept for good.",
@@ -80,20 +115,67 @@ class SiteAdmin(admin.ModelAdmin):
     def share_link(self, obj):
         if not obj.share_token:
             return "Not shared."
-        from django.urls import reverse
-
         url = reverse("dashboard:shared", args=[obj.share_token])
         return format_html('<a href="{}">{}</a>', url, url)
 
-    @admin.action(description="Create (or replace) a public read-only share link")
-    def enable_sharing(self, request, queryset):
-        from django.urls import reverse
+    def get_urls(self):
+        """The change page's buttons: POST only; admin_view adds the staff check and CSRF."""
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/api-key/", view(require_POST(self.api_key_view)), name="analytics_site_api_key"),
+            path("<path:object_id>/share/", view(require_POST(self.share_view)), name="analytics_site_share"),
+            path("<path:object_id>/unshare/", view(require_POST(self.unshare_view)), name="analytics_site_unshare"),
+        ] + super().get_urls()
 
+    def _site_to_change(self, request, object_id):
+        site = self.get_object(request, unquote(object_id))
+        if site is None:
+            raise Http404("no such site")
+        if not self.has_change_permission(request, site):
+            raise PermissionDenied
+        return site
+
+    def api_key_view(self, request, object_id):
+        site = self._site_to_change(request, object_id)
+        return self._key_page(request, [(site, site.create_api_key())])
+
+    def share_view(self, request, object_id):
+        site = self._site_to_change(request, object_id)
+        url = request.build_absolute_uri(reverse("dashboard:shared", args=[site.enable_sharing()]))
+        self.message_user(request, f"Share link for {site.domain}: {url}", messages.SUCCESS)
+        return redirect("admin:analytics_site_change", site.pk)
+
+    def unshare_view(self, request, object_id):
+        site = self._site_to_change(request, object_id)
+        site.revoke_sharing()
+        self.message_user(request, f"Revoked the share link of {site.domain}.", messages.SUCCESS)
+        return redirect("admin:analytics_site_change", site.pk)
+
+    def _key_page(self, request, keys, added=None):
+        """New keys in clear text, this once: rendered straight into the answer to the POST
+        that made them, and marked no-store so no cache or back button keeps a copy."""
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"{added.domain} added" if added else ("New API keys" if len(keys) > 1 else "New API key"),
+            "keys": keys,
+            "site": added,
+        }
+        if added:
+            tracker = request.build_absolute_uri(static("tracker.js"))
+            context["snippet"] = f'<script defer data-domain="{added.domain}" src="{tracker}"></script>'
+            context["event_url"] = request.build_absolute_uri(reverse("event"))
+        response = render(request, "admin/analytics/site/api_key.html", context)
+        add_never_cache_headers(response)
+        return response
+
+    @admin.action(description="Create (or replace) a public read-only share link", permissions=["change"])
+    def enable_sharing(self, request, queryset):
         for site in queryset:
             url = request.build_absolute_uri(reverse("dashboard:shared", args=[site.enable_sharing()]))
             messages.success(request, f"Share link for {site.domain}: {url}")
 
-    @admin.action(description="Revoke the share link")
+    @admin.action(description="Revoke the share link", permissions=["change"])
     def revoke_sharing(self, request, queryset):
         for site in queryset:
             site.revoke_sharing()
@@ -119,12 +201,14 @@ class SiteAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         if not change:
-            _show_key(request, obj, obj.create_api_key("created with the site"))
+            obj.new_api_key = obj.create_api_key("created with the site")  # for response_add, this request only
 
-    @admin.action(description="Create a new API key for the selected sites")
+    def response_add(self, request, obj, post_url_continue=None):
+        return self._key_page(request, [(obj, obj.new_api_key)], added=obj)
+
+    @admin.action(description="Create a new API key for the selected sites", permissions=["change"])
     def create_api_key(self, request, queryset):
-        for site in queryset:
-            _show_key(request, site, site.create_api_key())
+        return self._key_page(request, [(site, site.create_api_key()) for site in queryset])
 
 
 @admin.register(ApiKey)

@@ -1,10 +1,20 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 
 from config.login import ThrottledLoginView
 
+
+def favicon(request):
+    """Browsers ask for /favicon.ico on pages that link no icon (a JSON answer, a file): the SVG,
+    not a 404. The static name is looked up per request since it is hashed by collectstatic."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("", include("analytics.api.urls")),
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
