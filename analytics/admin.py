@@ -21,6 +21,8 @@ from django.views.decorators.http import require_POST
 
 from .models import ApiKey, Site
 
+admin.site.site_header = admin.site.site_title = "Tally admin"
+
 
 class ApiKeyInline(admin.TabularInline):
     model = ApiKey

@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import HttpResponsePermanentRedirect
+from django.http import HttpResponseRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
@@ -10,7 +10,7 @@ from config.login import ThrottledLoginView
 def favicon(request):
     """Browsers ask for /favicon.ico on pages that link no icon (a JSON answer, a file): the SVG,
     not a 404. The static name is looked up per request since it is hashed by collectstatic."""
-    return HttpResponsePermanentRedirect(static("favicon.svg"))
+    return HttpResponseRedirect(static("favicon.svg"))  # (not permanent: the hashed name changes with the file)
 
 
 urlpatterns = [

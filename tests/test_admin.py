@@ -180,7 +180,7 @@ def test_it_collapses_the_advanced_settings_only(admin_client, site):
 
 def test_it_links_the_favicon_and_redirects_favicon_ico(admin_client, client):
     response = client.get("/favicon.ico")
-    assert response.status_code == 301 and re.search(r"^/static/favicon\.\w+\.svg$", response["Location"])
+    assert response.status_code == 302 and re.search(r"^/static/favicon\.\w+\.svg$", response["Location"])
     assert client.get(response["Location"]).status_code == 200
     for url in ("/admin/login/", "/admin/", ADD_URL):
         page = (client if url == "/admin/login/" else admin_client).get(url).content.decode()

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import redis
 from django.conf import settings
 
+from .. import dimensions
 from ..dedup import bloom
 from ..sites import SiteInfo
 from ..store import keys
@@ -42,6 +43,8 @@ class Hit(NamedTuple):
     identity: bytes
     bot: bool = False
     user: str | None = None
+    attrs: str = ""  # the visit dimensions of this event: fields joined by FIELD_SEP (dimensions.py)
+    interactive: bool = True  # a custom event that ends a bounce (Plausible's "interactive")
 
 
 class _Counts(NamedTuple):
@@ -90,7 +93,7 @@ def client_mark(site: SiteInfo, idempotency_key: str) -> Mark:
 class _Chunk:
     """One day's share of a batch, at most SCRIPT_CHUNK distinct visitors: one Lua call."""
 
-    __slots__ = ("visitors", "pageviews", "pages", "events", "minutes", "hours", "bots")
+    __slots__ = ("visitors", "pageviews", "pages", "events", "minutes", "hours", "bots", "visits", "attrs", "previous")
 
     def __init__(self):
         self.bots = 0  # events dropped as bots that day (counted with the day's first chunk)
@@ -100,6 +103,9 @@ class _Chunk:
         self.events: dict[str, list] = {}  # custom event name -> [count, {visitor indexes}]
         self.minutes: dict[datetime, set[int]] = {}  # recent UTC minute -> {visitor indexes}
         self.hours: dict[int, list] = {}  # local hour of the day -> [pageviews, {visitor indexes}]
+        self.visits: list[tuple] = []  # (unix time, visitor index, kind, path, attrs index) per event
+        self.attrs: dict[str, int] = {}  # attribute string -> 1-based index
+        self.previous: dict[int, bytes] = {}  # visitor index -> digest under yesterday's salt (daily salt)
 
 
 def record(
@@ -127,14 +133,17 @@ def record(
     seen_pages: dict[str, dict[str, None]] = {}  # user -> pages viewed, for their Bloom filter
     hash_keys: dict[date, bytes] = {}
     digest = identity.digest
+    now_seconds = int(now.timestamp())
+    now_local = now.astimezone(tz)
 
-    for ts, path, name, source, bot, user in hits:
+    for ts, path, name, source, bot, user, attrs, interactive in hits:
         if ts is None:
-            day, hour, minute = today, now_hour, now_minute
+            day, hour, minute, seconds, local = today, now_hour, now_minute, now_seconds, now_local
         else:
             local = ts.astimezone(tz)
             day, hour = local.date(), local.hour
             minute = ts.replace(second=0, microsecond=0) if ts >= realtime_floor else None
+            seconds = int(ts.timestamp())
         if bot:
             bots[day] += 1
             continue
@@ -158,6 +167,16 @@ def record(
             index = None
         if index is None:
             index = chunk.visitors[visitor] = len(chunk.visitors) + 1
+            if site.daily_salt and local.hour == 0 and local.minute < dimensions.VISIT_TIMEOUT // 60:
+                # (a visit goes on across the salt change: its state is under yesterday's digest)
+                chunk.previous[index] = digest(identity.day_key(site.salt, day - timedelta(days=1)), source)
+        if "\x1e" in path or "\x1f" in path:
+            path = path.replace("\x1e", " ").replace("\x1f", " ")
+        attrs_index = chunk.attrs.get(attrs)
+        if attrs_index is None:
+            attrs_index = chunk.attrs[attrs] = len(chunk.attrs) + 1
+        kind = "p" if name == PAGEVIEW else "i" if interactive else "n"
+        chunk.visits.append((seconds, index, kind, path, attrs_index))
         if name == PAGEVIEW:
             if user is not None:
                 seen_pages.setdefault(user, {})[path] = None
@@ -197,7 +216,7 @@ def record(
         for n, chunk in enumerate(chunks[day]):
             chunk_mark = (mark.key, mark.chunk(len(calls)), mark.ttl) if mark else None
             dirty = day < dirty_before and n == 0
-            calls.append(_script_call(site, day, chunk, dirty, chunk_mark, limits if single else ()))
+            calls.append(_script_call(site, day, chunk, dirty, chunk_mark, now, limits if single else ()))
     results = []
     if len(calls) == 1 and not seen_pages:
         results = [RECORD_BATCH.run(r, *calls[0])]  # the common case, a single call: no pipeline needed
@@ -219,7 +238,7 @@ def record(
 
 
 def _script_call(
-    site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tuple | None, limits: list[Bucket] = ()
+    site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tuple | None, now: datetime, limits: list[Bucket] = ()
 ) -> tuple[list, list]:
     """KEYS and ARGV of record_batch.lua for one chunk (the layout is documented there).
     `mark` is (set key, member, ttl) or None; `limits`, the rate-limit buckets it charges."""
@@ -279,7 +298,28 @@ def _script_call(
         script_keys += (keys.hour_visitors(sid, day, hour), keys.hour_pageviews(sid, day, hour))
         args += (views, ",".join(map(str, members)))
     args += (settings.PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
+    _visits_section(site, day, chunk, now, script_keys, args)
     return script_keys, args
+
+
+def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, script_keys: list, args: list):
+    """The keys and ARGV of the chunk's visits (lib/visits.lua documents the layout)."""
+    sid = site.id
+    generation = int(now.timestamp()) // dimensions.VISIT_TIMEOUT
+    script_keys += (keys.sessions(sid, generation), keys.sessions(sid, generation - 1))
+    args += (3 * dimensions.VISIT_TIMEOUT, dimensions.VISIT_TIMEOUT, site.max_property_values, keys.dimensions_prefix(sid))
+    args.append(len(chunk.previous))
+    for index, previous in chunk.previous.items():
+        args += (index, previous)
+    args.append(len(chunk.attrs))
+    args += chunk.attrs
+    args.append(len(chunk.visits))
+    for seconds, index, kind, path, attrs_index in sorted(chunk.visits, key=_first):
+        args += (index, seconds, kind, path, attrs_index)
+
+
+def _first(item):
+    return item[0]
 
 
 def _retry_unloaded_scripts(r, results, calls) -> list:

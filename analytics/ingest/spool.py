@@ -54,6 +54,8 @@ def write(site: SiteInfo, hits: list[Hit], received: datetime | None = None, mar
                 "identity": base64.b64encode(hit.identity).decode(),
                 "bot": hit.bot,
                 "user": hit.user,
+                "attrs": hit.attrs,
+                "interactive": hit.interactive,
                 "call": call,
             }
         )
@@ -90,6 +92,8 @@ def _hit(entry: dict) -> Hit:
         base64.b64decode(entry["identity"]),
         entry["bot"],
         entry.get("user"),
+        entry.get("attrs", ""),
+        entry.get("interactive", True),
     )
 
 

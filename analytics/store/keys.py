@@ -36,6 +36,12 @@ ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
 rate[:ip:<h>]      string  ingest rate-limit buckets (GCRA) of the site and of each client
+sess:<generation>  hash    visitor digest -> their open visit's state (lib/visits.lua);
+                           one hash per half hour of the clock, read with the one before
+dim:<day>:<table>  hash    "<dimension>\x1f<value>" -> pageviews, visits, bounces,
+                           duration (s) or exits that day (analytics.dimensions.TABLES)
+dim:<day>:vals:<d> set     the values of dimension <d> seen that day (capped per site)
+dim:<day>:v:<field> HLL    visitors of "<dimension>\x1f<value>" that day
 page-search        zset    page paths, score 0, for prefix search (ZRANGEBYLEX); capped
 page-rank          zset    the same paths scored by pageviews: the least visited leave first
 tick               string  set for a second after ingest published a live tick
@@ -139,6 +145,30 @@ def daily_family(site_id: int, day: date) -> list[str]:
         *(hour_visitors(site_id, day, hour) for hour in range(24)),
         *(hour_pageviews(site_id, day, hour) for hour in range(24)),
     ]
+
+
+def sessions(site_id: int, generation: int) -> str:
+    """Open visits, by visitor digest; `generation` is the clock's half hour (unix time //
+    VISIT_TIMEOUT), so a lookup reads this one and the one before, and each expires."""
+    return f"{PREFIX}:{{{site_id}}}:sess:{generation}"
+
+
+def dimensions_prefix(site_id: int) -> str:
+    """The day keys of the dimensions start with this and the ISO day; lib/visits.lua
+    names them from it (they share the site's hash tag, so one cluster slot)."""
+    return f"{PREFIX}:{{{site_id}}}:dim:"
+
+
+def dimension_table(site_id: int, day: date, table: str) -> str:
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:{table}"
+
+
+def dimension_values(site_id: int, day: date, dimension: str) -> str:
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:vals:{dimension}"
+
+
+def dimension_visitors(site_id: int, day: date, field: str) -> str:
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:v:{field}"
 
 
 def new_visitors_prefix(site_id: int) -> str:

@@ -41,7 +41,8 @@
 --          names past the day's quota are counted, then two keys per group in ARGV's
 --          order, the group's HLL of visitors and its counter (string)
 -- then     one HLL per realtime minute, in ARGV's order; then per hour of the day, in
---          ARGV's order, the hour's HLL of visitors and its pageview counter
+--          ARGV's order, the hour's HLL of visitors and its pageview counter; then the
+--          open visits of this half hour and of the one before (lib/visits.lua)
 --
 -- ARGV[1]  TTL in seconds for KEYS[1] and KEYS[2], 0 for none (daily-salt maps expire)
 -- ARGV[2]  "1" to track new visitors (stable salt), "0" not to (daily salt: all are new)
@@ -62,6 +63,7 @@
 -- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
 -- then     H, then H hours: pageviews, "i,j,k"
 -- then     the page-search cap, then the live channel to publish a tick on ("" for none)
+-- then     the visits section (lib/visits.lua), whose two session hashes are the last KEYS
 --
 -- Returns {ids newly assigned, pageviews added, new visitors moved to this day};
 -- {-1, 0, 0} when the mark was there already; {-2, ms to wait, 0} when a rate limit
@@ -307,6 +309,9 @@ if #pages > 0 then
     redis.call('ZREM', KEYS[9], unpack(gone))
   end
 end
+
+-- Visits and the visit dimensions.
+record_visits(digests, ARGV[6], pos + 2, KEYS[key_index], KEYS[key_index + 1], KEYS[12])
 
 -- Live dashboards: one tick a second at most, whatever the traffic.
 if channel ~= '' and redis.call('SET', KEYS[10], 1, 'NX', 'PX', 1000) then

@@ -1,0 +1,37 @@
+"""The dimensions a visit or an event is broken down by, named once for ingest, rollups,
+queries and the API.
+
+A *visit* (session) carries the visit dimensions of its first event: where it came from,
+on what device, from where, and its entry page. Its pageviews, visitors, bounces and
+duration count under each of them. `exit_page` is a visit's last pageview (only visits
+are counted under it). Field strings join a dimension and its value with SEP (a control
+character no value holds: ingest strips control characters), and a visit's fields with
+FIELD_SEP; record_batch.lua (lib/visits.lua) splits them the same way.
+"""
+VISIT_TIMEOUT = 30 * 60  # seconds without an event that end a visit (Plausible's)
+SEP = "\x1f"
+FIELD_SEP = "\x1e"
+OTHER = "(other)"  # values past a site's daily quota of distinct values for a dimension
+DIRECT = "Direct / None"
+UNKNOWN = "(unknown)"
+
+SOURCE_DIMENSIONS = ("source", "referrer", "channel", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
+DEVICE_DIMENSIONS = ("browser", "browser_version", "os", "os_version", "device", "screen")
+LOCATION_DIMENSIONS = ("country", "region", "city")
+VISIT_DIMENSIONS = (*SOURCE_DIMENSIONS, *DEVICE_DIMENSIONS, *LOCATION_DIMENSIONS, "entry_page")
+EXIT = "exit_page"
+ALL = (*VISIT_DIMENSIONS, EXIT)
+
+# The per-day tables (hashes of field -> number) a visit dimension's metrics live in.
+# "pageviews" and "visitors" count on the day of the event; "visits", "bounces" and
+# "duration" (seconds, summed) on the day the visit started; "exits" is visits by last page.
+TABLES = ("pageviews", "visits", "bounces", "duration", "exits")
+
+
+def field(dimension: str, value: str) -> str:
+    return f"{dimension}{SEP}{value}"
+
+
+def split(field_: str) -> tuple[str, str]:
+    dimension, _, value = field_.partition(SEP)
+    return dimension, value

@@ -1,0 +1,239 @@
+-- lib/visits.lua: visits (sessions) and the visit dimensions, for record_batch.lua.
+--
+-- Why in the ingest call: whether an event starts a visit depends on the visitor's last
+-- event, which another request may just have written; reading that state, deciding, and
+-- counting must be one atomic step, and one round trip.
+--
+-- Plausible's definitions: a visit ends after `timeout` seconds without an event from the
+-- visitor; it is a bounce while it has at most one pageview and no interactive custom
+-- event; its duration is its last event's time minus its first's; its entry page is its
+-- first event's path, its exit page its last pageview's. A visit carries the dimension
+-- fields of its first event (source, device, location... and "entry_page"), and every
+-- count of the visit goes under each of them:
+--   pageviews, visitors (HLL)   on the day of the event
+--   visits, bounces, duration   on the day the visit started (a visit that crosses
+--                               midnight goes on adding to that day, marked dirty)
+--   exits                       visits by exit page, on the day the visit started
+-- An event more than `timeout` before the visit we hold for its visitor (an old day
+-- backfilled while newer events exist) is counted as a visit of its own and leaves the
+-- held visit alone.
+--
+-- A visit's state: "start|last|pageviews|bounce|start day|day last counted|exit page",
+-- then FIELD_SEP and its fields joined by FIELD_SEP; each field is
+-- "<dimension>SEP<value>" (analytics/dimensions.py). States live in one hash per half
+-- hour of the clock (KEYS: this one and the one before), so each expires on its own.
+--
+-- Quotas: a day keeps at most `quota` distinct values per dimension (a set per day and
+-- dimension); past it, new values count under "(other)".
+
+local SEP, FIELD_SEP, OTHER_VALUE = '\31', '\30', '(other)'
+
+local function split_fields(text)
+  local fields, n = {}, 0
+  for f in string.gmatch(text, '[^\30]+') do n = n + 1; fields[n] = f end
+  return fields
+end
+
+local function parse_state(raw)
+  local cut = string.find(raw, FIELD_SEP, 1, true)
+  local head, rest = raw, ''
+  if cut then head, rest = string.sub(raw, 1, cut - 1), string.sub(raw, cut + 1) end
+  local start, last, pv, bounce, start_day, seen_day, exit = string.match(head, '^(%d+)|(%d+)|(%d+)|(%d)|([^|]*)|([^|]*)|(.*)$')
+  return {start = tonumber(start), last = tonumber(last), pv = tonumber(pv), bounce = tonumber(bounce),
+          start_day = start_day, seen_day = seen_day, exit = exit, fields = split_fields(rest)}
+end
+
+local function dump_state(st)
+  return table.concat({st.start, st.last, st.pv, st.bounce, st.start_day, st.seen_day, st.exit}, '|')
+    .. FIELD_SEP .. table.concat(st.fields, FIELD_SEP)
+end
+
+-- Count this chunk's visits. `digests` are the chunk's visitor digests (1-based indexes
+-- as in the event list); `day` its ISO day; `pos` where the visits section starts in ARGV:
+--   session TTL (s), timeout (s), quota, the dimension keys' prefix,
+--   P, then P pairs: visitor index, the same visitor's digest under yesterday's salt
+--       (daily-salt sites: a visit goes on across the salt change), 
+--   A, then A attribute strings (a first event's fields, joined by FIELD_SEP),
+--   E, then E events in time order, 5 values each: visitor index, unix time (s),
+--       kind ("p" pageview, "i" interactive custom event, "n" other), path, attribute index
+-- `dirty_key` is the set of days the rollups must compute again.
+local function record_visits(digests, day, pos, sessions_now, sessions_before, dirty_key)
+  local session_ttl, timeout, quota, prefix = ARGV[pos], tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), ARGV[pos + 3]
+  pos = pos + 4
+  local previous = {}
+  local np = tonumber(ARGV[pos])
+  for j = 1, np do previous[tonumber(ARGV[pos + 2 * j - 1])] = ARGV[pos + 2 * j] end
+  pos = pos + 2 * np + 1
+  local na = tonumber(ARGV[pos])
+  local attrs = {}
+  for j = 1, na do attrs[j] = ARGV[pos + j] end
+  pos = pos + na + 1
+  local ne = tonumber(ARGV[pos])
+  pos = pos + 1
+  if ne == 0 then return end
+
+  -- The visitors of these events, and the visits we hold for them.
+  local order, seen = {}, {}
+  for e = 1, ne do
+    local vi = tonumber(ARGV[pos + 5 * (e - 1)])
+    if not seen[vi] then seen[vi] = true; order[#order + 1] = vi end
+  end
+  local ids = {}
+  for k, vi in ipairs(order) do ids[k] = digests[vi] end
+  local raw = redis.call('HMGET', sessions_now, unpack(ids))
+  local missing, look = {}, {}
+  for k = 1, #order do
+    if not raw[k] then missing[#missing + 1] = k; look[#look + 1] = ids[k] end
+  end
+  if #missing > 0 then
+    local older = redis.call('HMGET', sessions_before, unpack(look))
+    local again, names = {}, {}
+    for x, k in ipairs(missing) do
+      raw[k] = older[x]
+      if not raw[k] and previous[order[k]] then again[#again + 1] = k; names[#names + 1] = previous[order[k]] end
+    end
+    if #again > 0 then
+      local a = redis.call('HMGET', sessions_now, unpack(names))
+      local b = redis.call('HMGET', sessions_before, unpack(names))
+      for x, k in ipairs(again) do raw[k] = a[x] or b[x] end
+    end
+  end
+  local states = {}
+  for k, vi in ipairs(order) do
+    if raw[k] then states[vi] = parse_state(raw[k]) end
+  end
+
+  local counts = {[day] = {}}   -- day -> table -> field -> number
+  local visitors = {} -- field -> digests (this day)
+  local dirty = {}
+  local function add(on, tbl, fields, n)
+    local by_table = counts[on]
+    if not by_table then by_table = {}; counts[on] = by_table end
+    local t = by_table[tbl]
+    if not t then t = {}; by_table[tbl] = t end
+    for i = 1, #fields do
+      local f = fields[i]
+      t[f] = (t[f] or 0) + n
+    end
+  end
+  local function count_visitor(fields, digest)
+    for i = 1, #fields do
+      local list = visitors[fields[i]]
+      if not list then list = {}; visitors[fields[i]] = list end
+      list[#list + 1] = digest
+    end
+  end
+  local parsed = {}
+  local function fields_of(ai, path)
+    local base = parsed[ai]
+    if not base then base = split_fields(attrs[ai]); parsed[ai] = base end
+    local fields = {}
+    for i = 1, #base do fields[i] = base[i] end
+    fields[#fields + 1] = 'entry_page' .. SEP .. path
+    return fields
+  end
+
+  for e = 1, ne do
+    local b = pos + 5 * (e - 1)
+    local vi, ts, kind, path, ai = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3], tonumber(ARGV[b + 4])
+    local st = states[vi]
+    if st and ts < st.last - timeout then
+      -- an old event beside a newer visit: a visit of its own
+      local fields = fields_of(ai, path)
+      add(day, 'visits', fields, 1)
+      if kind == 'p' then
+        add(day, 'bounces', fields, 1)
+        add(day, 'pageviews', fields, 1)
+        add(day, 'exits', {'exit_page' .. SEP .. path}, 1)
+      end
+      count_visitor(fields, digests[vi])
+    else
+      if not st or ts - st.last > timeout then
+        st = {start = ts, last = ts, pv = 0, bounce = kind == 'i' and 0 or 1, start_day = day, seen_day = '',
+              exit = '', fields = fields_of(ai, path)}
+        states[vi] = st
+        add(day, 'visits', st.fields, 1)
+        if st.bounce == 1 then add(day, 'bounces', st.fields, 1) end
+      else
+        if ts > st.last then
+          add(st.start_day, 'duration', st.fields, ts - st.last)
+          st.last = ts
+        end
+        if st.bounce == 1 and (kind == 'i' or (kind == 'p' and st.pv >= 1)) then
+          st.bounce = 0
+          add(st.start_day, 'bounces', st.fields, -1)
+        end
+      end
+      if kind == 'p' then
+        st.pv = st.pv + 1
+        add(day, 'pageviews', st.fields, 1)
+        if st.exit ~= path then
+          if st.exit ~= '' then add(st.start_day, 'exits', {'exit_page' .. SEP .. st.exit}, -1) end
+          add(st.start_day, 'exits', {'exit_page' .. SEP .. path}, 1)
+          st.exit = path
+        end
+      end
+      if st.seen_day ~= day then
+        st.seen_day = day
+        count_visitor(st.fields, digests[vi])
+      end
+    end
+  end
+
+  local save, s = {}, 0
+  for k, vi in ipairs(order) do
+    save[s + 1] = ids[k]; save[s + 2] = dump_state(states[vi]); s = s + 2
+  end
+  redis.call('HSET', sessions_now, unpack(save))
+  redis.call('EXPIRE', sessions_now, session_ttl)
+
+  -- Quotas, then the writes, day by day.
+  for on, by_table in pairs(counts) do
+    local values = {}  -- dimension -> {value, ...}
+    local listed = {}
+    local function note(f)
+      if not listed[f] then
+        listed[f] = true
+        local cut = string.find(f, SEP, 1, true)
+        local dim = string.sub(f, 1, cut - 1)
+        values[dim] = values[dim] or {}
+        table.insert(values[dim], string.sub(f, cut + 1))
+      end
+    end
+    for _, t in pairs(by_table) do for f in pairs(t) do note(f) end end
+    if on == day then for f in pairs(visitors) do note(f) end end
+    local rename = {}
+    for dim, vals in pairs(values) do
+      local set_key = prefix .. on .. ':vals:' .. dim
+      local room = quota - redis.call('SCARD', set_key)
+      if room >= #vals then
+        redis.call('SADD', set_key, unpack(vals))
+      else
+        for _, v in ipairs(vals) do
+          if redis.call('SISMEMBER', set_key, v) == 0 then
+            if room > 0 then
+              room = room - 1
+              redis.call('SADD', set_key, v)
+            else
+              rename[dim .. SEP .. v] = dim .. SEP .. OTHER_VALUE
+              redis.call('SADD', set_key, OTHER_VALUE)
+            end
+          end
+        end
+      end
+    end
+    for tbl, t in pairs(by_table) do
+      local key = prefix .. on .. ':' .. tbl
+      for f, n in pairs(t) do
+        if n ~= 0 then redis.call('HINCRBY', key, rename[f] or f, n) end
+      end
+    end
+    if on == day then
+      for f, list in pairs(visitors) do
+        redis.call('PFADD', prefix .. on .. ':v:' .. (rename[f] or f), unpack(list))
+      end
+    end
+    if on ~= day then dirty[on] = true end
+  end
+  for d in pairs(dirty) do redis.call('SADD', dirty_key, d) end
+end

@@ -1,0 +1,169 @@
+"""Visits (sessions) and the visit dimensions, written at ingest by lib/visits.lua, against
+brute force over the same events: Plausible's definitions, across midnight, in batches."""
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from analytics import dimensions
+from analytics.dimensions import FIELD_SEP, field
+from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
+from analytics.sites import SiteInfo
+from analytics.store import keys
+from tests.hll import hll_tolerance
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+TIMEOUT = dimensions.VISIT_TIMEOUT
+SOURCES = ["Google", "Hacker News", "Direct / None", "newsletter"]
+COUNTRIES = ["DE", "US", "FR"]
+
+
+def attrs(source, country):
+    return FIELD_SEP.join([field("source", source), field("country", country)])
+
+
+def make_events(rng, visitors=60, start=datetime(2026, 11, 19, 22, 0, tzinfo=UTC), hours=4):
+    """Bursts of activity per visitor around midnight (UTC): gaps short and long, so visits
+    end and start again, some across midnight. (ts, visitor, kind, path, attrs)."""
+    events = []
+    for v in range(visitors):
+        t = start + timedelta(seconds=rng.randrange(hours * 3600))
+        for _ in range(rng.randint(1, 12)):
+            kind = rng.choices(["p", "i", "n"], weights=[8, 1, 1])[0]
+            events.append((t, v, kind, f"/p{rng.randrange(6)}", attrs(rng.choice(SOURCES), rng.choice(COUNTRIES))))
+            t += timedelta(seconds=rng.choice([5, 60, 600, 1700, 1900, 4000]))
+    events.sort(key=lambda e: (e[0], e[1]))
+    return events
+
+
+def brute_force(events, tz=UTC):
+    """The counts the slow, obvious way: per visitor, visits split by 30-minute gaps."""
+    counts = defaultdict(lambda: defaultdict(int))  # (day, table) -> field -> n
+    visitors = defaultdict(set)  # (day, field) -> visitors
+    by_visitor = defaultdict(list)
+    for e in events:
+        by_visitor[e[1]].append(e)
+    for v, evs in by_visitor.items():
+        visits, current = [], []
+        for e in evs:
+            if current and (e[0] - current[-1][0]).total_seconds() > TIMEOUT:
+                visits.append(current)
+                current = []
+            current.append(e)
+        visits.append(current)
+        for visit in visits:
+            first = visit[0]
+            start_day = first[0].astimezone(tz).date()
+            fields = first[4].split(FIELD_SEP) + [field("entry_page", first[3])]
+            views = [e for e in visit if e[2] == "p"]
+            bounce = len(views) <= 1 and not any(e[2] == "i" for e in visit)
+            duration = int((visit[-1][0] - first[0]).total_seconds())
+            for f in fields:
+                counts[start_day, "visits"][f] += 1
+                counts[start_day, "bounces"][f] += bounce
+                counts[start_day, "duration"][f] += duration
+            if views:
+                counts[start_day, "exits"][field("exit_page", views[-1][3])] += 1
+            for e in visit:
+                day = e[0].astimezone(tz).date()
+                for f in fields:
+                    visitors[day, f].add(v)
+                    if e[2] == "p":
+                        counts[day, "pageviews"][f] += 1
+    return counts, visitors
+
+
+def send(r, site, events, batch, daily_salt_source=None):
+    info = SiteInfo.from_model(site)
+    for i in range(0, len(events), batch):
+        hits = [
+            Hit(ts, path, "pageview" if kind == "p" else "Signup", identity_source(None, f"v{v}", None, None),
+                attrs=a, interactive=kind != "n")
+            for ts, v, kind, path, a in events[i : i + batch]
+        ]
+        record(r, info, hits, now=NOW)
+    return info
+
+
+def stored(r, site_id, counts, visitors):
+    days = {day for day, _ in counts} | {day for day, _ in visitors}
+    got = defaultdict(dict)
+    for day in days:
+        for table in dimensions.TABLES:
+            raw = r.hgetall(keys.dimension_table(site_id, day, table))
+            got[day, table] = {k.decode(): int(v) for k, v in raw.items() if int(v)}
+    return got
+
+
+@pytest.mark.parametrize("batch", [1, 37, 1000])
+def test_it_counts_visits_bounces_durations_and_exits_like_brute_force(site, r, batch):
+    events = make_events(random.Random(batch))
+    send(r, site, events, batch)
+    counts, visitors = brute_force(events)
+    got = stored(r, site.id, counts, visitors)
+    for key, expected in counts.items():
+        assert got[key] == {f: n for f, n in expected.items() if n}, key
+    for (day, f), people in visitors.items():
+        estimate = r.pfcount(keys.dimension_visitors(site.id, day, f))
+        assert abs(estimate - len(people)) <= hll_tolerance(len(people)), (day, f)
+    # each dimension's pageviews add up to the site's
+    for day in {d for d, _ in counts}:
+        by_source = sum(n for f, n in got[day, "pageviews"].items() if f.startswith("source\x1f"))
+        assert by_source == int(r.get(keys.pageviews(site.id, day)) or 0)
+
+
+def test_a_visit_goes_on_across_midnight_in_the_site_time_zone(site, r):
+    site.timezone = "Europe/Berlin"
+    site.save()
+    a = attrs("Google", "DE")
+    midnight = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)  # 00:00 in Berlin
+    events = [
+        (midnight - timedelta(minutes=10), 1, "p", "/a", a),
+        (midnight + timedelta(minutes=5), 1, "p", "/b", attrs("Bing", "FR")),  # same visit: its source stays
+    ]
+    send(r, site, events, 1)
+    day1, day2 = midnight.date(), (midnight + timedelta(days=1)).date()
+    assert r.hgetall(keys.dimension_table(site.id, day1, "visits")) == {b"source\x1fGoogle": b"1", b"country\x1fDE": b"1", b"entry_page\x1f/a": b"1"}
+    assert r.hget(keys.dimension_table(site.id, day1, "duration"), "source\x1fGoogle") == b"900"
+    assert r.hget(keys.dimension_table(site.id, day1, "bounces"), "source\x1fGoogle") == b"0"
+    assert r.hget(keys.dimension_table(site.id, day2, "pageviews"), "source\x1fGoogle") == b"1"
+    assert r.hget(keys.dimension_table(site.id, day1, "exits"), "exit_page\x1f/b") == b"1"
+    assert b"2026-11-20" in r.smembers(keys.dirty_days(site.id))
+
+
+def test_a_daily_salt_visit_survives_the_salt_change(site, r):
+    site.identity_mode = "daily"
+    site.save()
+    midnight = datetime(2026, 11, 21, 0, 0, tzinfo=UTC)
+    events = [(midnight - timedelta(minutes=3), 1, "p", "/a", attrs("Google", "DE")),
+              (midnight + timedelta(minutes=3), 1, "p", "/b", attrs("Google", "DE"))]
+    send(r, site, events, 1)
+    assert r.hget(keys.dimension_table(site.id, midnight.date() - timedelta(days=1), "visits"), "source\x1fGoogle") == b"1"
+    assert r.hget(keys.dimension_table(site.id, midnight.date(), "visits"), "source\x1fGoogle") is None
+
+
+def test_values_past_the_daily_quota_count_as_other(site, r):
+    site.max_property_values = 3
+    site.save()
+    ts = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
+    events = [(ts + timedelta(hours=v), v, "p", "/", attrs(f"source-{v}", "DE")) for v in range(5)]
+    send(r, site, events, 2)
+    visits = r.hgetall(keys.dimension_table(site.id, ts.date(), "visits"))
+    assert {k for k in visits if k.startswith(b"source")} == {b"source\x1fsource-0", b"source\x1fsource-1", b"source\x1fsource-2", b"source\x1f(other)"}
+    assert visits[b"source\x1f(other)"] == b"2"
+    assert r.pfcount(keys.dimension_visitors(site.id, ts.date(), "source\x1f(other)")) == 2
+
+
+def test_a_replayed_call_counts_its_visits_once(site, r):
+    from analytics.ingest.record import new_mark
+
+    info = SiteInfo.from_model(site)
+    ts = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
+    hits = [Hit(ts + timedelta(minutes=n), "/", "pageview", identity_source(None, "v", None, None), attrs=attrs("Google", "DE")) for n in range(3)]
+    mark = new_mark(info, NOW)
+    record(r, info, hits, now=NOW, mark=mark)
+    record(r, info, hits, now=NOW, mark=mark)
+    assert r.hget(keys.dimension_table(site.id, ts.date(), "visits"), "source\x1fGoogle") == b"1"
+    assert r.hget(keys.dimension_table(site.id, ts.date(), "pageviews"), "source\x1fGoogle") == b"3"
