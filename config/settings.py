@@ -233,6 +233,13 @@ REDIS_SOCKET_TIMEOUT = envfloat("REDIS_SOCKET_TIMEOUT", 10.0)
 # the marks kept this long: longer than a spooled event may wait for Redis to come back.
 INGEST_MARK_HOURS = envint("TALLY_INGEST_MARK_HOURS", 48)
 
+# Countries come from the IP-to-country data iptocc ships. For regions, cities and
+# coordinates too: the path of a city database (.mmdb: MaxMind GeoLite2-City or DB-IP's
+# IP to City Lite), opened memory-mapped on the first lookup. Empty: countries only.
+GEO_CITY_DB = os.environ.get("TALLY_GEO_CITY_DB", "").strip()
+if GEO_CITY_DB and not os.path.isfile(GEO_CITY_DB):
+    raise ImproperlyConfigured(f"TALLY_GEO_CITY_DB must be the path of an .mmdb file, got {GEO_CITY_DB!r}")
+
 # Large exports build in Celery, at most this many at once across all workers.
 EXPORT_CONCURRENCY = envint("EXPORT_CONCURRENCY", 2)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BATCH_BODY
