@@ -3,6 +3,7 @@
     schemas.py   the shapes of incoming events and their checks
     bots.py      is this User-Agent a crawler?
     identity.py  who is "the same visitor", as a keyed hash
+    sources.py   where a visit came from: referrer, source, channel, UTM tags
     record.py    validated hits into Redis, one round trip per call
     spool.py     a local append-only file for events accepted while Redis is down
     logs.py      access-log lines (Apache/Nginx combined) as hits
