@@ -28,6 +28,9 @@ ALL = (*VISIT_DIMENSIONS, EXIT)
 TABLES = ("pageviews", "visits", "bounces", "duration", "exits")
 
 
+TOTAL = "total" + SEP + "all"  # every visit counts under this field too: the site's totals
+
+
 def field(dimension: str, value: str) -> str:
     return f"{dimension}{SEP}{value}"
 

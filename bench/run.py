@@ -83,7 +83,7 @@ def engine(r, site, pages: int):
 
     def hits_of(body):
         items, _ = _parse_batch(body)
-        return [schemas.batch_hit(event, now, None) for _, event in items]
+        return [schemas.batch_hit(event, now, None, DOMAIN) for _, event in items]
 
     prepared = [hits_of(body) for body in bodies]
     distinct_pages = sum(len({h.path for h in hits}) for hits in prepared) / len(prepared)

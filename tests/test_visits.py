@@ -56,7 +56,7 @@ def brute_force(events, tz=UTC):
         for visit in visits:
             first = visit[0]
             start_day = first[0].astimezone(tz).date()
-            fields = first[4].split(FIELD_SEP) + [field("entry_page", first[3])]
+            fields = first[4].split(FIELD_SEP) + [field("entry_page", first[3]), dimensions.TOTAL]
             views = [e for e in visit if e[2] == "p"]
             bounce = len(views) <= 1 and not any(e[2] == "i" for e in visit)
             duration = int((visit[-1][0] - first[0]).total_seconds())
@@ -69,7 +69,8 @@ def brute_force(events, tz=UTC):
             for e in visit:
                 day = e[0].astimezone(tz).date()
                 for f in fields:
-                    visitors[day, f].add(v)
+                    if f != dimensions.TOTAL:  # (the site's visitors are its own HLL)
+                        visitors[day, f].add(v)
                     if e[2] == "p":
                         counts[day, "pageviews"][f] += 1
     return counts, visitors
@@ -125,7 +126,7 @@ def test_a_visit_goes_on_across_midnight_in_the_site_time_zone(site, r):
     ]
     send(r, site, events, 1)
     day1, day2 = midnight.date(), (midnight + timedelta(days=1)).date()
-    assert r.hgetall(keys.dimension_table(site.id, day1, "visits")) == {b"source\x1fGoogle": b"1", b"country\x1fDE": b"1", b"entry_page\x1f/a": b"1"}
+    assert r.hgetall(keys.dimension_table(site.id, day1, "visits")) == {b"source\x1fGoogle": b"1", b"country\x1fDE": b"1", b"entry_page\x1f/a": b"1", b"total\x1fall": b"1"}
     assert r.hget(keys.dimension_table(site.id, day1, "duration"), "source\x1fGoogle") == b"900"
     assert r.hget(keys.dimension_table(site.id, day1, "bounces"), "source\x1fGoogle") == b"0"
     assert r.hget(keys.dimension_table(site.id, day2, "pageviews"), "source\x1fGoogle") == b"1"

@@ -18,6 +18,7 @@ from ..ingest import schemas, spool
 from ..ingest.bots import is_bot
 from ..ingest.identity import identity_source
 from ..ingest.record import Hit, Mark, client_mark, new_mark, record
+from ..ingest.visit import visit_attrs
 from ..store import keys
 from ..store.connection import get_redis
 from ..store.limits import Bucket, Limited, Rate
@@ -59,14 +60,16 @@ def event(request):
     # user's recommendation filter (only the Bearer-key APIs do): user=None.
     ip = client_ip(request)
     source = identity_source(payload.user_id, None, ip, user_agent)
-    hit = Hit(ts=None, path=path, name=payload.name, identity=source, bot=is_bot(user_agent), user=None)
+    bot = is_bot(user_agent)
     response = HttpResponse(b"ok", status=202, content_type="text/plain")
     now = datetime.now(UTC)
     for site in targets.values():
         limits = [*_site_limit(site, 1), *_client_limit(site, ip)]
+        attrs = "" if bot else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
+        hit = Hit(None, path, payload.name, source, bot, None, attrs, payload.interactive)
         if _record_or_spool(site, [hit], now, new_mark(site, now), limits) is None:
             response[SPOOLED_HEADER] = "1"
-    if hit.bot:
+    if bot:
         response[DROPPED_HEADER] = "bot"
     return response
 
@@ -118,7 +121,7 @@ def events(request):
     hits = []
     for index, item in items:
         try:
-            hits.append(schemas.batch_hit(item, now, detect))
+            hits.append(schemas.batch_hit(item, now, detect, site.domain))
         except schemas.BadEvent as e:
             rejected.append({"index": index, "error": str(e)})
     rejected.sort(key=lambda r: r["index"])

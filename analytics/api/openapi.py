@@ -5,6 +5,7 @@ it and that it is a valid OpenAPI document.
 """
 from django.views.decorators.http import require_GET
 
+from ..dimensions import ALL as DIMENSIONS
 from ..queries import AGGREGATE_METRICS, COMPARISONS, DAY_PERIODS, DEFAULT_METRICS, METRICS, PERIOD_METRICS, WEEK_PERIODS
 from .http import json_response
 
@@ -235,7 +236,10 @@ DOCUMENT = {
                     "visitors: the unique visitors of the whole period, a union, not a sum of days (exact for stable-salt sites: "
                     "the OR of the days' activity bitmaps; a HyperLogLog estimate for daily-salt sites, never below the largest "
                     "day's DAU); pageviews and new_visitors summed; dau the average DAU, rounded to whole people; wau, mau and "
-                    "stickiness on the period's last day (today, if the period runs on)."
+                    "stickiness on the period's last day (today, if the period runs on). visits, bounce_rate (percent of "
+                    "visits with at most one pageview and no interactive custom event), visit_duration (mean seconds from a "
+                    "visit's first to last event) and views_per_visit count the visits that started in the period (a visit "
+                    "ends after 30 minutes without an event); Today compares them with nothing (null change)."
                 ),
                 "security": [{"apiKey": []}],
                 "parameters": [
@@ -272,6 +276,51 @@ DOCUMENT = {
                                                 },
                                             },
                                         },
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
+        "/api/v1/stats/breakdown": {
+            "get": {
+                "summary": "Rows by one dimension: sources, campaigns, devices, locations, entry and exit pages",
+                "description": (
+                    "Each visit carries the dimensions of its first event. visitors: a union over the range (HyperLogLog, "
+                    "±0.81%), never above the row's visits or pageviews; visits, pageviews, bounce_rate (percent), "
+                    "visit_duration (mean seconds) and views_per_visit: exact. Rows are ordered by visitors. Direct traffic is "
+                    "`Direct / None` under source and referrer. Values past a site's daily quota of distinct values count "
+                    "under `(other)`. exit_page rows have visits (visits that ended there) only; page rows visitors and "
+                    "pageviews."
+                ),
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    SITE,
+                    FROM,
+                    TO,
+                    _param("property", "The dimension.", {"type": "string", "enum": [*DIMENSIONS, "page"]}, required=True),
+                    _param("limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}),
+                    _param("page", "Which page of rows, from 1.", {"type": "integer", "minimum": 1, "default": 1}),
+                    _param("search", "Only values containing this text (case-insensitive).", {"type": "string"}),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "One page of rows, and how many rows there are in all (`total`, but for page).",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "site": {"type": "string"},
+                                        "from": {"type": "string", "format": "date"},
+                                        "to": {"type": "string", "format": "date"},
+                                        "property": {"type": "string"},
+                                        "page": {"type": "integer"},
+                                        "total": {"type": "integer"},
+                                        "results": {"type": "array", "items": {"type": "object"}},
                                     },
                                 }
                             }

@@ -1,4 +1,4 @@
-"""Read API: `GET /api/v1/stats/timeseries`, `/aggregate`, `/pages`, `/retention`, `/realtime`.
+"""Read API: `GET /api/v1/stats/timeseries`, `/aggregate`, `/breakdown`, `/pages`, `/retention`, `/realtime`.
 
 Authorised by the site's Bearer key, or by a logged-in session of a user who may see the
 site (staff, or one of its owners: see analytics.queries.access).
@@ -6,7 +6,7 @@ Query parameters are checked by params.py: every mistake is a 400 naming the par
 """
 from datetime import UTC, datetime
 
-from .. import queries
+from .. import dimensions, queries
 from ..store.connection import get_redis
 from .http import ApiError, json_errors, json_response, methods
 from .params import choice_param, date_range, int_param, site_param
@@ -56,6 +56,26 @@ def aggregate(request):
         raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
     results = queries.aggregate(get_redis(), site, start, end, metrics, compare)
     return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
+
+
+@methods("GET")
+@json_errors
+def breakdown(request):
+    """Rows by one visit dimension (`property`), most visitors first, paged; or by page."""
+    site = site_param(request)
+    start, end = date_range(request, site)
+    prop = choice_param(request, "property", (*dimensions.ALL, "page"), None)
+    limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
+    page = int_param(request, "page", 1, 1, 10_000)
+    if prop == "page":
+        rows = queries.top_pages(get_redis(), site, start, end, limit * page)[(page - 1) * limit :]
+        results, total = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]} for row in rows], None
+    else:
+        results, total = queries.breakdown(get_redis(), site, start, end, prop, limit, page, request.GET.get("search", "")[:200])
+    body = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page, "results": results}
+    if total is not None:
+        body["total"] = total
+    return json_response(body)
 
 
 @methods("GET")

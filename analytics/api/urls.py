@@ -7,6 +7,7 @@ urlpatterns = [
     path("api/v1/events", ingest.events, name="events"),
     path("api/v1/stats/timeseries", stats.timeseries, name="stats-timeseries"),
     path("api/v1/stats/aggregate", stats.aggregate, name="stats-aggregate"),
+    path("api/v1/stats/breakdown", stats.breakdown, name="stats-breakdown"),
     path("api/v1/stats/pages", stats.pages, name="stats-pages"),
     path("api/v1/stats/retention", stats.retention, name="stats-retention"),
     path("api/v1/stats/realtime", stats.realtime, name="stats-realtime"),

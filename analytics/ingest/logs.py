@@ -18,6 +18,7 @@ from pathlib import Path
 from .bots import is_bot
 from .identity import identity_source
 from .record import PAGEVIEW, Hit
+from .visit import visit_attrs
 
 LINE = re.compile(
     r'(?P<ip>\S+) \S+ \S+ \[(?P<time>[^\]]+)\] '
@@ -88,7 +89,9 @@ class Summary:
             self.unparsable_lines.append(number)
 
 
-def hits_from_lines(lines: Iterator[str], summary: Summary) -> Iterator[Hit]:
+def hits_from_lines(lines: Iterator[str], summary: Summary, site_host: str = "") -> Iterator[Hit]:
+    """Page views from access-log lines, with each one's visit dimensions (the logged
+    referrer, User-Agent and client address; UTM tags from the request's query string)."""
     last_time_text, last_time = None, None
     for number, line in enumerate(lines, 1):
         summary.lines += 1
@@ -130,7 +133,10 @@ def hits_from_lines(lines: Iterator[str], summary: Summary) -> Iterator[Hit]:
             summary.first = last_time
         if summary.last is None or last_time > summary.last:
             summary.last = last_time
-        yield Hit(last_time, path[:MAX_PATH], PAGEVIEW, identity_source(None, None, match["ip"], agent))
+        ip, referrer = match["ip"], match["referrer"]
+        referrer = None if not referrer or referrer == "-" else referrer.replace('\\"', '"')
+        attrs = visit_attrs(site_host, f"https://{site_host or 'localhost'}{target}", referrer, agent, ip, None)
+        yield Hit(last_time, path[:MAX_PATH], PAGEVIEW, identity_source(None, None, ip, agent), attrs=attrs)
 
 
 def open_lines(path: Path) -> Iterator[str]:

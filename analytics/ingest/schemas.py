@@ -14,6 +14,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from .identity import identity_source
 from .record import PAGEVIEW, Hit
+from .visit import visit_attrs
 
 MAX_PATH = 1024
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
@@ -23,6 +24,7 @@ Url = Annotated[str, Field(min_length=1, max_length=2048)]
 Name = Annotated[str, Field(min_length=1, max_length=120)]
 Text = Annotated[str, Field(max_length=2048)]
 Id = Annotated[str, Field(min_length=1, max_length=256)]
+Width = Annotated[int, Field(ge=0, le=100_000)]
 
 
 class PlausibleEvent(BaseModel):
@@ -39,6 +41,7 @@ class PlausibleEvent(BaseModel):
     interactive: StrictBool = Field(default=True, validation_alias=AliasChoices("interactive", "i"))
     hash_mode: Any = Field(default=None, validation_alias=AliasChoices("hashMode", "h"))
     user_id: Id | None = None
+    screen_width: Width | None = Field(default=None, validation_alias=AliasChoices("screen_width", "w"))
 
 
 class BatchEvent(TypedDict):
@@ -53,6 +56,8 @@ class BatchEvent(TypedDict):
     referrer: NotRequired[Text | None]
     name: NotRequired[Name]
     props: NotRequired[Any]
+    screen_width: NotRequired[Width | None]
+    interactive: NotRequired[bool]
 
 
 batch_adapter = TypeAdapter(list[BatchEvent])
@@ -108,17 +113,20 @@ def check_ts(ts: datetime | None, now: datetime) -> datetime | None:
     return ts
 
 
-def batch_hit(event: BatchEvent, now: datetime, is_bot) -> Hit:
+def batch_hit(event: BatchEvent, now: datetime, is_bot, site_host: str) -> Hit:
     """A validated batch event as a Hit, or BadEvent."""
     user_id, visitor, ip = event.get("user_id"), event.get("visitor"), event.get("ip")
     if not (user_id or visitor or ip):
         raise BadEvent("no identity: give visitor, user_id or ip (with user_agent)")
     user_agent = event.get("user_agent")
+    url = event["url"]
     return Hit(
         ts=check_ts(event.get("ts"), now),
-        path=page_path(event["url"]),
+        path=page_path(url),
         name=event.get("name") or PAGEVIEW,
         identity=identity_source(user_id, visitor, ip, user_agent),
         bot=user_agent is not None and is_bot(user_agent),
         user=user_id or None,
+        attrs=visit_attrs(site_host, url, event.get("referrer"), user_agent, ip, event.get("screen_width")),
+        interactive=event.get("interactive", True),
     )

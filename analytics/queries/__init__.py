@@ -7,6 +7,7 @@ the package's surface; the dashboard reads through them and the models only.
     days.py             timeseries per day/week/month, a period's summary and aggregate
     hours.py            a day or two by the hour
     pages.py            top pages of a range, one page's days, path search
+    breakdown.py        rows by a visit dimension (sources, devices, countries...), visit totals
     retention.py        retention cohorts
     realtime.py         visitors in the last five minutes
     live.py             the same, pushed to open dashboards (ASGI, pub/sub)
@@ -14,6 +15,7 @@ the package's surface; the dashboard reads through them and the models only.
     access.py           who may read which site
 """
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS
+from .breakdown import breakdown, visit_totals
 from .days import (
     AGGREGATE_METRICS,
     COMPARISONS,
@@ -34,6 +36,8 @@ from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
 
 __all__ = [
+    "breakdown",
+    "visit_totals",
     "HOUR_METRICS",
     "MAX_HOUR_DAYS",
     "hourly",

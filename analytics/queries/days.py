@@ -15,6 +15,7 @@ from ..periods import days_between, period_days, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
+from .breakdown import visit_totals
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
 DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
@@ -104,7 +105,8 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
     }
 
 
-AGGREGATE_METRICS = ("visitors", "pageviews", "dau", "wau", "mau", "stickiness", "new_visitors")
+VISIT_METRICS = ("visits", "bounce_rate", "visit_duration", "views_per_visit")
+AGGREGATE_METRICS = ("visitors", "pageviews", "dau", "wau", "mau", "stickiness", "new_visitors", *VISIT_METRICS)
 COMPARISONS = ("previous_period",)
 
 
@@ -117,16 +119,21 @@ def aggregate(
     the dashboard says "new"). Today alone is compared with yesterday up to the same hour
     (visitors, DAU and pageviews; new visitors get no change). The numbers are summary()'s; `values`, the period's
     daily_values() when the caller has them already."""
+    visits = any(metric in VISIT_METRICS for metric in metrics)
     now = summary(r, site, start, end, values)
+    if visits:
+        now.update(visit_totals(r, site, start, end))
     results = {metric: {"value": now[metric]} for metric in metrics}
     if compare == "previous_period":
         length = end - start
         before = summary(r, site, start - length - timedelta(days=1), start - timedelta(days=1))
+        if visits:
+            before.update(visit_totals(r, site, start - length - timedelta(days=1), start - timedelta(days=1)))
         if start == end == site.today():
             # Today so far against yesterday up to the same hour, where hours are kept;
-            # new visitors are not kept by the hour: no change for them.
+            # new visitors and visits are not kept by the hour: no change for them.
             before.update(_yesterday_until_now(r, site))
-            before["new_visitors"] = None
+            before.update(dict.fromkeys(("new_visitors", *VISIT_METRICS)))
         for metric in metrics:
             if before[metric] is not None or now[metric] is None:
                 results[metric]["change"] = percent_change(now[metric], before[metric])

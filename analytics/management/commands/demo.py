@@ -15,6 +15,7 @@ from tqdm import tqdm
 from analytics import rollups
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
+from analytics.ingest.visit import visit_attrs
 from analytics.models import Site
 from analytics.sites import SiteInfo
 from analytics.store.connection import get_redis
@@ -50,11 +51,59 @@ def _pages(rng: random.Random) -> list[str]:
     return TOP + docs + posts[:60] + ["/changelog", "/integrations", "/careers", "/terms", "/privacy"] + posts[60:]
 
 
-def _person(rng: random.Random) -> bytes:
-    """A visitor as the engine sees an anonymous one: a (public-looking) IP and a User-Agent."""
-    ip = f"{rng.choice([31, 46, 77, 82, 93, 145, 178, 185, 188, 212, 217])}.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
-    agent = rng.choices([a for _, a in AGENTS], weights=[w for w, _ in AGENTS])[0]
-    return identity_source(None, None, ip, agent)
+# (share, referrer, landing query string): where a developer-tools site's visits come from
+REFERRERS = [
+    (34, None, ""),
+    (26, "https://www.google.com/", ""),
+    (3, "https://www.bing.com/", ""),
+    (3, "https://duckduckgo.com/", ""),
+    (5, "https://news.ycombinator.com/item?id=41234567", ""),
+    (4, "https://www.reddit.com/r/selfhosted/comments/abc/", ""),
+    (3, "https://t.co/xyz", ""),
+    (2, "https://www.linkedin.com/", ""),
+    (5, "https://github.com/tally/tally", ""),
+    (3, "https://chatgpt.com/", "?utm_source=chatgpt.com"),
+    (1, "https://www.perplexity.ai/", ""),
+    (4, None, "?utm_source=newsletter&utm_medium=email&utm_campaign=november-update"),
+    (2, "https://www.google.com/", "?utm_source=google&utm_medium=cpc&utm_campaign=self-hosted-analytics&utm_term=redis+analytics"),
+    (2, "https://jvns.ca/blog/2026/10/03/counting-things/", ""),
+    (1, "https://lobste.rs/s/abc123/", ""),
+]
+# (share, country): visitors' countries; addresses are drawn from each country's registry blocks
+COUNTRIES = [(30, "US"), (12, "DE"), (8, "GB"), (6, "FR"), (6, "IN"), (4, "CA"), (4, "NL"), (3, "BR"), (3, "JP"),
+             (3, "PL"), (3, "ES"), (2, "SE"), (2, "AU"), (2, "IT"), (2, "CH"), (1, "KR"), (1, "SG"), (1, "MX")]
+WIDTHS = {"iPhone": 390, "Android": 412, "iPad": 820}
+
+
+class People:
+    """Anonymous visitors as the engine sees them: an address (from a realistic mix of
+    countries), a User-Agent and a screen width, and where each of their visits comes from."""
+
+    def __init__(self, rng: random.Random):
+        from analytics.ingest import geo
+
+        self.rng = rng
+        self.blocks: dict[str, list[int]] = {country: [] for _, country in COUNTRIES}
+        while any(len(blocks) < 40 for blocks in self.blocks.values()):  # /16 blocks per country, by lookup
+            block = rng.randrange(1 << 16)
+            country = geo.location_of(f"{block >> 8}.{block & 255}.{rng.randrange(256)}.1").country
+            if country in self.blocks and len(self.blocks[country]) < 40:
+                self.blocks[country].append(block)
+
+    def new(self) -> tuple:
+        rng = self.rng
+        country = rng.choices([c for _, c in COUNTRIES], weights=[w for w, _ in COUNTRIES])[0]
+        block = rng.choice(self.blocks[country])
+        ip = f"{block >> 8}.{block & 255}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+        agent = rng.choices([a for _, a in AGENTS], weights=[w for w, _ in AGENTS])[0]
+        width = next((w for word, w in WIDTHS.items() if word in agent), rng.choice([1280, 1440, 1536, 1920, 2560]))
+        return identity_source(None, None, ip, agent), ip, agent, width
+
+    def visit(self, person: tuple, path: str) -> str:
+        """The visit dimensions of a visit landing on `path`."""
+        _, ip, agent, width = person
+        _, referrer, query = self.rng.choices(REFERRERS, weights=[w for w, _, _ in REFERRERS])[0]
+        return visit_attrs(DOMAIN, f"https://{DOMAIN}{path}{query}", referrer, agent, ip, width)
 
 
 class Command(BaseCommand):
@@ -72,12 +121,13 @@ class Command(BaseCommand):
         info = SiteInfo.from_model(site)
         r = get_redis()
         pages = _pages(rng)
+        crowd = People(rng)
         today = info.today()
         now = datetime.now(UTC)
         # Returning visitors: a share of each day's newcomers "stick" and come back with a
         # chance that fades smoothly with the days since they arrived (a power law: no
         # cliff where everyone stops at once), which gives retention its usual shape.
-        sticky: dict[bytes, tuple[float, int]] = {}  # person -> (first chance, day offset arrived)
+        sticky: dict[tuple, tuple[float, int]] = {}  # person -> (first chance, day offset arrived)
         total = 0
         for offset in tqdm(range(DAYS - 1, -1, -1), desc="traffic", unit="day", file=self.stderr._out):
             day = today - timedelta(days=offset)
@@ -88,7 +138,7 @@ class Command(BaseCommand):
                 if rng.random() < chance * (1 + (arrived - offset) / 3) ** -0.8 * (0.7 if weekend else 1.0)
             ]
             for _ in range(int(visitors * rhythm * 0.6)):
-                person = _person(rng)
+                person = crowd.new()
                 people.append(person)
                 if rng.random() < 0.35:
                     sticky[person] = (rng.uniform(0.15, 0.45), offset)
@@ -99,16 +149,19 @@ class Command(BaseCommand):
             if span < 86400:  # today: only the part of the day that has passed
                 people = people[: int(len(people) * span / 86400) + 1]
             hits = []
-            for source in people:
+            for person in people:
+                source = person[0]
                 start = day_start + timedelta(seconds=min(span - 1, abs(rng.gauss(0.55, 0.2)) * span))
+                attrs = None
                 for n in range(min(1 + int(rng.expovariate(0.7)), 12)):
-                    ts = (start + timedelta(minutes=2 * n)).astimezone(UTC)
+                    ts = (start + timedelta(seconds=rng.randrange(20, 240) * n)).astimezone(UTC)
                     if ts > now:
                         break
                     page = pages[min(int(len(pages) ** (rng.random() ** 1.3)) - 1, len(pages) - 1)]
-                    hits.append(Hit(ts, page, "pageview", source))
-                if rng.random() < 0.03:
-                    hits.append(Hit(start.astimezone(UTC), "/signup", "Signup", source))
+                    attrs = attrs or crowd.visit(person, page)
+                    hits.append(Hit(ts, page, "pageview", source, attrs=attrs))
+                if attrs and rng.random() < 0.03:
+                    hits.append(Hit(start.astimezone(UTC) + timedelta(seconds=30), "/signup", "Signup", source, attrs=attrs))
             if offset == 0:  # a few people on the site right now, for the live counter
                 hits += [Hit(now - timedelta(seconds=rng.randrange(240)), rng.choice(pages[:8]), "pageview", identity_source(None, f"now-{n}", None, None)) for n in range(rng.randint(3, 9))]
             hits += [Hit(day_start.astimezone(UTC), "/", "pageview", b"bot", bot=True)] * rng.randint(20, 60)

@@ -47,7 +47,7 @@ class Command(BaseCommand):
             with tqdm(total=total, unit="line", unit_scale=True, desc=path.name, file=self.stderr._out) as bar:
                 batch = []
                 counted = 0
-                for hit in logs.hits_from_lines(logs.open_lines(path), summary):
+                for hit in logs.hits_from_lines(logs.open_lines(path), summary, info.domain):
                     batch.append(hit)
                     if len(batch) >= BATCH:
                         record(r, info, batch)

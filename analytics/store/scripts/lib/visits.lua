@@ -27,6 +27,7 @@
 -- dimension); past it, new values count under "(other)".
 
 local SEP, FIELD_SEP, OTHER_VALUE = '\31', '\30', '(other)'
+local TOTAL = 'total' .. SEP .. 'all'  -- every visit counts here too: the site's totals (its visitors are uv:<day>)
 
 local function split_fields(text)
   local fields, n = {}, 0
@@ -117,7 +118,7 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     end
   end
   local function count_visitor(fields, digest)
-    for i = 1, #fields do
+    for i = 1, #fields - 1 do  -- (not TOTAL, the last)
       local list = visitors[fields[i]]
       if not list then list = {}; visitors[fields[i]] = list end
       list[#list + 1] = digest
@@ -130,6 +131,7 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     local fields = {}
     for i = 1, #base do fields[i] = base[i] end
     fields[#fields + 1] = 'entry_page' .. SEP .. path
+    fields[#fields + 1] = TOTAL
     return fields
   end
 
@@ -209,6 +211,7 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
       if room >= #vals then
         redis.call('SADD', set_key, unpack(vals))
       else
+        table.sort(vals)  -- (which new values of one call still fit: decided the same way every time)
         for _, v in ipairs(vals) do
           if redis.call('SISMEMBER', set_key, v) == 0 then
             if room > 0 then

@@ -1,0 +1,101 @@
+"""GET /api/v1/stats/breakdown: where visitors come from and on what, against brute force
+over events sent through the ingest API (issue 12)."""
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+
+import orjson
+
+from tests.hll import hll_tolerance
+
+AGENTS = {
+    "Chrome": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36",
+    "Firefox": "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0",
+    "Mobile Safari": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+    "Edge": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Edg/130.0.0.0",
+}
+REFERRERS = {
+    "Google": "https://www.google.com/",
+    "Hacker News": "https://news.ycombinator.com/item?id=1",
+    "Direct / None": None,
+    "jvns.ca": "https://jvns.ca/blog/",
+}
+COUNTRIES = {"US": "8.8.8.8", "AU": "1.1.1.1"}
+
+
+def post(client, key, events):
+    response = client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 200, response.content
+    assert response.json()["accepted"] == len(events)
+
+
+def breakdown(client, key, prop, start, end, **extra):
+    response = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": prop, "from": start, "to": end, "limit": 100, **extra},
+                          HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 200, response.content
+    return {row[prop]: row for row in response.json()["results"]}
+
+
+def test_each_dimension_matches_brute_force(client, make_site, r):
+    site, key = make_site()
+    rng = random.Random(3)
+    day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    events, truth = [], defaultdict(lambda: defaultdict(lambda: [set(), 0]))  # dim -> value -> [visitors, pageviews]
+    for v in range(300):  # one visit each: a few pageviews a minute apart
+        browser, source, country = rng.choice(list(AGENTS)), rng.choice(list(REFERRERS)), rng.choice(list(COUNTRIES))
+        start = day + timedelta(seconds=rng.randrange(80_000))
+        for n in range(rng.randint(1, 4)):
+            events.append({"url": f"https://example.com/p{n}", "ts": (start + timedelta(minutes=n)).isoformat(), "visitor": f"v{v}",
+                           "user_agent": AGENTS[browser], "ip": COUNTRIES[country], "referrer": REFERRERS[source] if n == 0 else "https://example.com/"})
+            for dim, value in (("browser", browser), ("source", source), ("country", country)):
+                truth[dim][value][0].add(v)
+                truth[dim][value][1] += 1
+    events.sort(key=lambda e: e["ts"])
+    for i in range(0, len(events), 250):
+        post(client, key, events[i : i + 250])
+    d = day.date().isoformat()
+    for dim, values in truth.items():
+        rows = breakdown(client, key, dim, d, d)
+        assert set(rows) == set(values), dim
+        for value, (people, views) in values.items():
+            assert rows[value]["pageviews"] == views, (dim, value)
+            assert rows[value]["visits"] == len(people), (dim, value)  # one visit each
+            assert abs(rows[value]["visitors"] - len(people)) <= hll_tolerance(len(people)), (dim, value)
+
+
+def test_a_browser_event_with_a_referrer_and_utm_shows_up(client, make_site, r):
+    """The issue's first complaint: a Hacker News referrer and ?utm_source=newsletter were
+    accepted and then appeared nowhere."""
+    site, key = make_site()
+    body = {"n": "pageview", "u": "https://example.com/launch?utm_source=newsletter&utm_medium=email", "d": "example.com",
+            "r": "https://news.ycombinator.com/item?id=42", "w": 390}
+    response = client.post("/api/event", orjson.dumps(body), content_type="text/plain", HTTP_USER_AGENT=AGENTS["Mobile Safari"])
+    assert response.status_code == 202
+    today = datetime.now(UTC).date().isoformat()
+    assert set(breakdown(client, key, "referrer", today, today)) == {"news.ycombinator.com"}
+    assert set(breakdown(client, key, "utm_source", today, today)) == {"newsletter"}
+    assert set(breakdown(client, key, "channel", today, today)) == {"Email"}
+    assert set(breakdown(client, key, "device", today, today)) == {"Mobile"}
+    assert set(breakdown(client, key, "screen", today, today)) == {"Mobile"}
+    assert set(breakdown(client, key, "entry_page", today, today)) == {"/launch"}
+    totals = client.get("/api/v1/stats/aggregate", {"site": "example.com", "from": today, "to": today,
+                                                   "metrics": "visits,bounce_rate,visit_duration,views_per_visit"},
+                        HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+    assert totals == {"visits": {"value": 1}, "bounce_rate": {"value": 100}, "visit_duration": {"value": 0}, "views_per_visit": {"value": 1.0}}
+
+
+def test_visitors_of_a_value_over_a_range_are_a_union_not_a_sum(client, make_site, r):
+    site, key = make_site()
+    start = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0) - timedelta(days=3)
+    events = [{"url": "https://example.com/", "ts": (start + timedelta(days=n)).isoformat(), "visitor": f"v{v}",
+               "referrer": "https://www.google.com/"} for n in range(3) for v in range(20)]
+    post(client, key, events)
+    rows = breakdown(client, key, "source", start.date().isoformat(), (start + timedelta(days=2)).date().isoformat())
+    assert rows["Google"]["visitors"] == 20 and rows["Google"]["visits"] == 60 and rows["Google"]["pageviews"] == 60
+
+
+def test_bad_parameters_are_400s_naming_them(client, make_site, r):
+    site, key = make_site()
+    for params, word in (({}, "property"), ({"property": "shoe_size"}, "property"), ({"property": "source", "limit": "0"}, "limit")):
+        response = client.get("/api/v1/stats/breakdown", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert response.status_code == 400 and word in response.json()["error"]
