@@ -251,3 +251,23 @@ def test_dirty_days_wait_for_the_next_run_when_a_rollup_fails(site, r, monkeypat
     rollups.roll_recent(r, site)
     assert DailyMetrics.objects.filter(site=site, date=old, final=True).exists()
     assert not r.exists(keys.dirty_days(site.pk))
+
+
+def test_no_key_of_a_final_day_lives_forever(site, r):
+    """Every raw key a day made (bitmaps, pages, events, visit dimensions and their HLLs)
+    gets the policy's expiry once the day is rolled up."""
+    from analytics.ingest.visit import visit_attrs
+
+    info = SiteInfo.from_model(site)
+    day = info.today() - timedelta(days=2)
+    agent = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
+    hits = [
+        Hit(at(day, 10 + n % 5), f"/p{n % 3}", "pageview" if n % 4 else "Signup", identity_source(None, f"v{n}", None, None),
+            attrs=visit_attrs(site.domain, f"https://{site.domain}/?utm_source=s{n % 3}", "https://news.ycombinator.com/", agent, "8.8.8.8", 1280))
+        for n in range(40)
+    ]
+    record(r, info, hits)
+    rollups.rollup(r, site, day, day)
+    forever = [key for key in r.scan_iter(match=f"*{day.isoformat()}*", count=1000) if r.ttl(key) == -1]
+    assert forever == []
+    assert r.exists(keys.dimension_visitors(site.pk, day, "referrer\x1fnews.ycombinator.com"))

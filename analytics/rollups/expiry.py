@@ -7,13 +7,14 @@ final day still in Redis, so a changed setting reaches old keys too. Realtime mi
 get their short TTL at ingest.
 
 Families: "daily" (active and new-visitor bitmaps, site HLL, pageview total, custom
-events, bot count) keep `keep_daily_days`; "page" (page HLLs and counters, the day's page
+events, bot count, and the visit dimensions' tables, value sets and HLLs) keep `keep_daily_days`; "page" (page HLLs and counters, the day's page
 index) keep `keep_page_days`.
 """
 from datetime import UTC, date, datetime, time, timedelta
 
 import redis
 
+from .. import dimensions
 from ..models import DailyMetrics, Site
 from ..store import keys
 
@@ -38,10 +39,12 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
         for day in chunk:
             pipe.smembers(keys.pages_index(sid, day))
             pipe.smembers(keys.events_index(sid, day))
-        listed = pipe.execute()
+            for dimension in dimensions.ALL:
+                pipe.smembers(keys.dimension_values(sid, day, dimension))
+        listed = iter(pipe.execute())
         pipe = r.pipeline(transaction=False)
-        for n, day in enumerate(chunk):
-            pages, events = listed[2 * n], listed[2 * n + 1]
+        for day in chunk:
+            pages, events = next(listed), next(listed)
             daily_at, page_at = _expire_at(day, site.keep_daily_days), _expire_at(day, site.keep_page_days)
             for key in keys.daily_family(sid, day):
                 pipe.expireat(key, daily_at)
@@ -54,6 +57,12 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
                 path = path.decode()
                 pipe.expireat(keys.page_visitors(sid, day, path), page_at)
                 pipe.expireat(keys.page_pageviews(sid, day, path), page_at)
+            for table in dimensions.TABLES:
+                pipe.expireat(keys.dimension_table(sid, day, table), daily_at)
+            for dimension in dimensions.ALL:
+                pipe.expireat(keys.dimension_values(sid, day, dimension), daily_at)
+                for value in next(listed):
+                    pipe.expireat(keys.dimension_visitors(sid, day, dimensions.field(dimension, value.decode())), daily_at)
         pipe.execute()
 
 

@@ -194,7 +194,7 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     local values = {}  -- dimension -> {value, ...}
     local listed = {}
     local function note(f)
-      if not listed[f] then
+      if not listed[f] and f ~= TOTAL then  -- (no quota for the totals)
         listed[f] = true
         local cut = string.find(f, SEP, 1, true)
         local dim = string.sub(f, 1, cut - 1)
