@@ -229,6 +229,28 @@ class PageDaily(models.Model):
         indexes = [models.Index(fields=["site", "date"], name="page_daily_site_date")]
 
 
+class DimensionDaily(models.Model):
+    """A visit dimension value's numbers on one day (a source, a country, an entry page...),
+    stored by the rollups so that breakdowns over long periods are one indexed query.
+    Visits, bounces and duration count visits that started that day; for exit_page,
+    `visits` are the visits that ended there. The row ("total", "all") holds the site's
+    visit totals."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="dimension_daily")
+    date = models.DateField()
+    dimension = models.CharField(max_length=32)
+    value = models.CharField(max_length=1024)
+    visitors = models.PositiveIntegerField(default=0)
+    pageviews = models.PositiveBigIntegerField(default=0)
+    visits = models.PositiveBigIntegerField(default=0)
+    bounces = models.PositiveBigIntegerField(default=0)
+    duration = models.PositiveBigIntegerField(default=0, help_text="seconds, summed over the visits")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "date", "dimension", "value"], name="dimension_daily_unique")]
+        indexes = [models.Index(fields=["site", "dimension", "date"], name="dimension_daily_lookup")]
+
+
 class ImportedLog(models.Model):
     """An access log already imported into a site, by content hash: importing it again
     would count its visits twice, so `import_log` refuses."""

@@ -58,11 +58,24 @@ def say(message):
 
 def batch_events(rng: random.Random, pages: int, n: int = BATCH) -> list[dict]:
     """Events over a heavy-tailed set of pages (a few popular, many rare) from a pool of
-    returning visitors."""
-    return [
-        {"url": f"https://{DOMAIN}/page/{int(pages ** rng.random())}", "visitor": f"v{rng.randrange(VISITORS)}"}
-        for _ in range(n)
-    ]
+    returning visitors, each with the demo's realistic mixes of User-Agents, referrers and
+    campaigns, and a public address (so every visit dimension is worked out and stored)."""
+    from analytics.management.commands.demo import AGENTS, REFERRERS
+
+    agents, agent_weights = [a for _, a in AGENTS], [w for w, _ in AGENTS]
+    referrers, referrer_weights = [(r, q) for _, r, q in REFERRERS], [w for w, _, _ in REFERRERS]
+    events = []
+    for _ in range(n):
+        v = rng.randrange(VISITORS)
+        referrer, query = rng.choices(referrers, referrer_weights)[0]
+        events.append({
+            "url": f"https://{DOMAIN}/page/{int(pages ** rng.random())}{query}",
+            "visitor": f"v{v}",
+            "user_agent": agents[v % 97 % len(agents)] if v % 5 else rng.choices(agents, agent_weights)[0],
+            "ip": f"{(v * 7919) % 223 + 1}.{v % 251}.{(v >> 8) % 256}.{v % 254 + 1}",
+            "referrer": referrer,
+        })
+    return events
 
 
 def timed(fn, events: int) -> float:
@@ -76,6 +89,7 @@ def engine(r, site, pages: int):
 
     from analytics.api.ingest import _parse_batch
     from analytics.ingest import record, schemas
+    from analytics.ingest.bots import is_bot
 
     rng = random.Random(pages)
     bodies = [orjson.dumps(batch_events(rng, pages)) for _ in range(EVENTS // BATCH)]
@@ -83,7 +97,7 @@ def engine(r, site, pages: int):
 
     def hits_of(body):
         items, _ = _parse_batch(body)
-        return [schemas.batch_hit(event, now, None, DOMAIN) for _, event in items]
+        return [schemas.batch_hit(event, now, is_bot, DOMAIN) for _, event in items]
 
     prepared = [hits_of(body) for body in bodies]
     distinct_pages = sum(len({h.path for h in hits}) for hits in prepared) / len(prepared)

@@ -99,3 +99,32 @@ def test_bad_parameters_are_400s_naming_them(client, make_site, r):
     for params, word in (({}, "property"), ({"property": "shoe_size"}, "property"), ({"property": "source", "limit": "0"}, "limit")):
         response = client.get("/api/v1/stats/breakdown", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}")
         assert response.status_code == 400 and word in response.json()["error"]
+
+
+def test_rolled_up_days_read_the_same_from_their_rows(client, make_site, r):
+    from analytics import rollups
+    from analytics.models import DimensionDaily
+
+    site, key = make_site()
+    start = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0) - timedelta(days=6)
+    rng = random.Random(5)
+    events = []
+    for n in range(5):
+        for v in range(40):
+            source = rng.choice(list(REFERRERS))
+            t = start + timedelta(days=n, minutes=rng.randrange(600))
+            for k in range(rng.randint(1, 3)):
+                events.append({"url": f"https://example.com/p{k}", "ts": (t + timedelta(minutes=k)).isoformat(), "visitor": f"v{v}",
+                               "referrer": REFERRERS[source] if k == 0 else "https://example.com/", "user_agent": AGENTS["Firefox"]})
+    events.sort(key=lambda e: e["ts"])
+    post(client, key, events)
+    first, last = start.date().isoformat(), (start + timedelta(days=4)).date().isoformat()
+    before = {prop: breakdown(client, key, prop, first, last) for prop in ("source", "entry_page", "exit_page", "browser")}
+    totals = client.get("/api/v1/stats/aggregate", {"site": "example.com", "from": first, "to": last, "metrics": "visits,bounce_rate,visit_duration"},
+                        HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+    rollups.rollup(r, site, start.date(), (start + timedelta(days=4)).date())
+    assert DimensionDaily.objects.filter(site=site, dimension="source").exists()
+    for prop, rows in before.items():
+        assert breakdown(client, key, prop, first, last) == rows, prop
+    assert client.get("/api/v1/stats/aggregate", {"site": "example.com", "from": first, "to": last, "metrics": "visits,bounce_rate,visit_duration"},
+                      HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"] == totals

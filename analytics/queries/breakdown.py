@@ -1,88 +1,96 @@
 """Breakdowns by a visit dimension (source, country, browser, entry page...) and the site's
-visit totals (visits, bounce rate, visit duration, views per visit), read from the day
-tables lib/visits.lua writes at ingest.
+visit totals (visits, bounce rate, visit duration, views per visit).
 
-Counts (pageviews, visits, bounces, duration, exits) are exact sums over the days.
-Visitors of a value over a range are a true union: PFCOUNT over the value's day HLLs
-(an estimate, ±0.81%, clamped to at most its pageviews or visits where it has them,
-since a visitor made at least one of each).
+Per-day numbers come from the rows the rollups stored for final days, and from the raw
+day tables lib/visits.lua writes for the others (analytics.counts.dimensions). Counts
+(pageviews, visits, bounces, duration, exits) are exact sums over the days. Visitors of a
+value over a range are a true union, not a sum of days: a multi-key PFCOUNT over the
+value's day HLLs (±0.81%), never shown above its visits or pageviews. Once a day's raw
+keys have expired (the site's keep_daily_days), that day's visitors are left out of
+unions; counts stay, from the rows.
 """
 from datetime import date
 
 import redis
+from django.db.models import Q, Sum
 
 from .. import dimensions
-from ..dimensions import TOTAL
+from ..counts.dimensions import dimension_days
+from ..models import DailyMetrics, DimensionDaily
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
 
 METRICS = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
-MAX_UNION_VALUES = 1000  # values whose visitors are counted; past it, the most visited by visits
+MAX_UNION_VALUES = 2000  # values whose visitors are counted as a union (the most visitor-days first)
+COUNTS = ("visitors", "pageviews", "visits", "bounces", "duration")
 
 
 def visit_totals(r: redis.Redis, site: SiteInfo, start: date, end: date) -> dict:
     """{"visits", "bounce_rate", "visit_duration", "views_per_visit"} over the range, from
     the visits that started in it."""
-    sums = _sums(r, site, days_between(start, end), [TOTAL])[TOTAL]
+    total_dim, total_value = dimensions.split(dimensions.TOTAL)
+    sums = _sums(r, site, start, end, total_dim, "").get(total_value, dict.fromkeys(COUNTS, 0))
     return _rates(sums)
 
 
 def breakdown(
     r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str, limit: int = 10, page: int = 1, search: str = ""
 ) -> tuple[list[dict], int]:
-    """The rows of one page of a dimension's breakdown, most visitors first, and how many
-    values there are. Rows: {dimension: value, "visitors", "visits", "pageviews",
-    "bounce_rate", "visit_duration", "views_per_visit"}; for exit_page: {"exit_page",
-    "visits"} (visits that ended there)."""
+    """One page of a dimension's rows, most visitors first, and how many rows there are.
+    Rows: {dimension: value, "visitors", "visits", "pageviews", "bounce_rate",
+    "visit_duration", "views_per_visit"}; for exit_page {"exit_page", "visits"} (visits
+    that ended there)."""
     if dimension not in dimensions.ALL:
         raise ValueError(f"unknown dimension: {dimension}")
-    days = days_between(start, end)
-    sid = site.id
-    pipe = r.pipeline(transaction=False)
-    for day in days:
-        pipe.smembers(keys.dimension_values(sid, day, dimension))
-    values = sorted({v.decode() for members in pipe.execute() for v in members})
-    if search:
-        needle = search.lower()
-        values = [v for v in values if needle in v.lower()]
-    fields = [dimensions.field(dimension, v) for v in values]
-    sums = _sums(r, site, days, fields)
+    sums = _sums(r, site, start, end, dimension, search)
     if dimension == dimensions.EXIT:
-        rows = [{dimension: v, "visits": sums[f]["exits"]} for v, f in zip(values, fields) if sums[f]["exits"] > 0]
+        rows = [{dimension: v, "visits": s["visits"]} for v, s in sums.items() if s["visits"] > 0]
         rows.sort(key=lambda row: (-row["visits"], row[dimension]))
         return rows[(page - 1) * limit : page * limit], len(rows)
-    ranked = sorted(zip(values, fields), key=lambda vf: (-sums[vf[1]]["visits"], -sums[vf[1]]["pageviews"], vf[0]))
-    ranked = [vf for vf in ranked if sums[vf[1]]["visits"] or sums[vf[1]]["pageviews"]]
+    ranked = sorted((v for v, s in sums.items() if s["visits"] or s["pageviews"]),
+                    key=lambda v: (-sums[v]["visitors"], -sums[v]["visits"], v))
     counted = ranked[:MAX_UNION_VALUES]
+    days = days_between(start, end)
     pipe = r.pipeline(transaction=False)
-    for _, f in counted:
-        pipe.pfcount(*(keys.dimension_visitors(sid, day, f) for day in days))
-    visitors = pipe.execute()
+    for value in counted:
+        f = dimensions.field(dimension, value)
+        pipe.pfcount(*(keys.dimension_visitors(site.id, day, f) for day in days))
     rows = []
-    for (value, f), people in zip(counted, visitors):
-        s = sums[f]
-        bound = max(s["pageviews"], s["visits"])
-        rows.append({dimension: value, "visitors": min(people, bound) if bound else people, **_rates(s), "pageviews": s["pageviews"]})
+    for value, union in zip(counted, pipe.execute()):
+        s = sums[value]
+        rows.append({dimension: value, "visitors": min(union, max(s["pageviews"], s["visits"])), **_rates(s), "pageviews": s["pageviews"]})
     rows.sort(key=lambda row: (-row["visitors"], -row["visits"], row[dimension]))
     return rows[(page - 1) * limit : page * limit], len(ranked)
 
 
-def _sums(r: redis.Redis, site: SiteInfo, days: list[date], fields: list[str]) -> dict[str, dict[str, int]]:
-    """field -> table -> the sum over the days (0 where missing)."""
-    sums = {f: dict.fromkeys(dimensions.TABLES, 0) for f in fields}
-    if not fields:
-        return sums
-    pipe = r.pipeline(transaction=False)
-    for day in days:
-        for table in dimensions.TABLES:
-            pipe.hmget(keys.dimension_table(site.id, day, table), fields)
-    answers = iter(pipe.execute())
-    for _ in days:
-        for table in dimensions.TABLES:
-            for f, value in zip(fields, next(answers)):
-                if value is not None:
-                    sums[f][table] += int(value)
+def _sums(r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str, search: str) -> dict[str, dict[str, int]]:
+    """value -> its counts summed over the range ("visitors": the sum of daily visitors,
+    an upper bound of the union used for ranking); exit_page's visits are its exits."""
+    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True))
+    sums: dict[str, dict[str, int]] = {}
+    if final:
+        query = DimensionDaily.objects.filter(site_id=site.id, dimension=dimension, date__in=final)
+        if search:
+            query = query.filter(Q(value__icontains=search))
+        for row in query.values("value").annotate(**{c: Sum(c) for c in COUNTS}):
+            sums[row["value"]] = {c: row[c] or 0 for c in COUNTS}
+    prefix = dimension + dimensions.SEP
+    needle = search.lower()
+    live = [day for day in days_between(start, end) if day not in final]
+    for fields in dimension_days(r, site.id, live).values():
+        for name, n in fields.items():
+            if not name.startswith(prefix):
+                continue
+            value = name[len(prefix) :]
+            if needle and needle not in value.lower():
+                continue
+            row = sums.setdefault(value, dict.fromkeys(COUNTS, 0))
+            row["visitors"] += n["visitors"]
+            row["pageviews"] += n["pageviews"]
+            row["visits"] += n["exits"] if dimension == dimensions.EXIT else n["visits"]
+            row["bounces"] += n["bounces"]
+            row["duration"] += n["duration"]
     return sums
 
 

@@ -22,10 +22,12 @@ from datetime import date, timedelta
 
 import redis
 
+from .. import dimensions
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS, retention
 from ..counts.days import day_metrics
+from ..counts.dimensions import dimension_days
 from ..counts.pages import page_days
-from ..models import DailyMetrics, PageDaily, Retention, Site
+from ..models import DailyMetrics, DimensionDaily, PageDaily, Retention, Site
 from ..periods import days_between, monday
 from ..sites import SiteInfo
 from ..store import keys
@@ -59,6 +61,7 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
         summary = Summary(days=len(days))
         _store_days(site, day_metrics(r, info, days, tmp), today)
         _store_pages(r, site, days)
+        _store_dimensions(r, site, days)
 
         periods = merge_periods(r, site, info, days, today, tmp)
         summary.periods = len(periods)
@@ -101,6 +104,21 @@ def _store_pages(r: redis.Redis, site: Site, days: list[date]):
         )
 
 
+
+
+def _store_dimensions(r: redis.Redis, site: Site, days: list[date]):
+    """Each visit dimension value's numbers per day, as rows (see analytics.queries.breakdown)."""
+    for day, fields in dimension_days(r, site.pk, days).items():
+        rows = []
+        for name, n in fields.items():
+            dimension, value = dimensions.split(name)
+            visits = n["exits"] if dimension == dimensions.EXIT else n["visits"]
+            rows.append(DimensionDaily(site=site, date=day, dimension=dimension, value=value, visitors=n["visitors"],
+                                       pageviews=n["pageviews"], visits=visits, bounces=n["bounces"], duration=n["duration"]))
+        DimensionDaily.objects.bulk_create(
+            rows, batch_size=500, update_conflicts=True, unique_fields=["site", "date", "dimension", "value"],
+            update_fields=["visitors", "pageviews", "visits", "bounces", "duration"],
+        )
 
 
 def _store_retention(site: Site, unit: str, rows: list):

@@ -19,7 +19,8 @@
 -- held visit alone.
 --
 -- A visit's state: "start|last|pageviews|bounce|start day|day last counted|exit page",
--- then FIELD_SEP and its fields joined by FIELD_SEP; each field is
+-- then FIELD_SEP and its fields joined by FIELD_SEP (TOTAL, which every visit has, is
+-- left out); each field is
 -- "<dimension>SEP<value>" (analytics/dimensions.py). States live in one hash per half
 -- hour of the clock (KEYS: this one and the one before), so each expires on its own.
 --
@@ -35,18 +36,29 @@ local function split_fields(text)
   return fields
 end
 
+-- Fields lists by their text, shared (read only) by every visit that has the same text:
+-- parsing a visit's fields once per distinct text, not once per visitor.
+local fields_by_text = {}
+local function fields_of_text(text)
+  local fields = fields_by_text[text]
+  if not fields then
+    fields = split_fields(text)
+    fields[#fields + 1] = TOTAL
+    fields_by_text[text] = fields
+  end
+  return fields
+end
+
 local function parse_state(raw)
-  local cut = string.find(raw, FIELD_SEP, 1, true)
-  local head, rest = raw, ''
-  if cut then head, rest = string.sub(raw, 1, cut - 1), string.sub(raw, cut + 1) end
-  local start, last, pv, bounce, start_day, seen_day, exit = string.match(head, '^(%d+)|(%d+)|(%d+)|(%d)|([^|]*)|([^|]*)|(.*)$')
+  local start, last, pv, bounce, start_day, seen_day, exit, text =
+    string.match(raw, '^(%d+)|(%d+)|(%d+)|(%d)|([^|]*)|([^|]*)|([^\30]*)\30?(.*)$')
   return {start = tonumber(start), last = tonumber(last), pv = tonumber(pv), bounce = tonumber(bounce),
-          start_day = start_day, seen_day = seen_day, exit = exit, fields = split_fields(rest)}
+          start_day = start_day, seen_day = seen_day, exit = exit, text = text, fields = fields_of_text(text)}
 end
 
 local function dump_state(st)
-  return table.concat({st.start, st.last, st.pv, st.bounce, st.start_day, st.seen_day, st.exit}, '|')
-    .. FIELD_SEP .. table.concat(st.fields, FIELD_SEP)
+  return st.start .. '|' .. st.last .. '|' .. st.pv .. '|' .. st.bounce .. '|' .. st.start_day .. '|' .. st.seen_day .. '|'
+    .. st.exit .. FIELD_SEP .. st.text
 end
 
 -- Count this chunk's visits. `digests` are the chunk's visitor digests (1-based indexes
@@ -124,15 +136,10 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
       list[#list + 1] = digest
     end
   end
-  local parsed = {}
-  local function fields_of(ai, path)
-    local base = parsed[ai]
-    if not base then base = split_fields(attrs[ai]); parsed[ai] = base end
-    local fields = {}
-    for i = 1, #base do fields[i] = base[i] end
-    fields[#fields + 1] = 'entry_page' .. SEP .. path
-    fields[#fields + 1] = TOTAL
-    return fields
+  -- A new visit's fields text: its first event's attributes and its entry page.
+  local function text_of(ai, path)
+    local a = attrs[ai]
+    return (a ~= '' and a .. FIELD_SEP or '') .. 'entry_page' .. SEP .. path
   end
 
   for e = 1, ne do
@@ -141,7 +148,7 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     local st = states[vi]
     if st and ts < st.last - timeout then
       -- an old event beside a newer visit: a visit of its own
-      local fields = fields_of(ai, path)
+      local fields = fields_of_text(text_of(ai, path))
       add(day, 'visits', fields, 1)
       if kind == 'p' then
         add(day, 'bounces', fields, 1)
@@ -151,8 +158,9 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
       count_visitor(fields, digests[vi])
     else
       if not st or ts - st.last > timeout then
+        local text = text_of(ai, path)
         st = {start = ts, last = ts, pv = 0, bounce = kind == 'i' and 0 or 1, start_day = day, seen_day = '',
-              exit = '', fields = fields_of(ai, path)}
+              exit = '', text = text, fields = fields_of_text(text)}
         states[vi] = st
         add(day, 'visits', st.fields, 1)
         if st.bounce == 1 then add(day, 'bounces', st.fields, 1) end
