@@ -19,9 +19,16 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
-from .models import ApiKey, Site
+from .models import ApiKey, Goal, Site
 
 admin.site.site_header = admin.site.site_title = "Tally admin"
+
+
+class GoalInline(admin.TabularInline):
+    model = Goal
+    extra = 0
+    fields = ("name", "event_name", "page_pattern", "created")
+    readonly_fields = ("created",)
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -64,7 +71,7 @@ class SiteAdmin(admin.ModelAdmin):
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
     readonly_fields = ("created", "memory_today", "share_link", "bloom_memory")
-    inlines = [ApiKeyInline]
+    inlines = [GoalInline, ApiKeyInline]
     actions = ["create_api_key", "enable_sharing", "revoke_sharing"]
     filter_horizontal = ("owners",)
     fieldsets = [

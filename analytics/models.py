@@ -229,6 +229,44 @@ class PageDaily(models.Model):
         indexes = [models.Index(fields=["site", "date"], name="page_daily_site_date")]
 
 
+class Goal(models.Model):
+    """What counts as a conversion: a custom event by name, or a pageview of a path pattern
+    (`*` matches within one path segment, `**` across segments: `/blog/*`, `/docs/**`).
+    Conversion rate = unique converters / unique visitors over the same range."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="goals")
+    name = models.CharField(max_length=120, blank=True, help_text="shown on the dashboard; defaults to the event name or the pattern")
+    event_name = models.CharField(max_length=120, blank=True, help_text="a custom event's name, e.g. Signup")
+    page_pattern = models.CharField(max_length=1024, blank=True, help_text="a path pattern, e.g. /blog/* or /docs/**")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "name"], name="goal_unique_name")]
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def clean(self):
+        if bool(self.event_name) == bool(self.page_pattern):
+            raise ValidationError("give either an event name or a page pattern, not both")
+        if self.page_pattern and not self.page_pattern.startswith("/"):
+            raise ValidationError({"page_pattern": "a path pattern starts with /, e.g. /blog/*"})
+        if not self.name:
+            self.name = self.event_name or f"Visit {self.page_pattern}"
+
+    def matches(self, path: str) -> bool:
+        return bool(self.page_pattern) and page_pattern_regex(self.page_pattern).fullmatch(path) is not None
+
+
+def page_pattern_regex(pattern: str):
+    """`**` any characters, `*` any but `/`, everything else literal."""
+    import re
+
+    parts = (re.escape(part).replace(r"\*", "[^/]*") for part in pattern.split("**"))
+    return re.compile(".*".join(parts))
+
+
 class DimensionDaily(models.Model):
     """A visit dimension value's numbers on one day (a source, a country, an entry page...),
     stored by the rollups so that breakdowns over long periods are one indexed query.

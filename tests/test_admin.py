@@ -30,6 +30,8 @@ def site_form(**changes):
         "max_property_values": "1000",
         "api_keys-TOTAL_FORMS": "0",
         "api_keys-INITIAL_FORMS": "0",
+        "goals-TOTAL_FORMS": "0",
+        "goals-INITIAL_FORMS": "0",
         **changes,
     }
 

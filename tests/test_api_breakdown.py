@@ -33,7 +33,8 @@ def breakdown(client, key, prop, start, end, **extra):
     response = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": prop, "from": start, "to": end, "limit": 100, **extra},
                           HTTP_AUTHORIZATION=f"Bearer {key}")
     assert response.status_code == 200, response.content
-    return {row[prop]: row for row in response.json()["results"]}
+    name = prop.removeprefix("event:props:")  # (property rows are keyed by the property's own name, as Plausible's)
+    return {row[name]: row for row in response.json()["results"]}
 
 
 def test_each_dimension_matches_brute_force(client, make_site, r):
@@ -128,3 +129,50 @@ def test_rolled_up_days_read_the_same_from_their_rows(client, make_site, r):
         assert breakdown(client, key, prop, first, last) == rows, prop
     assert client.get("/api/v1/stats/aggregate", {"site": "example.com", "from": first, "to": last, "metrics": "visits,bounce_rate,visit_duration"},
                       HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"] == totals
+
+
+def test_goals_convert_like_brute_force(client, make_site, r):
+    from django.core.management import call_command
+
+    site, key = make_site()
+    call_command("addgoal", "example.com", "--event", "Signup")
+    call_command("addgoal", "example.com", "--page", "/blog/*", "--name", "Read the blog")
+    rng = random.Random(8)
+    day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    events, signups, readers, signup_events, blog_views, everyone = [], set(), set(), 0, 0, set()
+    plans = defaultdict(lambda: [set(), 0])
+    for v in range(200):
+        t = day + timedelta(minutes=rng.randrange(1200))
+        everyone.add(v)
+        path = rng.choice(["/", "/blog/a", "/blog/b", "/blog/b/c", "/pricing"])
+        events.append({"url": f"https://example.com{path}", "ts": t.isoformat(), "visitor": f"v{v}"})
+        if path in ("/blog/a", "/blog/b"):
+            readers.add(v)
+            blog_views += 1
+        if rng.random() < 0.3:
+            plan = rng.choice(["free", "pro"])
+            events.append({"url": "https://example.com/signup", "ts": (t + timedelta(minutes=1)).isoformat(), "visitor": f"v{v}",
+                           "name": "Signup", "props": {"plan": plan}, "revenue": {"currency": "EUR", "amount": "9.99"}})
+            signups.add(v)
+            signup_events += 1
+            plans[plan][0].add(v)
+            plans[plan][1] += 1
+    events.sort(key=lambda e: e["ts"])
+    post(client, key, events)
+    d = day.date().isoformat()
+    rows = breakdown(client, key, "goal", d, d)
+    assert rows["Signup"]["events"] == signup_events and rows["Signup"]["visitors"] == len(signups)
+    assert rows["Signup"]["conversion_rate"] == round(100 * len(signups) / len(everyone), 2)
+    assert rows["Signup"]["revenue"] == {"EUR": round(9.99 * signup_events, 2)}
+    assert rows["Read the blog"]["events"] == blog_views and rows["Read the blog"]["visitors"] == len(readers)
+    props = breakdown(client, key, "event:props:plan", d, d, event="Signup")
+    assert {value: (row["visitors"], row["events"]) for value, row in props.items()} == {p: (len(s), n) for p, (s, n) in plans.items()}
+
+
+def test_bad_props_and_revenue_are_400s(client, make_site, r):
+    site, key = make_site()
+    for extra, word in ((({"p": [1, 2]}), "props"), ({"p": {"a": {"b": 1}}}, "props.a"), ({"$": {"currency": "euro", "amount": 1}}, "currency"),
+                        ({"$": {"currency": "EUR", "amount": "lots"}}, "amount")):
+        body = {"n": "Signup", "u": "https://example.com/", "d": "example.com", **extra}
+        response = client.post("/api/event", orjson.dumps(body), content_type="text/plain", HTTP_USER_AGENT=AGENTS["Firefox"])
+        assert response.status_code == 400 and word in response.json()["error"], (extra, response.content)

@@ -263,7 +263,8 @@ def test_no_key_of_a_final_day_lives_forever(site, r):
     agent = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
     hits = [
         Hit(at(day, 10 + n % 5), f"/p{n % 3}", "pageview" if n % 4 else "Signup", identity_source(None, f"v{n}", None, None),
-            attrs=visit_attrs(site.domain, f"https://{site.domain}/?utm_source=s{n % 3}", "https://news.ycombinator.com/", agent, "8.8.8.8", 1280))
+            attrs=visit_attrs(site.domain, f"https://{site.domain}/?utm_source=s{n % 3}", "https://news.ycombinator.com/", agent, "8.8.8.8", 1280),
+            props=(("plan", f"p{n % 2}"),), revenue=("EUR", 1250) if n % 4 == 0 else None)
         for n in range(40)
     ]
     record(r, info, hits)

@@ -60,13 +60,17 @@ def event(request):
     # user's recommendation filter (only the Bearer-key APIs do): user=None.
     ip = client_ip(request)
     source = identity_source(payload.user_id, None, ip, user_agent)
+    try:
+        props, revenue = schemas.check_props(payload.props), schemas.check_revenue(payload.revenue)
+    except schemas.BadEvent as e:
+        raise ApiError(400, str(e)) from None
     bot = is_bot(user_agent)
     response = HttpResponse(b"ok", status=202, content_type="text/plain")
     now = datetime.now(UTC)
     for site in targets.values():
         limits = [*_site_limit(site, 1), *_client_limit(site, ip)]
         attrs = "" if bot else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
-        hit = Hit(None, path, payload.name, source, bot, None, attrs, payload.interactive)
+        hit = Hit(None, path, payload.name, source, bot, None, attrs, payload.interactive, props, revenue)
         if _record_or_spool(site, [hit], now, new_mark(site, now), limits) is None:
             response[SPOOLED_HEADER] = "1"
     if bot:

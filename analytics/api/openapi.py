@@ -301,7 +301,15 @@ DOCUMENT = {
                     SITE,
                     FROM,
                     TO,
-                    _param("property", "The dimension.", {"type": "string", "enum": [*DIMENSIONS, "page"]}, required=True),
+                    _param(
+                        "property",
+                        f"The dimension: one of {', '.join(DIMENSIONS)}, page, goal (rows: goal, visitors = converters, events, "
+                        "conversion_rate in percent, revenue per currency), or event:props:NAME (a custom property's values: "
+                        "visitors, events; with `event` to keep one event's).",
+                        {"type": "string"},
+                        required=True,
+                    ),
+                    _param("event", "With property=event:props:NAME: only this custom event's properties.", {"type": "string"}),
                     _param("limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}),
                     _param("page", "Which page of rows, from 1.", {"type": "integer", "minimum": 1, "default": 1}),
                     _param("search", "Only values containing this text (case-insensitive).", {"type": "string"}),

@@ -12,6 +12,8 @@ from .http import ApiError, json_errors, json_response, methods
 from .params import choice_param, date_range, int_param, site_param
 
 MAX_LIMIT = 1000  # pages per answer
+PROPS = "event:props:"  # property=event:props:NAME breaks down a custom property (Plausible's name)
+PROPERTIES = (*dimensions.ALL, "page", "goal", f"{PROPS}<name>")
 
 
 @methods("GET")
@@ -64,10 +66,18 @@ def breakdown(request):
     """Rows by one visit dimension (`property`), most visitors first, paged; or by page."""
     site = site_param(request)
     start, end = date_range(request, site)
-    prop = choice_param(request, "property", (*dimensions.ALL, "page"), None)
+    raw = request.GET.get("property", "")
+    prop = raw if raw.startswith(PROPS) and len(raw) > len(PROPS) else choice_param(request, "property", PROPERTIES, None)
     limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
     page = int_param(request, "page", 1, 1, 10_000)
-    if prop == "page":
+    r = get_redis()
+    if prop.startswith(PROPS):
+        event = request.GET.get("event") or None
+        results, total = queries.properties(r, site, start, end, prop[len(PROPS) :][:300], event, limit, page)
+    elif prop == "goal":
+        rows = queries.goals(r, site, start, end, queries.summary(r, site, start, end)["visitors"])
+        results, total = rows[(page - 1) * limit : page * limit], len(rows)
+    elif prop == "page":
         rows = queries.top_pages(get_redis(), site, start, end, limit * page)[(page - 1) * limit :]
         results, total = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]} for row in rows], None
     else:

@@ -45,6 +45,8 @@ class Hit(NamedTuple):
     user: str | None = None
     attrs: str = ""  # the visit dimensions of this event: fields joined by FIELD_SEP (dimensions.py)
     interactive: bool = True  # a custom event that ends a bounce (Plausible's "interactive")
+    props: tuple = ()  # ((name, value), ...): custom properties, checked (schemas.check_props)
+    revenue: tuple | None = None  # (currency, amount in hundredths)
 
 
 class _Counts(NamedTuple):
@@ -93,7 +95,7 @@ def client_mark(site: SiteInfo, idempotency_key: str) -> Mark:
 class _Chunk:
     """One day's share of a batch, at most SCRIPT_CHUNK distinct visitors: one Lua call."""
 
-    __slots__ = ("visitors", "pageviews", "pages", "events", "minutes", "hours", "bots", "visits", "attrs", "previous")
+    __slots__ = ("visitors", "pageviews", "pages", "events", "props", "revenue", "minutes", "hours", "bots", "visits", "attrs", "previous")
 
     def __init__(self):
         self.bots = 0  # events dropped as bots that day (counted with the day's first chunk)
@@ -101,6 +103,8 @@ class _Chunk:
         self.pageviews = 0
         self.pages: dict[str, list] = {}  # path -> [pageviews, {visitor indexes}]
         self.events: dict[str, list] = {}  # custom event name -> [count, {visitor indexes}]
+        self.props: dict[str, list] = {}  # "event\x1fproperty\x1fvalue" -> [count, {visitor indexes}]
+        self.revenue: dict[str, int] = {}  # "event\x1fcurrency" -> hundredths
         self.minutes: dict[datetime, set[int]] = {}  # recent UTC minute -> {visitor indexes}
         self.hours: dict[int, list] = {}  # local hour of the day -> [pageviews, {visitor indexes}]
         self.visits: list[tuple] = []  # (unix time, visitor index, kind, path, attrs index) per event
@@ -136,7 +140,7 @@ def record(
     now_seconds = int(now.timestamp())
     now_local = now.astimezone(tz)
 
-    for ts, path, name, source, bot, user, attrs, interactive in hits:
+    for ts, path, name, source, bot, user, attrs, interactive, props, revenue in hits:
         if ts is None:
             day, hour, minute, seconds, local = today, now_hour, now_minute, now_seconds, now_local
         else:
@@ -159,7 +163,8 @@ def record(
         groups = chunk.pages if name == PAGEVIEW else chunk.events
         index = chunk.visitors.get(visitor)
         if (index is None and len(chunk.visitors) >= SCRIPT_CHUNK) or (
-            len(chunk.pages) + len(chunk.events) >= SCRIPT_CHUNK and (name if name != PAGEVIEW else path) not in groups
+            len(chunk.pages) + len(chunk.events) + len(chunk.props) >= SCRIPT_CHUNK
+            and ((name if name != PAGEVIEW else path) not in groups or props)
         ):
             chunk = _Chunk()
             day_chunks.append(chunk)
@@ -190,6 +195,16 @@ def record(
                 group = groups[name] = [0, set()]
         group[0] += 1
         group[1].add(index)
+        for prop, value in props:
+            key = f"{name}{dimensions.SEP}{prop}{dimensions.SEP}{value}"
+            group = chunk.props.get(key)
+            if group is None:
+                group = chunk.props[key] = [0, set()]
+            group[0] += 1
+            group[1].add(index)
+        if revenue is not None:
+            key = f"{name}{dimensions.SEP}{revenue[0]}"
+            chunk.revenue[key] = chunk.revenue.get(key, 0) + revenue[1]
         in_hour = chunk.hours.get(hour)
         if in_hour is None:
             in_hour = chunk.hours[hour] = [0, set()]
@@ -283,12 +298,19 @@ def _script_call(
     for groups, hll_key, count_key, quota in (
         (chunk.pages, keys.page_visitors, keys.page_pageviews, site.max_pages_per_day),
         (chunk.events, keys.event_visitors, keys.event_count, site.max_event_names_per_day),
+        (chunk.props, keys.prop_visitors, keys.prop_count, site.max_property_values),
     ):
+        if groups is chunk.props:
+            script_keys.append(keys.props_index(sid, day))
         args += (len(groups), quota)
         script_keys += (hll_key(sid, day, OTHER), count_key(sid, day, OTHER))
         for name, (count, members) in groups.items():
             script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
             args += (name, count, ",".join(map(str, members)))
+    script_keys.append(keys.revenue(sid, day))
+    args.append(len(chunk.revenue))
+    for key, hundredths in chunk.revenue.items():
+        args += (key, hundredths)
     args += (site.realtime_ttl, len(chunk.minutes))
     for minute, members in chunk.minutes.items():
         script_keys.append(keys.realtime(sid, minute))

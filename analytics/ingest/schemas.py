@@ -7,8 +7,10 @@ naming the field, which the API returns as a 4xx JSON error or, in a batch, per 
 """
 import re
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
+import orjson
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
@@ -56,6 +58,7 @@ class BatchEvent(TypedDict):
     referrer: NotRequired[Text | None]
     name: NotRequired[Name]
     props: NotRequired[Any]
+    revenue: NotRequired[Any]
     screen_width: NotRequired[Width | None]
     interactive: NotRequired[bool]
 
@@ -113,6 +116,67 @@ def check_ts(ts: datetime | None, now: datetime) -> datetime | None:
     return ts
 
 
+MAX_PROPS = 30
+MAX_PROP_KEY = 300
+MAX_PROP_VALUE = 2000
+_CURRENCY = re.compile(r"[A-Z]{3}")
+
+
+def check_props(props) -> tuple[tuple[str, str], ...]:
+    """Custom properties, Plausible's rules: an object (or its JSON text, as older trackers
+    send it) of at most 30 keys to strings, numbers or booleans; empty values are dropped.
+    Keys and values with control characters are refused (they could not be told apart
+    from Tally's own separators)."""
+    if props is None or props == {}:
+        return ()
+    if isinstance(props, str):
+        try:
+            props = orjson.loads(props)
+        except orjson.JSONDecodeError:
+            raise BadEvent("props: must be a JSON object") from None
+    if not isinstance(props, dict):
+        raise BadEvent("props: must be an object of property names to values")
+    if len(props) > MAX_PROPS:
+        raise BadEvent(f"props: at most {MAX_PROPS} properties")
+    checked = []
+    for key, value in props.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            value = str(value)
+        elif value is None:
+            continue
+        elif not isinstance(value, str):
+            raise BadEvent(f"props.{key[:40]}: must be a string, a number or a boolean")
+        if not key or len(key) > MAX_PROP_KEY or len(value) > MAX_PROP_VALUE:
+            raise BadEvent(f"props: names of 1 to {MAX_PROP_KEY} characters, values of at most {MAX_PROP_VALUE}")
+        if not (key + value).isprintable():
+            raise BadEvent(f"props.{key[:40]!r}: no control characters")
+        if value:
+            checked.append((key, value))
+    return tuple(checked)
+
+
+def check_revenue(revenue) -> tuple[str, int] | None:
+    """`{"currency": "EUR", "amount": "12.50"}` (amount a number or a decimal string) as
+    (currency, amount in hundredths)."""
+    if revenue is None:
+        return None
+    if not isinstance(revenue, dict) or not isinstance(revenue.get("currency"), str) or "amount" not in revenue:
+        raise BadEvent('revenue: must be {"currency": "EUR", "amount": 12.5}')
+    currency = revenue["currency"].upper()
+    if not _CURRENCY.fullmatch(currency):
+        raise BadEvent("revenue.currency: an ISO 4217 code such as EUR or USD")
+    amount = revenue["amount"]
+    try:
+        hundredths = round(Decimal(str(amount)) * 100) if not isinstance(amount, bool) else None
+    except (InvalidOperation, ValueError):
+        hundredths = None
+    if hundredths is None or not -(10**15) < hundredths < 10**15:
+        raise BadEvent("revenue.amount: a number, e.g. 12.5 or \"12.50\"")
+    return currency, int(hundredths)
+
+
 def batch_hit(event: BatchEvent, now: datetime, is_bot, site_host: str) -> Hit:
     """A validated batch event as a Hit, or BadEvent."""
     user_id, visitor, ip = event.get("user_id"), event.get("visitor"), event.get("ip")
@@ -129,4 +193,6 @@ def batch_hit(event: BatchEvent, now: datetime, is_bot, site_host: str) -> Hit:
         user=user_id or None,
         attrs=visit_attrs(site_host, url, event.get("referrer"), user_agent, ip, event.get("screen_width")),
         interactive=event.get("interactive", True),
+        props=check_props(event.get("props")),
+        revenue=check_revenue(event.get("revenue")),
     )

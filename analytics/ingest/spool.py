@@ -56,6 +56,8 @@ def write(site: SiteInfo, hits: list[Hit], received: datetime | None = None, mar
                 "user": hit.user,
                 "attrs": hit.attrs,
                 "interactive": hit.interactive,
+                "props": hit.props,
+                "revenue": hit.revenue,
                 "call": call,
             }
         )
@@ -94,6 +96,8 @@ def _hit(entry: dict) -> Hit:
         entry.get("user"),
         entry.get("attrs", ""),
         entry.get("interactive", True),
+        tuple(tuple(p) for p in entry.get("props") or ()),
+        tuple(entry["revenue"]) if entry.get("revenue") else None,
     )
 
 

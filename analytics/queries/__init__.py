@@ -8,6 +8,7 @@ the package's surface; the dashboard reads through them and the models only.
     hours.py            a day or two by the hour
     pages.py            top pages of a range, one page's days, path search
     breakdown.py        rows by a visit dimension (sources, devices, countries...), visit totals
+    goals.py            goal conversions, custom property breakdowns, revenue
     retention.py        retention cohorts
     realtime.py         visitors in the last five minutes
     live.py             the same, pushed to open dashboards (ASGI, pub/sub)
@@ -30,6 +31,7 @@ from .days import (
     summary,
     timeseries,
 )
+from .goals import goals, properties
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
 from .pages import page_timeseries, search_pages, top_pages
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
@@ -37,6 +39,8 @@ from .retention import retention
 
 __all__ = [
     "breakdown",
+    "goals",
+    "properties",
     "visit_totals",
     "HOUR_METRICS",
     "MAX_HOUR_DAYS",

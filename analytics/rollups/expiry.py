@@ -39,12 +39,13 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
         for day in chunk:
             pipe.smembers(keys.pages_index(sid, day))
             pipe.smembers(keys.events_index(sid, day))
+            pipe.smembers(keys.props_index(sid, day))
             for dimension in dimensions.ALL:
                 pipe.smembers(keys.dimension_values(sid, day, dimension))
         listed = iter(pipe.execute())
         pipe = r.pipeline(transaction=False)
         for day in chunk:
-            pages, events = next(listed), next(listed)
+            pages, events, props = next(listed), next(listed), next(listed)
             daily_at, page_at = _expire_at(day, site.keep_daily_days), _expire_at(day, site.keep_page_days)
             for key in keys.daily_family(sid, day):
                 pipe.expireat(key, daily_at)
@@ -52,6 +53,10 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
                 name = name.decode()
                 pipe.expireat(keys.event_count(sid, day, name), daily_at)
                 pipe.expireat(keys.event_visitors(sid, day, name), daily_at)
+            for group in props:
+                group = group.decode()
+                pipe.expireat(keys.prop_count(sid, day, group), daily_at)
+                pipe.expireat(keys.prop_visitors(sid, day, group), daily_at)
             pipe.expireat(keys.pages_index(sid, day), page_at)
             for path in pages:
                 path = path.decode()

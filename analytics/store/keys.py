@@ -36,6 +36,10 @@ ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
 rate[:ip:<h>]      string  ingest rate-limit buckets (GCRA) of the site and of each client
+props:<day>        set     custom property groups "<event>\x1f<prop>\x1f<value>" seen that day
+uv:<day>:prop:<g>  HLL     visitors who sent property group <g> that day
+ev:<day>:prop:<g>  string  events with property group <g> that day
+revenue:<day>      hash    "<event>\x1f<currency>" -> revenue that day, in hundredths
 sess:<generation>  hash    visitor digest -> their open visit's state (lib/visits.lua);
                            one hash per half hour of the clock, read with the one before
 dim:<day>:<table>  hash    "<dimension>\x1f<value>" -> pageviews, visits, bounces,
@@ -119,6 +123,24 @@ def event_count(site_id: int, day: date, name: str) -> str:
     return f"{PREFIX}:{{{site_id}}}:ev:{day.isoformat()}:{name}"
 
 
+def props_index(site_id: int, day: date) -> str:
+    """The day's custom property groups, "<event>\x1f<property>\x1f<value>" (capped per site)."""
+    return f"{PREFIX}:{{{site_id}}}:props:{day.isoformat()}"
+
+
+def prop_visitors(site_id: int, day: date, group: str) -> str:
+    return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}:prop:{group}"
+
+
+def prop_count(site_id: int, day: date, group: str) -> str:
+    return f"{PREFIX}:{{{site_id}}}:ev:{day.isoformat()}:prop:{group}"
+
+
+def revenue(site_id: int, day: date) -> str:
+    """Hash "<event>\x1f<currency>" -> the day's revenue in hundredths."""
+    return f"{PREFIX}:{{{site_id}}}:revenue:{day.isoformat()}"
+
+
 def events_index(site_id: int, day: date) -> str:
     return f"{PREFIX}:{{{site_id}}}:events:{day.isoformat()}"
 
@@ -142,6 +164,8 @@ def daily_family(site_id: int, day: date) -> list[str]:
         pageviews(site_id, day),
         bots_dropped(site_id, day),
         events_index(site_id, day),
+        props_index(site_id, day),
+        revenue(site_id, day),
         *(hour_visitors(site_id, day, hour) for hour in range(24)),
         *(hour_pageviews(site_id, day, hour) for hour in range(24)),
     ]

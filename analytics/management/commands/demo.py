@@ -16,7 +16,7 @@ from analytics import rollups
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.ingest.visit import visit_attrs
-from analytics.models import Site
+from analytics.models import Goal, Site
 from analytics.sites import SiteInfo
 from analytics.store.connection import get_redis
 
@@ -119,6 +119,8 @@ class Command(BaseCommand):
         if not created:
             self.stdout.write(f"{DOMAIN} exists already; adding another {DAYS} days of traffic to it.")
         info = SiteInfo.from_model(site)
+        for name, event, pattern in (("Signup", "Signup", ""), ("Read the docs", "", "/docs/**"), ("Pricing", "", "/pricing")):
+            Goal.objects.get_or_create(site=site, name=name, defaults={"event_name": event, "page_pattern": pattern})
         r = get_redis()
         pages = _pages(rng)
         crowd = People(rng)
@@ -161,7 +163,10 @@ class Command(BaseCommand):
                     attrs = attrs or crowd.visit(person, page)
                     hits.append(Hit(ts, page, "pageview", source, attrs=attrs))
                 if attrs and rng.random() < 0.03:
-                    hits.append(Hit(start.astimezone(UTC) + timedelta(seconds=30), "/signup", "Signup", source, attrs=attrs))
+                    plan = rng.choices(["free", "team", "business"], weights=[70, 22, 8])[0]
+                    money = None if plan == "free" else ("EUR", 1900 if plan == "team" else 9900)
+                    hits.append(Hit(start.astimezone(UTC) + timedelta(seconds=30), "/signup", "Signup", source, attrs=attrs,
+                                    props=(("plan", plan),), revenue=money))
             if offset == 0:  # a few people on the site right now, for the live counter
                 hits += [Hit(now - timedelta(seconds=rng.randrange(240)), rng.choice(pages[:8]), "pageview", identity_source(None, f"now-{n}", None, None)) for n in range(rng.randint(3, 9))]
             hits += [Hit(day_start.astimezone(UTC), "/", "pageview", b"bot", bot=True)] * rng.randint(20, 60)

@@ -39,7 +39,8 @@
 -- KEYS[17..16+L] string  rate-limit buckets (lib/gcra.lua), L of them (see ARGV[10])
 -- then     for pages, then for custom events: the HLL and counter of "(other)", where
 --          names past the day's quota are counted, then two keys per group in ARGV's
---          order, the group's HLL of visitors and its counter (string)
+--          order, the group's HLL of visitors and its counter (string); for property
+--          groups, first the day's set of them; then the day's revenue hash
 -- then     one HLL per realtime minute, in ARGV's order; then per hour of the day, in
 --          ARGV's order, the hour's HLL of visitors and its pageview counter; then the
 --          open visits of this half hour and of the one before (lib/visits.lua)
@@ -59,7 +60,9 @@
 -- then     P, the day's quota of distinct paths, then P page groups: path, pageviews,
 --          "i,j,k" (1-based visitor indexes)
 -- then     E, the day's quota of distinct event names, then E event groups: name,
---          count, "i,j,k"
+--          count, "i,j,k"; then the same for custom property groups
+--          ("event SEP property SEP value"), with the quota of values per property
+-- then     V, then V pairs: "event SEP currency", revenue in hundredths
 -- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
 -- then     H, then H hours: pageviews, "i,j,k"
 -- then     the page-search cap, then the live channel to publish a tick on ("" for none)
@@ -265,6 +268,17 @@ local function groups(index_key)
 end
 local pages, page_counts = groups(KEYS[7])
 groups(KEYS[8])
+local props_index = KEYS[key_index]
+key_index = key_index + 1
+groups(props_index)
+
+-- Revenue: "event SEP currency" -> hundredths.
+local revenue_key, sums = KEYS[key_index], tonumber(ARGV[pos])
+key_index, pos = key_index + 1, pos + 1
+for _ = 1, sums do
+  redis.call('HINCRBY', revenue_key, ARGV[pos], ARGV[pos + 1])
+  pos = pos + 2
+end
 
 -- Realtime: the visitors of each recent minute, in short-lived HLLs.
 local realtime_ttl, minutes = ARGV[pos], tonumber(ARGV[pos + 1])

@@ -1,0 +1,127 @@
+"""Goals and custom properties: conversions over a range.
+
+A goal converts a visitor who sent its custom event, or viewed a page matching its
+pattern, in the range. Converters are a union over the range (multi-key PFCOUNT over the
+day HLLs of the event, or of every matching page: ±0.81%, never above the events);
+events are exact counts; conversion rate = converters / the range's visitors, in percent.
+Revenue sums what the goal's events sent, per currency.
+"""
+from datetime import date
+
+import redis
+
+from ..dimensions import SEP
+from ..models import Goal, page_pattern_regex
+from ..periods import days_between
+from ..sites import SiteInfo
+from ..store import keys
+from ..store.scratch import scratch
+
+UNION_CHUNK = 500  # keys per PFMERGE when a page pattern matches many page-days
+
+
+def goals(r: redis.Redis, site: SiteInfo, start: date, end: date, visitors: int) -> list[dict]:
+    """One row per goal of the site, most converters first: {"goal", "visitors",
+    "events", "conversion_rate", "revenue": {currency: amount}} (revenue only when sent)."""
+    days = days_between(start, end)
+    rows = []
+    for goal in Goal.objects.filter(site_id=site.id):
+        if goal.event_name:
+            converters, events = _event_goal(r, site, days, goal.event_name)
+        else:
+            converters, events = _page_goal(r, site, days, goal.page_pattern)
+        row = {"goal": goal.name, "visitors": converters, "events": events,
+               "conversion_rate": round(100 * converters / visitors, 2) if visitors else 0.0}
+        if goal.event_name and (money := revenue(r, site, days, goal.event_name)):
+            row["revenue"] = money
+        rows.append(row)
+    rows.sort(key=lambda row: (-row["visitors"], -row["events"], row["goal"]))
+    return rows
+
+
+def _event_goal(r: redis.Redis, site: SiteInfo, days: list[date], name: str) -> tuple[int, int]:
+    pipe = r.pipeline(transaction=False)
+    pipe.pfcount(*(keys.event_visitors(site.id, day, name) for day in days))
+    for day in days:
+        pipe.get(keys.event_count(site.id, day, name))
+    union, *counts = pipe.execute()
+    events = sum(int(c or 0) for c in counts)
+    return min(union, events), events
+
+
+def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -> tuple[int, int]:
+    match = page_pattern_regex(pattern).fullmatch
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.smembers(keys.pages_index(site.id, day))
+    matched = [(day, path.decode()) for day, paths in zip(days, pipe.execute()) for path in paths if match(path.decode())]
+    if not matched:
+        return 0, 0
+    pipe = r.pipeline(transaction=False)
+    for day, path in matched:
+        pipe.get(keys.page_pageviews(site.id, day, path))
+    views = sum(int(v or 0) for v in pipe.execute())
+    hlls = [keys.page_visitors(site.id, day, path) for day, path in matched]
+    if len(hlls) <= UNION_CHUNK:
+        union = r.pfcount(*hlls)
+    else:
+        with scratch(r, site.id) as tmp:
+            into = tmp.key("goal")
+            pipe = r.pipeline(transaction=False)
+            for i in range(0, len(hlls), UNION_CHUNK):  # (PFMERGE keeps what the destination holds)
+                pipe.pfmerge(into, *hlls[i : i + UNION_CHUNK])
+            pipe.pfcount(into)
+            union = pipe.execute()[-1]
+    return min(union, views), views
+
+
+def revenue(r: redis.Redis, site: SiteInfo, days: list[date], event: str) -> dict[str, float]:
+    """{currency: amount} the event's revenue over the days."""
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.hgetall(keys.revenue(site.id, day))
+    totals: dict[str, int] = {}
+    prefix = event + SEP
+    for sums in pipe.execute():
+        for field, hundredths in sums.items():
+            field = field.decode()
+            if field.startswith(prefix):
+                currency = field[len(prefix) :]
+                totals[currency] = totals.get(currency, 0) + int(hundredths)
+    return {currency: hundredths / 100 for currency, hundredths in sorted(totals.items())}
+
+
+def properties(
+    r: redis.Redis, site: SiteInfo, start: date, end: date, prop: str, event: str | None = None, limit: int = 10, page: int = 1
+) -> tuple[list[dict], int]:
+    """Rows {prop: value, "visitors", "events"} of a custom property over the range (of one
+    event, or of all), most visitors first, and how many values there are. Values past the
+    day's quota of property values count under "(other)"."""
+    days = days_between(start, end)
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.smembers(keys.props_index(site.id, day))
+    groups: dict[str, list] = {}  # value -> [(day, group)]
+    for day, members in zip(days, pipe.execute()):
+        for raw in members:
+            group = raw.decode()
+            if group == "(other)":
+                continue
+            name, _, rest = group.partition(SEP)
+            key, _, value = rest.partition(SEP)
+            if key == prop and (event is None or name == event):
+                groups.setdefault(value, []).append((day, group))
+    values = sorted(groups)
+    pipe = r.pipeline(transaction=False)
+    for value in values:
+        pipe.pfcount(*(keys.prop_visitors(site.id, day, group) for day, group in groups[value]))
+        for day, group in groups[value]:
+            pipe.get(keys.prop_count(site.id, day, group))
+    answers = iter(pipe.execute())
+    rows = []
+    for value in values:
+        union = next(answers)
+        events = sum(int(next(answers) or 0) for _ in groups[value])
+        rows.append({prop: value, "visitors": min(union, events), "events": events})
+    rows.sort(key=lambda row: (-row["visitors"], -row["events"], row[prop]))
+    return rows[(page - 1) * limit : page * limit], len(rows)
