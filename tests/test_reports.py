@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from openpyxl import load_workbook
 
+from analytics import dimensions
 from analytics.reports import exports
 from analytics.reports import tables as reports
 from analytics.sites import SiteInfo
@@ -56,7 +57,7 @@ def test_small_exports_equal_the_api(client, history, fmt):
     assert response["Content-Type"] == reports.FORMATS[fmt][0]
     assert f"tally-example.com-{start}-{end}" in response["Content-Disposition"]
     tables = tables_of(fmt, response.content)
-    assert set(tables) == {"summary", "daily", "pages", "retention_day", "retention_week"}
+    assert set(tables) == {"summary", "daily", "pages", "retention_day", "retention_week", "goals", *dimensions.ALL}
     series = api(client, key, "/api/v1/stats/timeseries", site="example.com", metrics="visitors,pageviews,dau,new_visitors,wau,mau,stickiness", **{"from": start.isoformat(), "to": end.isoformat()}).json()["results"]
     header, *rows = tables["daily"]
     assert header == ["date", "visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness"]
@@ -66,6 +67,8 @@ def test_small_exports_equal_the_api(client, history, fmt):
     cohorts = api(client, key, "/api/v1/stats/retention", site="example.com", **{"from": start.isoformat(), "to": end.isoformat()}).json()["cohorts"]
     assert [[c["cohort"], c["size"], *c["retained"]] for c in cohorts] == [[v for v in row if v not in (None, "")] for row in tables["retention_day"][1:]]
     totals = api(client, key, "/api/v1/stats/aggregate", site="example.com", compare="previous_period", **{"from": start.isoformat(), "to": end.isoformat()}).json()["results"]
+    entry = api(client, key, "/api/v1/stats/breakdown", site="example.com", property="entry_page", limit=1000, **{"from": start.isoformat(), "to": end.isoformat()}).json()["results"]
+    assert entry and [dict(zip(tables["entry_page"][0], row)) for row in tables["entry_page"][1:]] == entry
     summary = {row[0]: ([None if v in (None, "") else v for v in row[1:]] + [None, None])[:2] for row in tables["summary"][1:]}  # (a sheet drops empty last cells)
     assert summary == {metric: [t["value"], t["change"]] for metric, t in totals.items()}
 

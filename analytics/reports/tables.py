@@ -8,7 +8,7 @@ from datetime import date, timedelta
 
 import orjson
 
-from .. import queries
+from .. import dimensions, queries
 from ..sites import SiteInfo
 
 FORMATS = {
@@ -17,6 +17,7 @@ FORMATS = {
     "json": ("application/json", "json"),
 }
 TOP_PAGES = 1000
+MAX_ROWS = 10_000  # values per dimension in a report
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -42,8 +43,30 @@ def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None
                 "columns": ["cohort", "size", *(f"{unit[0]}{n}" for n in range(periods + 1))],
                 "rows": [[c["cohort"], c["size"], *c["retained"]] for c in cohorts],
             }
+    progress(0.7)
+    tables.update(breakdown_tables(r, site, start, end, totals["visitors"]["value"]))
     progress(0.9)
     return {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "tables": tables}
+
+
+BREAKDOWN_COLUMNS = ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit"]
+
+
+def breakdown_tables(r, site: SiteInfo, start: date, end: date, visitors: int) -> dict:
+    """One table per visit dimension (every value, most visitors first), goals, and each
+    custom property; the same rows as GET /api/v1/stats/breakdown."""
+    tables = {}
+    for dimension in dimensions.ALL:
+        rows, _ = queries.breakdown(r, site, start, end, dimension, limit=MAX_ROWS)
+        columns = ["visits"] if dimension == dimensions.EXIT else BREAKDOWN_COLUMNS
+        tables[dimension] = {"columns": [dimension, *columns], "rows": [[row[dimension], *(row[c] for c in columns)] for row in rows]}
+    goals = queries.goals(r, site, start, end, visitors or 0)
+    tables["goals"] = {
+        "columns": ["goal", "visitors", "events", "conversion_rate", "revenue"],
+        "rows": [[g["goal"], g["visitors"], g["events"], g["conversion_rate"],
+                  "; ".join(f"{amount:.2f} {currency}" for currency, amount in g.get("revenue", {}).items())] for g in goals],
+    }
+    return tables
 
 
 def safe_cell(value):
