@@ -168,3 +168,14 @@ def test_a_replayed_call_counts_its_visits_once(site, r):
     record(r, info, hits, now=NOW, mark=mark)
     assert r.hget(keys.dimension_table(site.id, ts.date(), "visits"), "source\x1fGoogle") == b"1"
     assert r.hget(keys.dimension_table(site.id, ts.date(), "pageviews"), "source\x1fGoogle") == b"3"
+
+
+def test_a_batch_bigger_than_luas_unpack_limit_counts(site, r):
+    """9,000 visits in one call (1,000 visitors, 9 visits each, one day): every list the
+    script hands to a Redis command is cut in slices (Lua's unpack() stops near 8,000)."""
+    start = datetime(2026, 6, 1, 1, 0, tzinfo=UTC)
+    events = sorted(((start + timedelta(minutes=31 * n), v, "p", "/", attrs("Google", "DE")) for n in range(9) for v in range(1000)),
+                    key=lambda e: (e[0], e[1]))
+    send(r, site, events, 9000)
+    assert r.hget(keys.dimension_table(site.id, start.date(), "visits"), "source\x1fGoogle") == b"9000"
+    assert abs(r.pfcount(keys.dimension_visitors(site.id, start.date(), "source\x1fGoogle")) - 1000) <= hll_tolerance(1000)

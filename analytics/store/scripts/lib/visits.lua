@@ -30,6 +30,14 @@
 local SEP, FIELD_SEP, OTHER_VALUE = '\31', '\30', '(other)'
 local TOTAL = 'total' .. SEP .. 'all'  -- every visit counts here too: the site's totals (its visitors are uv:<day>)
 
+-- redis.call(command, key, ...) over a long list in slices (Lua's unpack() is bounded).
+local SLICE = 3000
+local function call_sliced(command, key, list)
+  for i = 1, #list, SLICE do
+    redis.call(command, key, unpack(list, i, math.min(i + SLICE - 1, #list)))
+  end
+end
+
 local function split_fields(text)
   local fields, n = {}, 0
   for f in string.gmatch(text, '[^\30]+') do n = n + 1; fields[n] = f end
@@ -53,7 +61,7 @@ local function parse_state(raw)
   local start, last, pv, bounce, start_day, seen_day, exit, text =
     string.match(raw, '^(%d+)|(%d+)|(%d+)|(%d)|([^|]*)|([^|]*)|([^\30]*)\30?(.*)$')
   return {start = tonumber(start), last = tonumber(last), pv = tonumber(pv), bounce = tonumber(bounce),
-          start_day = start_day, seen_day = seen_day, exit = exit, text = text, fields = fields_of_text(text)}
+          start_day = start_day, seen_day = seen_day, exit = exit, text = text}
 end
 
 local function dump_state(st)
@@ -116,25 +124,29 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     if raw[k] then states[vi] = parse_state(raw[k]) end
   end
 
-  local counts = {[day] = {}}   -- day -> table -> field -> number
-  local visitors = {} -- field -> digests (this day)
+  -- Counts are kept by a visit's fields text (many visits share one) and spread over the
+  -- text's fields once, at the end: a visit's event costs one addition, not one per field.
+  local by_text = {}   -- day -> table -> text -> number
+  local exits = {}     -- day -> exit page field -> number
+  local seen_by_text = {}  -- text -> digests of visitors to count on this day
   local dirty = {}
-  local function add(on, tbl, fields, n)
-    local by_table = counts[on]
-    if not by_table then by_table = {}; counts[on] = by_table end
+  local function add(on, tbl, text, n)
+    local by_table = by_text[on]
+    if not by_table then by_table = {}; by_text[on] = by_table end
     local t = by_table[tbl]
     if not t then t = {}; by_table[tbl] = t end
-    for i = 1, #fields do
-      local f = fields[i]
-      t[f] = (t[f] or 0) + n
-    end
+    t[text] = (t[text] or 0) + n
   end
-  local function count_visitor(fields, digest)
-    for i = 1, #fields - 1 do  -- (not TOTAL, the last)
-      local list = visitors[fields[i]]
-      if not list then list = {}; visitors[fields[i]] = list end
-      list[#list + 1] = digest
-    end
+  local function add_exit(on, path, n)
+    local t = exits[on]
+    if not t then t = {}; exits[on] = t end
+    local f = 'exit_page' .. SEP .. path
+    t[f] = (t[f] or 0) + n
+  end
+  local function count_visitor(text, digest)
+    local list = seen_by_text[text]
+    if not list then list = {}; seen_by_text[text] = list end
+    list[#list + 1] = digest
   end
   -- A new visit's fields text: its first event's attributes and its entry page.
   local function text_of(ai, path)
@@ -148,45 +160,77 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     local st = states[vi]
     if st and ts < st.last - timeout then
       -- an old event beside a newer visit: a visit of its own
-      local fields = fields_of_text(text_of(ai, path))
-      add(day, 'visits', fields, 1)
+      local text = text_of(ai, path)
+      add(day, 'visits', text, 1)
       if kind == 'p' then
-        add(day, 'bounces', fields, 1)
-        add(day, 'pageviews', fields, 1)
-        add(day, 'exits', {'exit_page' .. SEP .. path}, 1)
+        add(day, 'bounces', text, 1)
+        add(day, 'pageviews', text, 1)
+        add_exit(day, path, 1)
       end
-      count_visitor(fields, digests[vi])
+      count_visitor(text, digests[vi])
     else
       if not st or ts - st.last > timeout then
-        local text = text_of(ai, path)
         st = {start = ts, last = ts, pv = 0, bounce = kind == 'i' and 0 or 1, start_day = day, seen_day = '',
-              exit = '', text = text, fields = fields_of_text(text)}
+              exit = '', text = text_of(ai, path)}
         states[vi] = st
-        add(day, 'visits', st.fields, 1)
-        if st.bounce == 1 then add(day, 'bounces', st.fields, 1) end
+        add(day, 'visits', st.text, 1)
+        if st.bounce == 1 then add(day, 'bounces', st.text, 1) end
       else
         if ts > st.last then
-          add(st.start_day, 'duration', st.fields, ts - st.last)
+          add(st.start_day, 'duration', st.text, ts - st.last)
           st.last = ts
         end
         if st.bounce == 1 and (kind == 'i' or (kind == 'p' and st.pv >= 1)) then
           st.bounce = 0
-          add(st.start_day, 'bounces', st.fields, -1)
+          add(st.start_day, 'bounces', st.text, -1)
         end
       end
       if kind == 'p' then
         st.pv = st.pv + 1
-        add(day, 'pageviews', st.fields, 1)
+        add(day, 'pageviews', st.text, 1)
         if st.exit ~= path then
-          if st.exit ~= '' then add(st.start_day, 'exits', {'exit_page' .. SEP .. st.exit}, -1) end
-          add(st.start_day, 'exits', {'exit_page' .. SEP .. path}, 1)
+          if st.exit ~= '' then add_exit(st.start_day, st.exit, -1) end
+          add_exit(st.start_day, path, 1)
           st.exit = path
         end
       end
       if st.seen_day ~= day then
         st.seen_day = day
-        count_visitor(st.fields, digests[vi])
+        count_visitor(st.text, digests[vi])
       end
+    end
+  end
+
+  -- Spread the counts over the fields.
+  local counts = {[day] = {}}   -- day -> table -> field -> number
+  for on, by_table in pairs(by_text) do
+    local c = counts[on]
+    if not c then c = {}; counts[on] = c end
+    for tbl, t in pairs(by_table) do
+      local sums = c[tbl]
+      if not sums then sums = {}; c[tbl] = sums end
+      for text, n in pairs(t) do
+        local fields = fields_of_text(text)
+        for i = 1, #fields do
+          local f = fields[i]
+          sums[f] = (sums[f] or 0) + n
+        end
+      end
+    end
+  end
+  for on, t in pairs(exits) do
+    local c = counts[on]
+    if not c then c = {}; counts[on] = c end
+    c['exits'] = t
+  end
+  local visitors = {}  -- field -> digests (this day)
+  for text, list in pairs(seen_by_text) do
+    local fields = fields_of_text(text)
+    for i = 1, #fields - 1 do  -- (not TOTAL, the last: the site's visitors are its own HLL)
+      local into = visitors[fields[i]]
+      if not into then into = {}; visitors[fields[i]] = into end
+      local n = #into
+      for j = 1, #list do into[n + j] = list[j] end
     end
   end
 
@@ -194,7 +238,7 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
   for k, vi in ipairs(order) do
     save[s + 1] = ids[k]; save[s + 2] = dump_state(states[vi]); s = s + 2
   end
-  redis.call('HSET', sessions_now, unpack(save))
+  call_sliced('HSET', sessions_now, save)
   redis.call('EXPIRE', sessions_now, session_ttl)
 
   -- Quotas, then the writes, day by day.
@@ -217,7 +261,7 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
       local set_key = prefix .. on .. ':vals:' .. dim
       local room = quota - redis.call('SCARD', set_key)
       if room >= #vals then
-        redis.call('SADD', set_key, unpack(vals))
+        call_sliced('SADD', set_key, vals)
       else
         table.sort(vals)  -- (which new values of one call still fit: decided the same way every time)
         for _, v in ipairs(vals) do
@@ -233,15 +277,31 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
         end
       end
     end
-    for tbl, t in pairs(by_table) do
-      local key = prefix .. on .. ':' .. tbl
+    for tbl, t in pairs(by_table) do  -- one HMGET and one HSET a table, not an HINCRBY a field
+      local names, adds = {}, {}
       for f, n in pairs(t) do
-        if n ~= 0 then redis.call('HINCRBY', key, rename[f] or f, n) end
+        if n ~= 0 then
+          local name = rename[f] or f
+          if adds[name] then adds[name] = adds[name] + n else names[#names + 1] = name; adds[name] = n end
+        end
+      end
+      if #names > 0 then
+        local key = prefix .. on .. ':' .. tbl
+        local set = {}
+        for i = 1, #names, SLICE do
+          local slice = {unpack(names, i, math.min(i + SLICE - 1, #names))}
+          local old = redis.call('HMGET', key, unpack(slice))
+          for j, name in ipairs(slice) do
+            set[#set + 1] = name
+            set[#set + 1] = (tonumber(old[j]) or 0) + adds[name]
+          end
+        end
+        call_sliced('HSET', key, set)
       end
     end
     if on == day then
       for f, list in pairs(visitors) do
-        redis.call('PFADD', prefix .. on .. ':v:' .. (rename[f] or f), unpack(list))
+        call_sliced('PFADD', prefix .. on .. ':v:' .. (rename[f] or f), list)
       end
     end
     if on ~= day then dirty[on] = true end
