@@ -11,6 +11,7 @@ FIELD_SEP; record_batch.lua (lib/visits.lua) splits them the same way.
 VISIT_TIMEOUT = 30 * 60  # seconds without an event that end a visit (Plausible's)
 SEP = "\x1f"
 FIELD_SEP = "\x1e"
+GROUP_SEP = "\x1d"  # between the parts of a visit's fields (source, device, location, screen): see lib/visits.lua
 OTHER = "(other)"  # values past a site's daily quota of distinct values for a dimension
 DIRECT = "Direct / None"
 UNKNOWN = "(unknown)"

@@ -175,8 +175,8 @@ def record(
             if site.daily_salt and local.hour == 0 and local.minute < dimensions.VISIT_TIMEOUT // 60:
                 # (a visit goes on across the salt change: its state is under yesterday's digest)
                 chunk.previous[index] = digest(identity.day_key(site.salt, day - timedelta(days=1)), source)
-        if "\x1e" in path or "\x1f" in path:
-            path = path.replace("\x1e", " ").replace("\x1f", " ")
+        if "\x1d" in path or "\x1e" in path or "\x1f" in path:
+            path = path.replace("\x1d", " ").replace("\x1e", " ").replace("\x1f", " ")
         attrs_index = chunk.attrs.get(attrs)
         if attrs_index is None:
             attrs_index = chunk.attrs[attrs] = len(chunk.attrs) + 1

@@ -9,24 +9,27 @@ join (~1 µs), where building the parts each time cost ~10 µs.
 """
 from functools import lru_cache
 
-from ..dimensions import FIELD_SEP, SEP
+from ..dimensions import FIELD_SEP, GROUP_SEP, SEP
 from . import devices, geo, sources
 
-_CONTROL = str.maketrans({SEP: " ", FIELD_SEP: " ", "\n": " ", "\r": " ", "\t": " "})
+_CONTROL = str.maketrans({SEP: " ", FIELD_SEP: " ", GROUP_SEP: " ", "\n": " ", "\r": " ", "\t": " "})
 
 
 def visit_attrs(site_host: str, url: str, referrer: str | None, user_agent: str | None, ip: str | None, width: int | None) -> str:
     """The fields "<dimension>\\x1f<value>" of an event's visit dimensions, joined by
-    FIELD_SEP. Unknown values (no UTM tag, no country for a private address, no screen
-    width) are left out: those visits count in the site's totals, under no value."""
+    FIELD_SEP within each part (source, device, location, screen) and GROUP_SEP between.
+    Unknown values (no UTM tag, no country for a private address, no screen width) are
+    left out: those visits count in the site's totals, under no value."""
     query = url.partition("?")[2] if "?" in url else ""
-    parts = [_source_fields(site_host, query, referrer), _device_fields(user_agent or "")]
+    parts = [_source_fields(site_host, query, referrer)]
+    if device := _device_fields(user_agent or ""):
+        parts.append(device)
     location = geo.location_of(ip)
     if location.country:
         parts.append(_country_fields(location.country) if location.city is None and location.region is None else _location_fields(location))
     if width is not None and (screen := devices.screen_of(width)):
         parts.append(f"screen{SEP}{screen}")
-    return FIELD_SEP.join(parts)
+    return GROUP_SEP.join(parts)  # (parts, each of FIELD_SEP-joined fields: lib/visits.lua counts by part)
 
 
 def _fields(pairs) -> str:

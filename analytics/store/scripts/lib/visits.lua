@@ -19,8 +19,8 @@
 -- held visit alone.
 --
 -- A visit's state: "start|last|pageviews|bounce|start day|day last counted|exit page",
--- then FIELD_SEP and its fields joined by FIELD_SEP (TOTAL, which every visit has, is
--- left out); each field is
+-- then FIELD_SEP and its fields text: parts joined by GROUP_SEP, each part's fields
+-- joined by FIELD_SEP (TOTAL, which every visit has, is left out); each field is
 -- "<dimension>SEP<value>" (analytics/dimensions.py). States live in one hash per half
 -- hour of the clock (KEYS: this one and the one before), so each expires on its own.
 --
@@ -38,21 +38,35 @@ local function call_sliced(command, key, list)
   end
 end
 
-local function split_fields(text)
-  local fields, n = {}, 0
-  for f in string.gmatch(text, '[^\30]+') do n = n + 1; fields[n] = f end
-  return fields
-end
+local GROUP_SEP = '\29'  -- between the parts of a visit's fields text (source, device, location...)
 
--- Fields lists by their text, shared (read only) by every visit that has the same text:
--- parsing a visit's fields once per distinct text, not once per visitor.
-local fields_by_text = {}
-local function fields_of_text(text)
-  local fields = fields_by_text[text]
+-- A visit's fields text is made of parts (its source fields, its device fields, its
+-- location, its entry page...), and visits share parts far more often than whole texts. So
+-- counts are kept per part, and each distinct part is split into its fields once per call.
+local parts_by_text, fields_by_part = {}, {[TOTAL] = {TOTAL}}
+local function parts_of(text)
+  local parts = parts_by_text[text]
+  if not parts then
+    parts = {}
+    local i, n = 1, 0
+    while true do  -- (plain find and sub: several times faster than gmatch here)
+      local j = string.find(text, GROUP_SEP, i, true)
+      n = n + 1
+      if not j then parts[n] = string.sub(text, i); break end
+      parts[n] = string.sub(text, i, j - 1)
+      i = j + 1
+    end
+    parts[n + 1] = TOTAL
+    parts_by_text[text] = parts
+  end
+  return parts
+end
+local function fields_of(part)
+  local fields = fields_by_part[part]
   if not fields then
-    fields = split_fields(text)
-    fields[#fields + 1] = TOTAL
-    fields_by_text[text] = fields
+    fields = {}
+    for f in string.gmatch(part, '[^\30]+') do fields[#fields + 1] = f end
+    fields_by_part[part] = fields
   end
   return fields
 end
@@ -124,18 +138,22 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     if raw[k] then states[vi] = parse_state(raw[k]) end
   end
 
-  -- Counts are kept by a visit's fields text (many visits share one) and spread over the
-  -- text's fields once, at the end: a visit's event costs one addition, not one per field.
-  local by_text = {}   -- day -> table -> text -> number
+  -- Counts are kept by part (many visits share one) and spread over the parts' fields once,
+  -- at the end: a visit's event costs an addition per part, not one per field.
+  local by_text = {}   -- day -> table -> part -> number
   local exits = {}     -- day -> exit page field -> number
-  local seen_by_text = {}  -- text -> digests of visitors to count on this day
+  local seen_by_text = {}  -- part -> digests of visitors to count on this day
   local dirty = {}
   local function add(on, tbl, text, n)
     local by_table = by_text[on]
     if not by_table then by_table = {}; by_text[on] = by_table end
     local t = by_table[tbl]
     if not t then t = {}; by_table[tbl] = t end
-    t[text] = (t[text] or 0) + n
+    local parts = parts_of(text)
+    for i = 1, #parts do
+      local part = parts[i]
+      t[part] = (t[part] or 0) + n
+    end
   end
   local function add_exit(on, path, n)
     local t = exits[on]
@@ -144,14 +162,17 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     t[f] = (t[f] or 0) + n
   end
   local function count_visitor(text, digest)
-    local list = seen_by_text[text]
-    if not list then list = {}; seen_by_text[text] = list end
-    list[#list + 1] = digest
+    local parts = parts_of(text)
+    for i = 1, #parts - 1 do  -- (not TOTAL, the last: the site's visitors are its own HLL)
+      local list = seen_by_text[parts[i]]
+      if not list then list = {}; seen_by_text[parts[i]] = list end
+      list[#list + 1] = digest
+    end
   end
   -- A new visit's fields text: its first event's attributes and its entry page.
   local function text_of(ai, path)
     local a = attrs[ai]
-    return (a ~= '' and a .. FIELD_SEP or '') .. 'entry_page' .. SEP .. path
+    return (a ~= '' and a .. GROUP_SEP or '') .. 'entry_page' .. SEP .. path
   end
 
   for e = 1, ne do
@@ -209,8 +230,8 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     for tbl, t in pairs(by_table) do
       local sums = c[tbl]
       if not sums then sums = {}; c[tbl] = sums end
-      for text, n in pairs(t) do
-        local fields = fields_of_text(text)
+      for part, n in pairs(t) do
+        local fields = fields_of(part)
         for i = 1, #fields do
           local f = fields[i]
           sums[f] = (sums[f] or 0) + n
@@ -224,9 +245,9 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     c['exits'] = t
   end
   local visitors = {}  -- field -> digests (this day)
-  for text, list in pairs(seen_by_text) do
-    local fields = fields_of_text(text)
-    for i = 1, #fields - 1 do  -- (not TOTAL, the last: the site's visitors are its own HLL)
+  for part, list in pairs(seen_by_text) do
+    local fields = fields_of(part)
+    for i = 1, #fields do
       local into = visitors[fields[i]]
       if not into then into = {}; visitors[fields[i]] = into end
       local n = #into
