@@ -161,12 +161,13 @@ def test_goals_convert_like_brute_force(client, make_site, r):
     post(client, key, events)
     d = day.date().isoformat()
     rows = breakdown(client, key, "goal", d, d)
-    assert rows["Signup"]["events"] == signup_events and rows["Signup"]["visitors"] == len(signups)
-    assert rows["Signup"]["conversion_rate"] == round(100 * len(signups) / len(everyone), 2)
+    assert rows["Signup"]["events"] == signup_events and abs(rows["Signup"]["visitors"] - len(signups)) <= hll_tolerance(len(signups))
+    assert rows["Signup"]["conversion_rate"] == round(100 * rows["Signup"]["visitors"] / len(everyone), 2)
     assert rows["Signup"]["revenue"] == {"EUR": round(9.99 * signup_events, 2)}
-    assert rows["Read the blog"]["events"] == blog_views and rows["Read the blog"]["visitors"] == len(readers)
+    assert rows["Read the blog"]["events"] == blog_views and abs(rows["Read the blog"]["visitors"] - len(readers)) <= hll_tolerance(len(readers))
     props = breakdown(client, key, "event:props:plan", d, d, event="Signup")
-    assert {value: (row["visitors"], row["events"]) for value, row in props.items()} == {p: (len(s), n) for p, (s, n) in plans.items()}
+    assert {value: row["events"] for value, row in props.items()} == {p: n for p, (s, n) in plans.items()}
+    assert all(abs(props[p]["visitors"] - len(s)) <= hll_tolerance(len(s)) for p, (s, n) in plans.items())
 
 
 def test_bad_props_and_revenue_are_400s(client, make_site, r):
