@@ -75,13 +75,21 @@ def site(request, site, info, base, shared):
     rows = [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
     totals = queries.aggregate(r, info, period.start, period.end, compare="previous_period", values=values)
     pages = queries.top_pages(r, info, period.start, period.end, limit=10)
-    retention_day = [] if info.daily_salt else queries.retention(r, info, "day", max(period.start, period.end - timedelta(days=29)), period.end, 30)
+    # Cohorts of the 30 days (12 weeks) up to the period's end, whatever its length: a
+    # short period would leave a heatmap of one cell.
+    retention_day = [] if info.daily_salt else queries.retention(r, info, "day", period.end - timedelta(days=29), period.end, 30)
     retention_week = [] if info.daily_salt else queries.retention(r, info, "week", period.end - timedelta(weeks=11), period.end, 12)
+    hourly = period.days <= queries.MAX_HOUR_DAYS
+    if hourly:  # actives are per day: a day or two would be a dot, so show the 30 days to the period's end
+        around = queries.daily_values(r, info, period.end - timedelta(days=29), period.end)
+        active_rows = [{"date": day.isoformat(), **around[day]} for day in sorted(around)]
+    else:
+        active_rows = rows
     figures = {
-        "visitors": charts.visitors(queries.hourly(r, info, period.start, period.end), hourly=True)
-        if period.days <= queries.MAX_HOUR_DAYS
+        "visitors": charts.visitors(_until_now(queries.hourly(r, info, period.start, period.end), info), hourly=True)
+        if hourly
         else charts.visitors(rows),
-        "actives": charts.actives(rows),
+        "actives": charts.actives(active_rows),
         "pages": charts.top_pages(pages),
         "retention-day": charts.retention(retention_day, "day"),
         "retention-week": charts.retention(retention_week, "week"),
@@ -109,6 +117,7 @@ def site(request, site, info, base, shared):
             "cards": cards,
             "pages": pages,
             "figures": figures,
+            "actives_note": "last 30 days" if hourly else "",
             "has_data": bool(pageviews["value"] or pageviews["change"] is not None or pages),
             "shared": shared,
             "base": base,
@@ -120,6 +129,14 @@ def site(request, site, info, base, shared):
         },
         status=400 if period.error else 200,  # (the page says what was wrong, and shows 30 days)
     )
+
+
+def _until_now(rows: list[dict], info) -> list[dict]:
+    """Hours still to come today drawn as gaps, not as zeros."""
+    from datetime import datetime
+
+    now = datetime.now(info.tz).strftime("%Y-%m-%dT%H:00")
+    return [row if row["date"] <= now else {**row, "visitors": None, "pageviews": None} for row in rows]
 
 
 @site_view

@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from analytics import dimensions
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
@@ -185,7 +186,7 @@ def test_a_daily_salt_site_renders_without_retention(client, make_site, owner, r
     assert "cannot be followed across days" in response.content.decode()
     assert "new_visitors" not in {c["key"] for c in response.context["cards"]}
     export = client.get("/api/v1/reports/json", {"site": "private.example"}, HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert set(json.loads(export.content)["tables"]) == {"summary", "daily", "pages"}
+    assert set(json.loads(export.content)["tables"]) == {"summary", "daily", "pages", "goals", *dimensions.ALL}  # no retention
 
 
 def test_a_custom_range_outside_the_datas_life_is_a_400_not_a_500(client, data_site):

@@ -133,6 +133,7 @@ def aggregate(
             # Today so far against yesterday up to the same hour, where hours are kept;
             # new visitors and visits are not kept by the hour: no change for them.
             before.update(_yesterday_until_now(r, site))
+            before["stickiness"] = _stickiness(before["dau"], before["mau"])  # (yesterday so far, as today)
             before.update(dict.fromkeys(("new_visitors", *VISIT_METRICS)))
         for metric in metrics:
             if before[metric] is not None or now[metric] is None:
@@ -151,6 +152,10 @@ def _yesterday_until_now(r: redis.Redis, site: SiteInfo) -> dict:
         pipe.get(keys.hour_pageviews(site.id, yesterday, hour))
     visitors, *views = pipe.execute()
     return {"visitors": visitors, "dau": visitors, "pageviews": sum(int(v or 0) for v in views)}
+
+
+def _stickiness(dau, mau) -> float | None:
+    return round(dau / mau, 4) if dau is not None and mau else None
 
 
 def percent_change(now, before) -> float | None:
