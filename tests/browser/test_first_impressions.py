@@ -90,6 +90,8 @@ def test_the_demo_site_reads_true_at_every_width(user_page, demo, live_server, w
         if period == "today":  # drawn by the hour: 24 points, labelled by the hour
             points = page.evaluate("() => document.getElementById('chart-visitors').data.map(t => t.x.length)")
             assert points and set(points) == {24}, points
+            actives = page.evaluate("() => document.getElementById('chart-actives').data.map(t => t.x.length)")
+            assert set(actives) == {30}, actives  # (a day alone would be a dot)
     open_at(page, f"{base}pages?period=90d", width)
     assert overflow(page) <= 0
     rows = page_rows(page)
