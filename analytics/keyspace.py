@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 
+from . import dimensions
 from .sites import SiteInfo
 from .store import keys
 
@@ -35,7 +36,21 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
         scale = total_pages / len(paths)
         count, size = int(count * scale), int(size * scale)
     daily = keys.daily_family(sid, today)
+    pipe = r.pipeline(transaction=False)
+    for dimension in dimensions.ALL:
+        pipe.smembers(keys.dimension_values(sid, today, dimension))
+    value_keys = [
+        keys.dimension_visitors(sid, today, dimensions.field(dimension, value.decode()))
+        for dimension, values in zip(dimensions.ALL, pipe.execute())
+        for value in values
+    ]
+    tables = [keys.dimension_table(sid, today, table) for table in dimensions.TABLES]
+    sets = [keys.dimension_values(sid, today, dimension) for dimension in dimensions.ALL]
+    generation = int(datetime.now(UTC).timestamp()) // dimensions.VISIT_TIMEOUT
     return {
+        "visit dimensions (tables, value sets)": _usage(r, tables + sets),
+        "visit dimensions (visitors per value, HLLs)": _usage(r, value_keys),
+        "open visits (sessions)": _usage(r, [keys.sessions(sid, generation), keys.sessions(sid, generation - 1)]),
         "realtime minutes": _usage(r, minutes),
         "daily pages": (count, size),
         "daily bitmaps and site HLL": _usage(r, daily),

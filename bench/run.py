@@ -43,7 +43,7 @@ ONLY = {part.strip() for part in os.environ.get("BENCH_ONLY", "").split(",") if 
 
 
 def want(section: str) -> bool:
-    """BENCH_ONLY=ingest,rollup,dashboard,bloom,import,quota runs just those sections."""
+    """BENCH_ONLY=ingest,rollup,dashboard,bloom,import,quota,dimensions runs just those sections."""
     return not ONLY or section in ONLY
 EVENTS = int(os.environ.get("BENCH_EVENTS", "100000"))
 BATCH = 1000
@@ -403,7 +403,7 @@ def main():
         connection.reset()
 
         engine_rows, http_results, rollup_rows, dashboard_rows, bloom_rows, import_rows = {}, {}, [], [], [], []
-        quota_rows, draw_rows = [], []
+        quota_rows, draw_rows, dimension_rows = [], [], []
         if want("ingest"):
             say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
             bodies_for_http = None
@@ -437,6 +437,10 @@ def main():
 
             Site.objects.filter(domain="logs.example").delete()
             import_rows = import_bench.run(Site.objects.create(domain="logs.example"), say)
+        if want("dimensions"):
+            import dimensions_bench
+
+            dimension_rows, dimension_events, dimension_visitors = dimensions_bench.run(r, say)
         if want("quota"):
             import quota_bench
 
@@ -463,6 +467,12 @@ def main():
         )
     if import_rows:
         table("Access-log import", ("what", "lines/s", "time vs ceiling"), import_rows)
+    if dimension_rows:
+        table(
+            f"Redis memory of one day with every visit dimension: {dimension_visitors:,} visitors, {dimension_events:,} pageviews",
+            ("family", "keys", "MB", "bytes/visitor"),
+            dimension_rows,
+        )
     if quota_rows:
         table(
             "Redis memory per site-day: 100,000 pageviews on 100,000 distinct paths (one day), capped vs uncapped",
