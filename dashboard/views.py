@@ -20,13 +20,18 @@ from . import charts, periods
 
 CARDS = [
     ("visitors", "Visitors"),
+    ("visits", "Visits"),
     ("pageviews", "Pageviews"),
+    ("views_per_visit", "Views per visit"),
+    ("bounce_rate", "Bounce rate"),
+    ("visit_duration", "Visit duration"),
     ("dau", "DAU (avg)"),
     ("wau", "WAU"),
     ("mau", "MAU"),
     ("stickiness", "Stickiness"),
     ("new_visitors", "New visitors"),
 ]
+LOWER_IS_BETTER = {"bounce_rate"}
 
 
 @login_required
@@ -86,17 +91,7 @@ def site(request, site, info, base, shared):
         "retention-day": charts.retention(retention_day, "day"),
         "retention-week": charts.retention(retention_week, "week"),
     }
-    cards = [
-        {
-            "key": key,
-            "label": label,
-            "value": totals[key]["value"],
-            "change": totals[key].get("change"),
-            "new": "change" in totals[key] and totals[key]["change"] is None and bool(totals[key]["value"]),
-        }
-        for key, label in CARDS
-        if not (key == "new_visitors" and totals[key]["value"] is None)
-    ]
+    cards = [_card(key, label, totals[key]) for key, label in CARDS if not (key == "new_visitors" and totals[key]["value"] is None)]
     pageviews = totals["pageviews"]
     return render(
         request,
@@ -120,6 +115,20 @@ def site(request, site, info, base, shared):
         },
         status=400 if period.error else 200,  # (the page says what was wrong, and shows 30 days)
     )
+
+
+def _card(key: str, label: str, total: dict) -> dict:
+    """A card: its value, its change in percent, and whether that change is good news
+    (a bounce rate going down is)."""
+    change = total.get("change")
+    return {
+        "key": key,
+        "label": label,
+        "value": total["value"],
+        "change": change,
+        "good": None if not change else (change < 0) == (key in LOWER_IS_BETTER),
+        "new": "change" in total and change is None and bool(total["value"]),
+    }
 
 
 @site_view

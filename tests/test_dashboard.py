@@ -1,11 +1,14 @@
 """The dashboard pages (server side): access, periods, numbers equal to the API, escaping."""
 import json
+import re
 from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
 
 import pytest
 
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
+from analytics.ingest.visit import visit_attrs
 from analytics.sites import SiteInfo
 from dashboard import periods
 
@@ -263,3 +266,63 @@ def test_all_pages_paged_and_searchable(client, data_site, owner, r):
     assert {p["page"] for p in found} == {"/doc/11", "/doc/110", "/doc/111", "/doc/112", "/doc/113", "/doc/114", "/doc/115", "/doc/116", "/doc/117", "/doc/118", "/doc/119"}
     shared = client.get(f"/share/{site.enable_sharing()}/pages", {"q": XSS})
     assert shared.status_code == 200 and "<img" not in shared.content.decode().split("<main>")[1]
+
+
+# Issue 12, item 12: the visit cards.
+TAG = "<img src=x onerror=alert(1)>"
+CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
+FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
+
+
+def visits(r, site, landings):
+    """One single-page visit for each (url, referrer, user agent, ip), a minute apart."""
+    info = SiteInfo.from_model(site)
+    start = datetime.now(UTC) - timedelta(minutes=len(landings) + 1)
+    hits = [
+        Hit(start + timedelta(minutes=n), "/" + url.split("/", 3)[3].split("?")[0], "pageview", identity_source(None, f"visitor-{n}", None, None),
+            attrs=visit_attrs("example.com", url, referrer, agent, ip, 1440))
+        for n, (url, referrer, agent, ip) in enumerate(landings)
+    ]
+    record(r, info, hits)
+
+
+@pytest.fixture
+def sources_site(make_site, r, owner):
+    """Three visits from Google (Chrome, US), one from a newsletter whose campaign is markup
+    (Firefox, Australia), one from Hacker News landing on a path that is markup."""
+    site, key = make_site()
+    site.owners.add(owner)
+    visits(r, site, [("https://example.com/", "https://www.google.com/", CHROME, "8.8.8.8")] * 3 + [
+        (f"https://example.com/launch?utm_source=newsletter&utm_medium=email&utm_campaign={quote(TAG)}", None, FIREFOX, "1.1.1.1"),
+        (f"https://example.com{XSS}", "https://news.ycombinator.com/item?id=1", FIREFOX, "8.8.8.8"),
+    ])
+    return site
+
+
+def test_the_cards_show_visits_bounce_rate_and_duration(client, sources_site, owner):
+    client.force_login(owner)
+    response = client.get("/dashboard/example.com/?period=7d")
+    cards = {c["key"]: c for c in response.context["cards"]}
+    assert list(cards) == ["visitors", "visits", "pageviews", "views_per_visit", "bounce_rate", "visit_duration",
+                           "dau", "wau", "mau", "stickiness", "new_visitors"]
+    assert (cards["visits"]["value"], cards["bounce_rate"]["value"], cards["visit_duration"]["value"], cards["views_per_visit"]["value"]) == (5, 100, 0, 1.0)
+    html = response.content.decode()
+    for key, shown in (("visits", "5"), ("views_per_visit", "1.00"), ("bounce_rate", "100%"), ("visit_duration", "0s")):
+        assert re.search(rf'data-metric="{key}">\s*<div class="label">[^<]+</div>\s*<div class="value">{re.escape(shown)}</div>', html), key
+
+
+def test_a_falling_bounce_rate_is_good_news():
+    from dashboard.views import _card
+
+    assert _card("bounce_rate", "Bounce rate", {"value": 40, "change": -12.5})["good"] is True
+    assert _card("bounce_rate", "Bounce rate", {"value": 60, "change": 9.0})["good"] is False
+    assert _card("visitors", "Visitors", {"value": 60, "change": 9.0})["good"] is True
+    assert _card("visitors", "Visitors", {"value": 60, "change": 0.0})["good"] is None
+
+
+def test_durations_and_rates_read_like_plausible():
+    from dashboard.templatetags.humanize_tally import duration, metric
+
+    assert [duration(s) for s in (0, 45, 83, 3599, 3720, None)] == ["0s", "45s", "1m 23s", "59m 59s", "1h 2m", "–"]
+    assert (metric(37, "bounce_rate"), metric(2.456, "views_per_visit"), metric(83, "visit_duration"), metric(None, "visits")) == ("37%", "2.46", "1m 23s", "–")
+
