@@ -5,9 +5,10 @@ files), read through the site's share link (no login step in the timing), in Deb
 Chromium driven by Playwright, a new browser context (empty cache) per sample. Two
 networks: loopback as it is, and an emulated home connection (20 Mbit/s down, 5 up, 40 ms
 round trip: Chrome's network emulation). The reference row is the same page with the full
-`plotly.min.js` of the same Plotly version (what the dashboard loaded before the
-cartesian bundle), gzipped and served by the same server: the request for the bundle is
-redirected to it inside the browser, so it crosses the same emulated network. A second
+`plotly.min.js` of the same Plotly version (what the dashboard loaded before its own
+bundle, vendor/plotly-tally.min.js), gzipped and served by the same server: the request
+for the bundle is redirected to it inside the browser, so it crosses the same emulated
+network. A second
 reference sends that bundle uncompressed, as the dashboard did before static files were
 compressed.
 """
@@ -77,7 +78,7 @@ def run(base_url: str, token: str, full: tuple[str, str], say) -> list[tuple]:
             draw_once(browser, url, None, None)  # warm the server's imports and caches
             for network_name, network in (("loopback", None), ("20 Mbit/s, 40 ms", HOME)):
                 for bundle_name, bundle in (
-                    ("Tally: cartesian bundle, gzip", None),
+                    ("Tally: plotly-tally bundle, gzip", None),
                     ("reference: full plotly.min.js, gzip", full[0]),
                     ("reference: full plotly.min.js, uncompressed", full[1]),
                 ):

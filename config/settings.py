@@ -185,8 +185,10 @@ STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Static files go out gzip-compressed under content-hashed names cached for a year
 # (`collectstatic`, which `make run` and the test session run, writes both; the vendored
-# Plotly bundle, cartesian traces only, is 1.5 MB raw and 0.5 MB gzipped, where the full
-# plotly.min.js was 4.8 MB and 1.4 MB). With DEBUG, files are served from the source folders.
+# Plotly bundle, the four traces the dashboard draws, is 1.4 MB raw and 0.5 MB gzipped, where
+# the full plotly.min.js was 4.8 MB and 1.4 MB). The plain names stay beside the hashed ones
+# (plotly.js asks for the map's outlines by a plain name). With DEBUG, files are served from
+# the source folders.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},

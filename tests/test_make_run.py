@@ -143,6 +143,23 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
             max_age = int(re.search(r"max-age=(\d+)", response.headers["Cache-Control"]).group(1))
             assert max_age >= 365 * 86400 and "immutable" in response.headers["Cache-Control"]
 
+        # The dashboard's Plotly bundle and the map's outlines: plotly.js asks for
+        # <topojsonURL>world_110m.json, a plain name, in the folder the page names.
+        out = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c",
+             "from analytics.models import Site; print(Site.objects.get(domain='example.com').enable_sharing())"],
+            cwd=BASE, env={**os.environ, "TALLY_VAR_DIR": str(tmp_path)}, capture_output=True, text=True, check=True,
+        )
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/share/{out.stdout.strip().splitlines()[-1]}/", timeout=10).read().decode()
+        bundle = re.search(r'src="(/static/vendor/plotly-tally\.min\.[0-9a-f]{12}\.js)"', page).group(1)
+        folder = re.search(r'data-topojson-url="([^"]+)"', page).group(1)
+        for url in (bundle, folder + "world_110m.json"):
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{url}", headers={"Accept-Encoding": "gzip"})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                assert response.status == 200 and response.headers["Content-Encoding"] == "gzip", url
+                body = gzip.decompress(response.read())
+        assert "countries" in json.loads(body)["objects"]
+
         # Chunked and gzip bodies are read.
         chunked = raw_post(port, "/api/event", json.dumps({"name": "pageview", "url": "https://example.com/c", "domain": "example.com"}).encode())
         assert chunked.startswith(b"HTTP/1.1 202"), chunked

@@ -1,0 +1,126 @@
+"""The four panels under the charts, as Plausible has them: Sources, Pages, Locations and
+Devices, each a card with tabs, each tab a list of a breakdown's top rows with a bar
+behind each row, and a Details page listing them all.
+
+A tab lists one *property*: a visit dimension (analytics.queries.breakdown) or "page"
+(the top pages). Its rows go to the page as {"name", "count", "bar", "value"}: the label
+to show (country names for codes, "(none)" for an empty value), the number the list
+ranks by (visitors; visits for exit pages), the bar's width in percent of the top
+row's, and the stored value. The first tab of each panel is in the first HTML; the others
+come from the breakdown endpoint when their tab is opened.
+"""
+from dataclasses import dataclass
+
+from analytics import queries
+
+from .countries import COUNTRIES
+from .templatetags.humanize_tally import metric, thousands
+
+PANEL_ROWS = 10
+DETAILS_ROWS = 50
+MAP_ROWS = len(COUNTRIES) + 1  # every country (and "(other)", past a day's quota of values)
+MAX_PAGES_LISTED = 2000  # top pages rank a bounded list: their search and paging work within it
+
+
+@dataclass(frozen=True)
+class Property:
+    key: str  # the dimension, or "page"
+    tab: str  # the tab's (or the select's) label
+    column: str  # the list's header
+    path: bool = False  # values are paths: shown in a monospace font, broken anywhere
+
+    @property
+    def metric(self) -> str:
+        return "visits" if self.key == "exit_page" else "visitors"
+
+
+@dataclass(frozen=True)
+class Tab:
+    key: str
+    label: str
+    choices: tuple[Property, ...] = ()  # one: a plain tab; more: a select inside the tab
+
+
+def _tab(key, label, column, path=False):
+    return Tab(key, label, (Property(key, label, column, path),))
+
+
+UTM = Tab("campaigns", "Campaigns", (
+    Property("utm_campaign", "Campaigns", "Campaign"),
+    Property("utm_source", "UTM sources", "UTM source"),
+    Property("utm_medium", "UTM mediums", "UTM medium"),
+    Property("utm_term", "UTM terms", "UTM term"),
+    Property("utm_content", "UTM contents", "UTM content"),
+))
+PANELS = [
+    ("sources", "Sources", (_tab("channel", "Channels", "Channel"), _tab("source", "Sources", "Source"), UTM)),
+    ("pages", "Pages", (
+        _tab("page", "Top pages", "Page", path=True),
+        _tab("entry_page", "Entry pages", "Entry page", path=True),
+        _tab("exit_page", "Exit pages", "Exit page", path=True),
+    )),
+    ("locations", "Locations", (
+        _tab("country", "Countries", "Country"), _tab("region", "Regions", "Region"), _tab("city", "Cities", "City"),
+        Tab("map", "Map"),
+    )),
+    ("devices", "Devices", (
+        _tab("browser", "Browsers", "Browser"), _tab("os", "OS", "Operating system"),
+        _tab("device", "Device size", "Device"), _tab("screen", "Screen", "Screen size"),
+    )),
+]
+PROPERTIES = {p.key: p for _, _, tabs in PANELS for tab in tabs for p in tab.choices}
+
+
+def label(prop: str, value: str) -> str:
+    """What a list shows for a stored value: a country's name for its code. (No flag
+    emoji: where no emoji font is installed they are two empty boxes.)"""
+    if prop == "country" and value in COUNTRIES:
+        return COUNTRIES[value][1]
+    return value or "(none)"
+
+
+def panel_rows(prop: Property, rows: list[dict]) -> list[dict]:
+    """The rows a panel list shows, each with its bar (in percent of the top row's)."""
+    top = max((row[prop.metric] for row in rows), default=0) or 1
+    return [
+        {"name": label(prop.key, row[prop.key]), "value": row[prop.key], "count": row[prop.metric], "bar": round(100 * row[prop.metric] / top, 1)}
+        for row in rows
+    ]
+
+
+def fetch(r, info, start, end, prop: Property, limit: int = PANEL_ROWS, page: int = 1, search: str = "") -> tuple[list[dict], int]:
+    """One page of a property's rows, most visitors first, and how many there are in all."""
+    if prop.key != "page":
+        return queries.breakdown(r, info, start, end, prop.key, limit=limit, page=page, search=search)
+    ranked = queries.top_pages(r, info, start, end, limit=MAX_PAGES_LISTED)
+    if search:
+        ranked = [p for p in ranked if search.lower() in p["page"].lower()]
+    return ranked[(page - 1) * limit : page * limit], len(ranked)
+
+
+# The Details page's numbers: (field, header, shown on phones too)
+COLUMNS = {
+    "page": (("visitors", "Visitors", True), ("pageviews", "Pageviews", True)),
+    "exit_page": (("visits", "Visits", True),),
+}
+VISIT_COLUMNS = (
+    ("visitors", "Visitors", True), ("visits", "Visits", False), ("pageviews", "Pageviews", False),
+    ("bounce_rate", "Bounce rate", True), ("visit_duration", "Visit duration", True),
+)
+
+
+def details_table(prop: Property, rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The Details page's header and rows: [{"label", "optional"}], [{"name", "cells"}]."""
+    columns = COLUMNS.get(prop.key, VISIT_COLUMNS)
+    header = [{"label": text, "optional": not always} for _, text, always in columns]
+    body = [
+        {
+            "name": label(prop.key, row[prop.key]),
+            "cells": [
+                {"text": thousands(row[key]) if key in ("visitors", "visits", "pageviews") else metric(row[key], key), "optional": not always}
+                for key, _, always in columns
+            ],
+        }
+        for row in rows
+    ]
+    return header, body
