@@ -108,6 +108,11 @@ def site(request, site, info, base, shared):
         "country": countries[: panels.PANEL_ROWS],
         "browser": queries.breakdown(r, info, period.start, period.end, "browser")[0],
     }
+    goals = queries.goals(r, info, period.start, period.end, totals["visitors"]["value"] or 0)
+    events = {g.name: g.event_name for g in site.goals.all() if g.event_name}
+    for goal in goals:
+        if goal["goal"] in events:
+            goal["properties"] = queries.event_properties(r, info, period.start, period.end, events[goal["goal"]])
     pageviews = totals["pageviews"]
     return render(
         request,
@@ -121,6 +126,7 @@ def site(request, site, info, base, shared):
             "pages": pages,
             "figures": figures,
             "actives_note": "last 30 days" if hourly else "",
+            "goals": goals,
             "panels": _panels(first, base, period),
             "topojson_url": topojson_folder(),
             "has_data": bool(pageviews["value"] or pageviews["change"] is not None or pages),

@@ -31,7 +31,7 @@ from .days import (
     summary,
     timeseries,
 )
-from .goals import goals, properties
+from .goals import event_properties, goals, properties
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
 from .pages import page_timeseries, search_pages, top_pages
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
@@ -40,6 +40,7 @@ from .retention import retention
 __all__ = [
     "breakdown",
     "goals",
+    "event_properties",
     "properties",
     "visit_totals",
     "HOUR_METRICS",

@@ -91,6 +91,19 @@ def revenue(r: redis.Redis, site: SiteInfo, days: list[date], event: str) -> dic
     return {currency: hundredths / 100 for currency, hundredths in sorted(totals.items())}
 
 
+def event_properties(r: redis.Redis, site: SiteInfo, start: date, end: date, event: str, top: int = 5) -> dict[str, list[dict]]:
+    """{property: its top rows} for every custom property the event was sent with in the range."""
+    days = days_between(start, end)
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.smembers(keys.props_index(site.id, day))
+    names = sorted({
+        group.decode().split(SEP)[1] for members in pipe.execute() for group in members
+        if group.decode().startswith(event + SEP) and group.decode().count(SEP) == 2
+    })
+    return {name: properties(r, site, start, end, name, event, limit=top)[0] for name in names}
+
+
 def properties(
     r: redis.Redis, site: SiteInfo, start: date, end: date, prop: str, event: str | None = None, limit: int = 10, page: int = 1
 ) -> tuple[list[dict], int]:

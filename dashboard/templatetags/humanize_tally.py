@@ -54,3 +54,9 @@ def metric(value, key):
     if key == "views_per_visit":
         return f"{value:.2f}"
     return compact(value)
+
+
+@register.filter
+def get_item(mapping, key):
+    """mapping[key] in a template (property rows are keyed by the property's name)."""
+    return mapping.get(key)

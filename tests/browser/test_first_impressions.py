@@ -115,3 +115,14 @@ def test_an_empty_site_waits_for_its_first_event(user_page, live_server, width):
     assert overflow(page) <= 0
     assert "Tally" in page.title() and page.locator("link[rel=stylesheet]").count()
     assert problems[0] == f"404 {live_server.url}/dashboard/no-such.example/" and all("404" in p for p in problems)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_demo_goals_show_converters_rates_and_plans(user_page, demo, live_server, width):
+    page, problems = user_page
+    open_at(page, f"{live_server.url}/dashboard/demo.example/?period=30d", width)
+    text = page.inner_text("#goals")
+    assert "Signup" in text and "Read the docs" in text and "Pricing" in text
+    assert "plan:" in text and ("EUR" in text or width < 600)  # (revenue and event columns fold away on phones)
+    assert overflow(page) <= 0
+    assert problems == []
