@@ -126,3 +126,32 @@ def test_the_demo_goals_show_converters_rates_and_plans(user_page, demo, live_se
     assert "plan:" in text and ("EUR" in text or width < 600)  # (revenue and event columns fold away on phones)
     assert overflow(page) <= 0
     assert problems == []
+
+
+def test_a_site_fed_from_an_access_log_has_its_panels(user_page, live_server, r, tmp_path):
+    """Issue 12: history imported with import_log shows sources, devices and countries."""
+    from datetime import datetime, timedelta
+
+    Site.objects.create(domain="logs.example")
+    yesterday = datetime.now() - timedelta(days=1)
+    stamp = yesterday.strftime("%d/%b/%Y:10:%M:%S +0000")
+    firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
+    iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
+    lines = [
+        f'8.8.{n}.1 - - [{stamp}] "GET /p{n % 3}?utm_source=newsletter HTTP/1.1" 200 512 "https://www.google.com/" "{firefox if n % 2 else iphone}"'
+        for n in range(40)
+    ]
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(lines) + "\n")
+    call_command("import_log", "--site", "logs.example", str(log), stdout=io.StringIO(), stderr=io.StringIO())
+    page, problems = user_page
+    open_at(page, f"{live_server.url}/dashboard/logs.example/?period=7d", 1440)
+    for panel, expected in (("sources", "newsletter"), ("devices", "Firefox"), ("locations", "United States"), ("pages", "/p1")):
+        text = page.inner_text(f"#panel-{panel}")
+        if panel == "sources":
+            page.click("#panel-sources [data-tab=source]")
+            page.wait_for_selector("#panel-sources [data-pane=source] ol.rows li")
+            text = page.inner_text("#panel-sources [data-pane=source]")
+        assert expected in text, (panel, text)
+    assert number(page.inner_text('[data-metric="visits"] .value')) == 40
+    assert problems == []
