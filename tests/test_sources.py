@@ -141,7 +141,7 @@ def test_it_reads_ref_and_source_as_utm_source():
 @pytest.mark.parametrize("medium", ["cpc", "PPC", "paid", "paidsearch", "paid_social", "display", "banner", "cpm", "cpa", "affiliate", "paid-video"])
 def test_it_counts_paid_media_as_paid(medium):
     got = from_referrer("https://www.google.com/", page=f"https://example.com/?utm_source=google&utm_medium={medium}")
-    assert (got.source, got.channel) == ("google", "Paid")
+    assert (got.source, got.channel) == ("Google", "Paid")  # (a known source tag shows as the list spells it)
 
 
 @pytest.mark.parametrize(

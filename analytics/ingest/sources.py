@@ -106,8 +106,10 @@ def _answer(
 ) -> Acquisition:
     """Cached: real traffic repeats a few referring hosts and tagged links over and over, and
     an Acquisition is immutable."""
+    shown = utm_source
     if utm_source is not None:
-        kind = _named(utm_source) or kind
+        named_kind, shown = _named(utm_source)
+        kind = named_kind or kind
     medium = utm_medium.lower() if utm_medium else ""
     tagged_source = utm_source.lower() if utm_source else ""
     if medium in PAID or medium.startswith("paid"):
@@ -124,7 +126,7 @@ def _answer(
         channel = "Referral"
     else:
         channel = "Direct"
-    source = utm_source or name or host or DIRECT
+    source = shown or name or host or DIRECT
     return Acquisition(host or DIRECT, source, channel, utm_source, utm_medium, utm_campaign, utm_term, utm_content)
 
 
@@ -208,20 +210,22 @@ def _by_path(paths: tuple, rest: str, name: str | None, kind: str | None) -> tup
 
 
 @lru_cache(maxsize=4096)
-def _named(utm_source: str) -> str | None:
-    """The kind of source a utm_source names, by name ("Google") or host ("chatgpt.com")."""
+def _named(utm_source: str) -> tuple[str | None, str]:
+    """The kind of source a utm_source names, by name ("Google") or host ("chatgpt.com"),
+    and the name to show: the list's own spelling of a known name ("google" -> "Google"),
+    else the tag as given."""
     key = utm_source.lower()
     by_name = _lists()[1].get(key)
     if by_name is not None:
         return by_name
     host = _host(key)
-    return _known(host)[1] if host else None
+    return (_known(host)[1] if host else None), utm_source
 
 
 @lru_cache(maxsize=1)
-def _lists() -> tuple[dict[str, tuple], dict[str, str]]:
+def _lists() -> tuple[dict[str, tuple], dict[str, tuple[str, str]]]:
     """Hosts (or Matomo's lossy patterns, or Android package names) to (name, kind, paths),
-    and lower-cased source names to their kind. The first list to name a host keeps it: ours,
+    and lower-cased source names to (kind, the name as the list spells it). The first list to name a host keeps it: ours,
     then Matomo's AI assistants, social networks and search engines last, as Matomo also lists
     facebook.com, chatgpt.com, perplexity.ai and you.com as search engines (for their search
     pages: Matomo counts a search only when it finds the keyword, which we do not look for)."""
@@ -246,7 +250,7 @@ def _lists() -> tuple[dict[str, tuple], dict[str, str]]:
     for kind, groups in lists:
         for name, urls in groups.items():
             name = ours["names"].get(name, name)
-            names.setdefault(name.lower(), kind)
+            names.setdefault(name.lower(), (kind, name))
             for url in urls:
                 url = url.lower()
                 if url.startswith("android-app//"):  # Matomo's form of android-app://<package>/...
