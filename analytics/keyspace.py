@@ -50,7 +50,9 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
     return {
         "visit dimensions (tables, value sets)": _usage(r, tables + sets),
         "visit dimensions (visitors per value, HLLs)": _usage(r, value_keys),
-        "open visits (sessions)": _usage(r, [keys.sessions(sid, generation), keys.sessions(sid, generation - 1)]),
+        "open visits (sessions, their parts)": _usage(
+            r, [keys.sessions(sid, g) for g in (generation, generation - 1)] + [keys.session_parts(sid, g) for g in (generation, generation - 1)]
+        ),
         "realtime minutes": _usage(r, minutes),
         "daily pages": (count, size),
         "daily bitmaps and site HLL": _usage(r, daily),

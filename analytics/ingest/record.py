@@ -12,6 +12,7 @@ import hashlib
 import secrets
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from typing import NamedTuple
 
 import redis
@@ -95,7 +96,8 @@ def client_mark(site: SiteInfo, idempotency_key: str) -> Mark:
 class _Chunk:
     """One day's share of a batch, at most SCRIPT_CHUNK distinct visitors: one Lua call."""
 
-    __slots__ = ("visitors", "pageviews", "pages", "events", "props", "revenue", "minutes", "hours", "bots", "visits", "attrs", "previous")
+    __slots__ = ("visitors", "pageviews", "pages", "events", "props", "revenue", "minutes", "hours", "bots", "visits", "attrs", "parts",
+                 "previous")
 
     def __init__(self):
         self.bots = 0  # events dropped as bots that day (counted with the day's first chunk)
@@ -107,8 +109,9 @@ class _Chunk:
         self.revenue: dict[str, int] = {}  # "event\x1fcurrency" -> hundredths
         self.minutes: dict[datetime, set[int]] = {}  # recent UTC minute -> {visitor indexes}
         self.hours: dict[int, list] = {}  # local hour of the day -> [pageviews, {visitor indexes}]
-        self.visits: list[tuple] = []  # (unix time, visitor index, kind, path, attrs index) per event
-        self.attrs: dict[str, int] = {}  # attribute string -> 1-based index
+        self.visits: list[tuple] = []  # (unix time, visitor index, kind, path, attrs index, entry part id) per event
+        self.attrs: dict[str, int] = {}  # an event's part ids, joined by "," -> 1-based index
+        self.parts: dict[str, str] = {}  # part id -> part text, every part the events name
         self.previous: dict[int, bytes] = {}  # visitor index -> digest under yesterday's salt (daily salt)
 
 
@@ -177,11 +180,15 @@ def record(
                 chunk.previous[index] = digest(identity.day_key(site.salt, day - timedelta(days=1)), source)
         if "\x1d" in path or "\x1e" in path or "\x1f" in path:
             path = path.replace("\x1d", " ").replace("\x1e", " ").replace("\x1f", " ")
-        attrs_index = chunk.attrs.get(attrs)
+        ids, parts = _part_ids(attrs)
+        attrs_index = chunk.attrs.get(ids)
         if attrs_index is None:
-            attrs_index = chunk.attrs[attrs] = len(chunk.attrs) + 1
+            attrs_index = chunk.attrs[ids] = len(chunk.attrs) + 1
+            chunk.parts.update(parts)
+        entry_id, entry = _entry_part(path)
+        chunk.parts[entry_id] = entry
         kind = "p" if name == PAGEVIEW else "i" if interactive else "n"
-        chunk.visits.append((seconds, index, kind, path, attrs_index))
+        chunk.visits.append((seconds, index, kind, path, attrs_index, entry_id))
         if name == PAGEVIEW:
             if user is not None:
                 seen_pages.setdefault(user, {})[path] = None
@@ -328,20 +335,43 @@ def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, scr
     """The keys and ARGV of the chunk's visits (lib/visits.lua documents the layout)."""
     sid = site.id
     generation = int(now.timestamp()) // dimensions.VISIT_TIMEOUT
-    script_keys += (keys.sessions(sid, generation), keys.sessions(sid, generation - 1))
+    script_keys += (keys.sessions(sid, generation), keys.sessions(sid, generation - 1),
+                    keys.session_parts(sid, generation), keys.session_parts(sid, generation - 1))
     args += (3 * dimensions.VISIT_TIMEOUT, dimensions.VISIT_TIMEOUT, site.max_property_values, keys.dimensions_prefix(sid))
     args.append(len(chunk.previous))
     for index, previous in chunk.previous.items():
         args += (index, previous)
+    args.append(len(chunk.parts))
+    for part_id, text in chunk.parts.items():
+        args += (part_id, text)
     args.append(len(chunk.attrs))
     args += chunk.attrs
     args.append(len(chunk.visits))
-    for seconds, index, kind, path, attrs_index in sorted(chunk.visits, key=_first):
-        args += (index, seconds, kind, path, attrs_index)
+    for seconds, index, kind, path, attrs_index, entry_id in sorted(chunk.visits, key=_first):
+        args += (index, seconds, kind, path, attrs_index, entry_id)
 
 
 def _first(item):
     return item[0]
+
+
+@lru_cache(maxsize=16384)
+def _part_ids(attrs: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """An event's visit fields (parts joined by GROUP_SEP) as its part ids joined by ","
+    and the (id, text) of each part: lib/visits.lua keeps visits by part id."""
+    parts = tuple((_part_id(part), part) for part in attrs.split(dimensions.GROUP_SEP) if part)
+    return ",".join(part_id for part_id, _ in parts), parts
+
+
+@lru_cache(maxsize=65536)
+def _entry_part(path: str) -> tuple[str, str]:
+    part = f"entry_page{dimensions.SEP}{path}"
+    return _part_id(part), part
+
+
+def _part_id(part: str) -> str:
+    """A short stable name for a part (64 bits: no two parts of a site's open visits meet)."""
+    return hashlib.blake2b(part.encode(), digest_size=8).hexdigest()
 
 
 def _retry_unloaded_scripts(r, results, calls) -> list:

@@ -42,6 +42,7 @@ ev:<day>:prop:<g>  string  events with property group <g> that day
 revenue:<day>      hash    "<event>\x1f<currency>" -> revenue that day, in hundredths
 sess:<generation>  hash    visitor digest -> their open visit's state (lib/visits.lua);
                            one hash per half hour of the clock, read with the one before
+sess-parts:<gen>   hash    part id -> a part of visit fields (source, device...), same life
 dim:<day>:<table>  hash    "<dimension>\x1f<value>" -> pageviews, visits, bounces,
                            duration (s) or exits that day (analytics.dimensions.TABLES)
 dim:<day>:vals:<d> set     the values of dimension <d> seen that day (capped per site)
@@ -175,6 +176,11 @@ def sessions(site_id: int, generation: int) -> str:
     """Open visits, by visitor digest; `generation` is the clock's half hour (unix time //
     VISIT_TIMEOUT), so a lookup reads this one and the one before, and each expires."""
     return f"{PREFIX}:{{{site_id}}}:sess:{generation}"
+
+
+def session_parts(site_id: int, generation: int) -> str:
+    """Part id -> the part's fields text, for the open visits of that half hour (lib/visits.lua)."""
+    return f"{PREFIX}:{{{site_id}}}:sess-parts:{generation}"
 
 
 def dimensions_prefix(site_id: int) -> str:

@@ -43,7 +43,8 @@
 --          groups, first the day's set of them; then the day's revenue hash
 -- then     one HLL per realtime minute, in ARGV's order; then per hour of the day, in
 --          ARGV's order, the hour's HLL of visitors and its pageview counter; then the
---          open visits of this half hour and of the one before (lib/visits.lua)
+--          open visits of this half hour and of the one before, and the same two
+--          hashes of their parts' texts (lib/visits.lua)
 --
 -- ARGV[1]  TTL in seconds for KEYS[1] and KEYS[2], 0 for none (daily-salt maps expire)
 -- ARGV[2]  "1" to track new visitors (stable salt), "0" not to (daily salt: all are new)
@@ -325,7 +326,7 @@ if #pages > 0 then
 end
 
 -- Visits and the visit dimensions.
-record_visits(digests, ARGV[6], pos + 2, KEYS[key_index], KEYS[key_index + 1], KEYS[12])
+record_visits(digests, ARGV[6], pos + 2, {KEYS[key_index], KEYS[key_index + 1], KEYS[key_index + 2], KEYS[key_index + 3]}, KEYS[12])
 
 -- Live dashboards: one tick a second at most, whatever the traffic.
 if channel ~= '' and redis.call('SET', KEYS[10], 1, 'NX', 'PX', 1000) then

@@ -18,17 +18,22 @@
 -- backfilled while newer events exist) is counted as a visit of its own and leaves the
 -- held visit alone.
 --
--- A visit's state: "start|last|pageviews|bounce|start day|day last counted|exit page",
--- then FIELD_SEP and its fields text: parts joined by GROUP_SEP, each part's fields
--- joined by FIELD_SEP (TOTAL, which every visit has, is left out); each field is
--- "<dimension>SEP<value>" (analytics/dimensions.py). States live in one hash per half
--- hour of the clock (KEYS: this one and the one before), so each expires on its own.
+-- Parts: a visit's fields come in parts (its source fields, its device fields, its
+-- location, its screen, its entry page), each a text of fields joined by FIELD_SEP, each
+-- field "<dimension>SEP<value>" (analytics/dimensions.py). Visits share parts far more
+-- often than whole sets of fields, so a part travels and is stored by a short id (the
+-- caller hashes it), counts are kept per part id, and each part is split into its fields
+-- once per call. A visit's state is small: "start|last|pageviews|bounce|start day|day
+-- last counted|exit page", FIELD_SEP, then its part ids joined by ",". States and the
+-- parts' texts live in hashes per half hour of the clock (this one and the one before are
+-- read), so they expire on their own.
 --
 -- Quotas: a day keeps at most `quota` distinct values per dimension (a set per day and
 -- dimension); past it, new values count under "(other)".
 
 local SEP, FIELD_SEP, OTHER_VALUE = '\31', '\30', '(other)'
 local TOTAL = 'total' .. SEP .. 'all'  -- every visit counts here too: the site's totals (its visitors are uv:<day>)
+local TOTAL_ID = '*'  -- the part every visit has, holding TOTAL alone (never sent, never stored)
 
 -- redis.call(command, key, ...) over a long list in slices (Lua's unpack() is bounded).
 local SLICE = 3000
@@ -38,67 +43,59 @@ local function call_sliced(command, key, list)
   end
 end
 
-local GROUP_SEP = '\29'  -- between the parts of a visit's fields text (source, device, location...)
-
--- A visit's fields text is made of parts (its source fields, its device fields, its
--- location, its entry page...), and visits share parts far more often than whole texts. So
--- counts are kept per part, and each distinct part is split into its fields once per call.
-local parts_by_text, fields_by_part = {}, {[TOTAL] = {TOTAL}}
-local function parts_of(text)
-  local parts = parts_by_text[text]
-  if not parts then
-    parts = {}
-    local i, n = 1, 0
-    while true do  -- (plain find and sub: several times faster than gmatch here)
-      local j = string.find(text, GROUP_SEP, i, true)
-      n = n + 1
-      if not j then parts[n] = string.sub(text, i); break end
-      parts[n] = string.sub(text, i, j - 1)
-      i = j + 1
-    end
-    parts[n + 1] = TOTAL
-    parts_by_text[text] = parts
+-- Split `text` on the one-character `sep` (plain find and sub: faster than gmatch here).
+local function split(text, sep)
+  local out, i, n = {}, 1, 0
+  if text == '' then return out end
+  while true do
+    local j = string.find(text, sep, i, true)
+    n = n + 1
+    if not j then out[n] = string.sub(text, i); return out end
+    out[n] = string.sub(text, i, j - 1)
+    i = j + 1
   end
-  return parts
-end
-local function fields_of(part)
-  local fields = fields_by_part[part]
-  if not fields then
-    fields = {}
-    for f in string.gmatch(part, '[^\30]+') do fields[#fields + 1] = f end
-    fields_by_part[part] = fields
-  end
-  return fields
 end
 
 local function parse_state(raw)
-  local start, last, pv, bounce, start_day, seen_day, exit, text =
-    string.match(raw, '^(%d+)|(%d+)|(%d+)|(%d)|([^|]*)|([^|]*)|([^\30]*)\30?(.*)$')
+  local start, last, pv, bounce, start_day, seen_day, exit, ids =
+    string.match(raw, '^(%d+)|(%d+)|(%d+)|(%d)|([^|]*)|([^|]*)|([^\30]*)\30(.*)$')
   return {start = tonumber(start), last = tonumber(last), pv = tonumber(pv), bounce = tonumber(bounce),
-          start_day = start_day, seen_day = seen_day, exit = exit, text = text}
+          start_day = start_day, seen_day = seen_day, exit = exit, ids = ids}
 end
 
 local function dump_state(st)
   return st.start .. '|' .. st.last .. '|' .. st.pv .. '|' .. st.bounce .. '|' .. st.start_day .. '|' .. st.seen_day .. '|'
-    .. st.exit .. FIELD_SEP .. st.text
+    .. st.exit .. FIELD_SEP .. st.ids
 end
 
 -- Count this chunk's visits. `digests` are the chunk's visitor digests (1-based indexes
 -- as in the event list); `day` its ISO day; `pos` where the visits section starts in ARGV:
 --   session TTL (s), timeout (s), quota, the dimension keys' prefix,
 --   P, then P pairs: visitor index, the same visitor's digest under yesterday's salt
---       (daily-salt sites: a visit goes on across the salt change), 
---   A, then A attribute strings (a first event's fields, joined by FIELD_SEP),
---   E, then E events in time order, 5 values each: visitor index, unix time (s),
---       kind ("p" pageview, "i" interactive custom event, "n" other), path, attribute index
--- `dirty_key` is the set of days the rollups must compute again.
-local function record_visits(digests, day, pos, sessions_now, sessions_before, dirty_key)
+--       (daily-salt sites: a visit goes on across the salt change),
+--   Q, then Q pairs: part id, part text (every part the events below name),
+--   A, then A attribute strings: an event's part ids joined by "," (maybe empty),
+--   E, then E events in time order, 6 values each: visitor index, unix time (s), kind
+--       ("p" pageview, "i" interactive custom event, "n" other), path, attribute index,
+--       the part id of "entry_page SEP path"
+-- `keys_` are the open visits of this half hour and of the one before, then the parts'
+-- texts of the same two; `dirty_key` the set of days the rollups must compute again.
+local function record_visits(digests, day, pos, keys_, dirty_key)
+  local sessions_now, sessions_before, parts_now, parts_before = keys_[1], keys_[2], keys_[3], keys_[4]
   local session_ttl, timeout, quota, prefix = ARGV[pos], tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), ARGV[pos + 3]
   pos = pos + 4
   local previous = {}
   local np = tonumber(ARGV[pos])
   for j = 1, np do previous[tonumber(ARGV[pos + 2 * j - 1])] = ARGV[pos + 2 * j] end
   pos = pos + 2 * np + 1
+  local nq = tonumber(ARGV[pos])
+  local part_text, sent = {}, {}
+  for j = 1, nq do
+    local id, text = ARGV[pos + 2 * j - 1], ARGV[pos + 2 * j]
+    part_text[id] = text
+    sent[2 * j - 1] = id; sent[2 * j] = text
+  end
+  pos = pos + 2 * nq + 1
   local na = tonumber(ARGV[pos])
   local attrs = {}
   for j = 1, na do attrs[j] = ARGV[pos + j] end
@@ -106,11 +103,15 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
   local ne = tonumber(ARGV[pos])
   pos = pos + 1
   if ne == 0 then return end
+  if nq > 0 then
+    call_sliced('HSET', parts_now, sent)
+    redis.call('EXPIRE', parts_now, session_ttl)
+  end
 
   -- The visitors of these events, and the visits we hold for them.
   local order, seen = {}, {}
   for e = 1, ne do
-    local vi = tonumber(ARGV[pos + 5 * (e - 1)])
+    local vi = tonumber(ARGV[pos + 6 * (e - 1)])
     if not seen[vi] then seen[vi] = true; order[#order + 1] = vi end
   end
   local ids = {}
@@ -133,26 +134,58 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
       for x, k in ipairs(again) do raw[k] = a[x] or b[x] end
     end
   end
-  local states = {}
+
+  -- Part ids of a visit, by its ids string (TOTAL_ID last), and the fields of a part.
+  local ids_by_string = {}
+  local function ids_of(s)
+    local list = ids_by_string[s]
+    if not list then
+      list = split(s, ',')
+      list[#list + 1] = TOTAL_ID
+      ids_by_string[s] = list
+    end
+    return list
+  end
+  local states, unknown = {}, {}
   for k, vi in ipairs(order) do
-    if raw[k] then states[vi] = parse_state(raw[k]) end
+    if raw[k] then
+      local st = parse_state(raw[k])
+      states[vi] = st
+      for _, id in ipairs(ids_of(st.ids)) do
+        if id ~= TOTAL_ID and not part_text[id] and not unknown[id] then unknown[id] = true; unknown[#unknown + 1] = id end
+      end
+    end
+  end
+  if #unknown > 0 then  -- parts of visits begun in earlier calls
+    local a = redis.call('HMGET', parts_now, unpack(unknown))
+    local b = redis.call('HMGET', parts_before, unpack(unknown))
+    for x, id in ipairs(unknown) do part_text[id] = a[x] or b[x] end
+  end
+  local fields_by_id = {[TOTAL_ID] = {TOTAL}}
+  local function fields_of(id)
+    local fields = fields_by_id[id]
+    if not fields then
+      fields = split(part_text[id] or '', FIELD_SEP)  -- (a part gone with its hash: counted under no field)
+      fields_by_id[id] = fields
+    end
+    return fields
   end
 
-  -- Counts are kept by part (many visits share one) and spread over the parts' fields once,
-  -- at the end: a visit's event costs an addition per part, not one per field.
-  local by_text = {}   -- day -> table -> part -> number
-  local exits = {}     -- day -> exit page field -> number
-  local seen_by_text = {}  -- part -> digests of visitors to count on this day
+  -- Counts are kept by part id and spread over the parts' fields once, at the end: a
+  -- visit's event costs an addition per part, not one per field.
+  local by_id = {}      -- day -> table -> part id -> number
+  local exits = {}      -- day -> exit page field -> number
+  local seen_by_id = {} -- part id -> digests of visitors to count on this day
   local dirty = {}
-  local function add(on, tbl, text, n)
-    local by_table = by_text[on]
-    if not by_table then by_table = {}; by_text[on] = by_table end
+  local function add(on, tbl, s, n)
+    local by_table = by_id[on]
+    if not by_table then by_table = {}; by_id[on] = by_table end
     local t = by_table[tbl]
     if not t then t = {}; by_table[tbl] = t end
-    local parts = parts_of(text)
-    for i = 1, #parts do
-      local part = parts[i]
-      t[part] = (t[part] or 0) + n
+    local list = ids_of(s)
+    for i = 1, #list do
+      local id = list[i]
+      t[id] = (t[id] or 0) + n
     end
   end
   local function add_exit(on, path, n)
@@ -161,54 +194,54 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     local f = 'exit_page' .. SEP .. path
     t[f] = (t[f] or 0) + n
   end
-  local function count_visitor(text, digest)
-    local parts = parts_of(text)
-    for i = 1, #parts - 1 do  -- (not TOTAL, the last: the site's visitors are its own HLL)
-      local list = seen_by_text[parts[i]]
-      if not list then list = {}; seen_by_text[parts[i]] = list end
-      list[#list + 1] = digest
+  local function count_visitor(s, digest)
+    local list = ids_of(s)
+    for i = 1, #list - 1 do  -- (not TOTAL_ID, the last: the site's visitors are its own HLL)
+      local into = seen_by_id[list[i]]
+      if not into then into = {}; seen_by_id[list[i]] = into end
+      into[#into + 1] = digest
     end
   end
-  -- A new visit's fields text: its first event's attributes and its entry page.
-  local function text_of(ai, path)
+  -- A new visit's part ids: its first event's, and its entry page's.
+  local function ids_string(ai, entry)
     local a = attrs[ai]
-    return (a ~= '' and a .. GROUP_SEP or '') .. 'entry_page' .. SEP .. path
+    return a == '' and entry or a .. ',' .. entry
   end
 
   for e = 1, ne do
-    local b = pos + 5 * (e - 1)
-    local vi, ts, kind, path, ai = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3], tonumber(ARGV[b + 4])
+    local b = pos + 6 * (e - 1)
+    local vi, ts, kind, path = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3]
     local st = states[vi]
     if st and ts < st.last - timeout then
       -- an old event beside a newer visit: a visit of its own
-      local text = text_of(ai, path)
-      add(day, 'visits', text, 1)
+      local s = ids_string(tonumber(ARGV[b + 4]), ARGV[b + 5])
+      add(day, 'visits', s, 1)
       if kind == 'p' then
-        add(day, 'bounces', text, 1)
-        add(day, 'pageviews', text, 1)
+        add(day, 'bounces', s, 1)
+        add(day, 'pageviews', s, 1)
         add_exit(day, path, 1)
       end
-      count_visitor(text, digests[vi])
+      count_visitor(s, digests[vi])
     else
       if not st or ts - st.last > timeout then
         st = {start = ts, last = ts, pv = 0, bounce = kind == 'i' and 0 or 1, start_day = day, seen_day = '',
-              exit = '', text = text_of(ai, path)}
+              exit = '', ids = ids_string(tonumber(ARGV[b + 4]), ARGV[b + 5])}
         states[vi] = st
-        add(day, 'visits', st.text, 1)
-        if st.bounce == 1 then add(day, 'bounces', st.text, 1) end
+        add(day, 'visits', st.ids, 1)
+        if st.bounce == 1 then add(day, 'bounces', st.ids, 1) end
       else
         if ts > st.last then
-          add(st.start_day, 'duration', st.text, ts - st.last)
+          add(st.start_day, 'duration', st.ids, ts - st.last)
           st.last = ts
         end
         if st.bounce == 1 and (kind == 'i' or (kind == 'p' and st.pv >= 1)) then
           st.bounce = 0
-          add(st.start_day, 'bounces', st.text, -1)
+          add(st.start_day, 'bounces', st.ids, -1)
         end
       end
       if kind == 'p' then
         st.pv = st.pv + 1
-        add(day, 'pageviews', st.text, 1)
+        add(day, 'pageviews', st.ids, 1)
         if st.exit ~= path then
           if st.exit ~= '' then add_exit(st.start_day, st.exit, -1) end
           add_exit(st.start_day, path, 1)
@@ -217,21 +250,21 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
       end
       if st.seen_day ~= day then
         st.seen_day = day
-        count_visitor(st.text, digests[vi])
+        count_visitor(st.ids, digests[vi])
       end
     end
   end
 
   -- Spread the counts over the fields.
   local counts = {[day] = {}}   -- day -> table -> field -> number
-  for on, by_table in pairs(by_text) do
+  for on, by_table in pairs(by_id) do
     local c = counts[on]
     if not c then c = {}; counts[on] = c end
     for tbl, t in pairs(by_table) do
       local sums = c[tbl]
       if not sums then sums = {}; c[tbl] = sums end
-      for part, n in pairs(t) do
-        local fields = fields_of(part)
+      for id, n in pairs(t) do
+        local fields = fields_of(id)
         for i = 1, #fields do
           local f = fields[i]
           sums[f] = (sums[f] or 0) + n
@@ -245,8 +278,8 @@ local function record_visits(digests, day, pos, sessions_now, sessions_before, d
     c['exits'] = t
   end
   local visitors = {}  -- field -> digests (this day)
-  for part, list in pairs(seen_by_text) do
-    local fields = fields_of(part)
+  for id, list in pairs(seen_by_id) do
+    local fields = fields_of(id)
     for i = 1, #fields do
       local into = visitors[fields[i]]
       if not into then into = {}; visitors[fields[i]] = into end
