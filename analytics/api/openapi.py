@@ -338,6 +338,44 @@ DOCUMENT = {
                 },
             }
         },
+        "/api/v1/stats/near": {
+            "get": {
+                "summary": "Visitors within some distance of a place (with a city database)",
+                "description": (
+                    "Needs TALLY_GEO_CITY_DB. Ingest keeps each day's cities at the city database's coordinates for the city "
+                    "(never a visitor's own position); this finds the cities within `km` of the point (GEOSEARCH) and counts "
+                    "their visitors over the range as one union (HyperLogLog, ±0.81%). Cities past a day's quota of values "
+                    "are not placed."
+                ),
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    SITE,
+                    FROM,
+                    TO,
+                    _param("lat", "Latitude of the place.", {"type": "number", "minimum": -85.05, "maximum": 85.05}, required=True),
+                    _param("lon", "Longitude of the place.", {"type": "number", "minimum": -180, "maximum": 180}, required=True),
+                    _param("km", "Radius in kilometres.", {"type": "number", "exclusiveMinimum": 0, "maximum": 20000}, required=True),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "The union of the visitors, and each city's (nearest first).",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "visitors": {"type": "integer"},
+                                        "cities": {"type": "array", "items": {"type": "object", "properties": {
+                                            "city": {"type": "string"}, "km": {"type": "number"}, "visitors": {"type": "integer"}}}},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
         "/api/v1/stats/pages": {
             "get": {
                 "summary": "Top pages by unique visitors over the range",

@@ -1,4 +1,4 @@
-"""Read API: `GET /api/v1/stats/timeseries`, `/aggregate`, `/breakdown`, `/pages`, `/retention`, `/realtime`.
+"""Read API: `GET /api/v1/stats/timeseries`, `/aggregate`, `/breakdown`, `/near`, `/pages`, `/retention`, `/realtime`.
 
 Authorised by the site's Bearer key, or by a logged-in session of a user who may see the
 site (staff, or one of its owners: see analytics.queries.access).
@@ -86,6 +86,31 @@ def breakdown(request):
     if total is not None:
         body["total"] = total
     return json_response(body)
+
+
+@methods("GET")
+@json_errors
+def near(request):
+    """Visitors within `km` of a place (needs a city database: TALLY_GEO_CITY_DB)."""
+    site = site_param(request)
+    start, end = date_range(request, site)
+    latitude = float_param(request, "lat", -85.05, 85.05)
+    longitude = float_param(request, "lon", -180.0, 180.0)
+    km = float_param(request, "km", 0.001, 20_000.0)
+    result = queries.visitors_near(get_redis(), site, start, end, longitude, latitude, km)
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "lat": latitude, "lon": longitude,
+                          "km": km, **result})
+
+
+def float_param(request, name: str, low: float, high: float) -> float:
+    raw = request.GET.get(name)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ApiError(400, f"{name}: a number from {low:g} to {high:g} is required") from None
+    if not low <= value <= high:  # (NaN fails this too)
+        raise ApiError(400, f"{name}: must be from {low:g} to {high:g}")
+    return value
 
 
 @methods("GET")

@@ -24,7 +24,7 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.limits import Bucket, Limited, throttle
 from ..store.scripts import RECORD_BATCH
-from . import identity
+from . import identity, visit
 
 PAGEVIEW = "pageview"
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
@@ -318,6 +318,11 @@ def _script_call(
     args.append(len(chunk.revenue))
     for key, hundredths in chunk.revenue.items():
         args += (key, hundredths)
+    script_keys.append(keys.places(sid, day))
+    places = _places(chunk.parts.values())
+    args.append(len(places))
+    for city, (longitude, latitude) in places.items():
+        args += (longitude, latitude, city)
     args += (site.realtime_ttl, len(chunk.minutes))
     for minute, members in chunk.minutes.items():
         script_keys.append(keys.realtime(sid, minute))
@@ -353,6 +358,20 @@ def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, scr
 
 def _first(item):
     return item[0]
+
+
+CITY = f"city{dimensions.SEP}"
+
+
+def _places(parts) -> dict[str, tuple[float, float]]:
+    """The cities named in these visit parts that the city database placed."""
+    found = {}
+    for text in parts:
+        if CITY in text:
+            for field in text.split(dimensions.FIELD_SEP):
+                if field.startswith(CITY) and (place := visit.place_of(field[len(CITY) :])) is not None:
+                    found[field[len(CITY) :]] = place
+    return found
 
 
 @lru_cache(maxsize=16384)

@@ -60,4 +60,23 @@ def _country_fields(country: str) -> str:
 
 
 def _location_fields(location: geo.Location) -> str:
+    if location.city and location.longitude is not None and location.latitude is not None:
+        remember_place(location.city, location.longitude, location.latitude)
     return _fields((("country", location.country), ("region", location.region), ("city", location.city)))
+
+
+# Where each city is, as the city database first placed it: ingest adds a day's cities to
+# a GEO set with these coordinates (no visitor's own position is kept), for "visitors
+# within N km of a place".
+MAX_PLACES = 200_000
+_places: dict[str, tuple[float, float]] = {}
+
+
+def remember_place(city: str, longitude: float, latitude: float):
+    if len(_places) < MAX_PLACES:
+        _places.setdefault(city.translate(_CONTROL)[:300], (longitude, latitude))
+
+
+def place_of(city: str) -> tuple[float, float] | None:
+    """(longitude, latitude) of a city value, if the city database placed it in this process."""
+    return _places.get(city)

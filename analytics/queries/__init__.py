@@ -9,6 +9,7 @@ the package's surface; the dashboard reads through them and the models only.
     pages.py            top pages of a range, one page's days, path search
     breakdown.py        rows by a visit dimension (sources, devices, countries...), visit totals
     goals.py            goal conversions, custom property breakdowns, revenue
+    places.py           visitors within some distance of a place (with a city database)
     retention.py        retention cohorts
     realtime.py         visitors in the last five minutes
     live.py             the same, pushed to open dashboards (ASGI, pub/sub)
@@ -34,12 +35,14 @@ from .days import (
 from .goals import event_properties, goals, properties
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
 from .pages import page_timeseries, search_pages, top_pages
+from .places import visitors_near
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
 
 __all__ = [
     "breakdown",
     "goals",
+    "visitors_near",
     "event_properties",
     "properties",
     "visit_totals",

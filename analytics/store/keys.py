@@ -39,6 +39,7 @@ rate[:ip:<h>]      string  ingest rate-limit buckets (GCRA) of the site and of e
 props:<day>        set     custom property groups "<event>\x1f<prop>\x1f<value>" seen that day
 uv:<day>:prop:<g>  HLL     visitors who sent property group <g> that day
 ev:<day>:prop:<g>  string  events with property group <g> that day
+places:<day>       GEO     the day's visitors' cities at their coordinates (city database only)
 revenue:<day>      hash    "<event>\x1f<currency>" -> revenue that day, in hundredths
 sess:<generation>  hash    visitor digest -> their open visit's state (lib/visits.lua);
                            one hash per half hour of the clock, read with the one before
@@ -167,6 +168,7 @@ def daily_family(site_id: int, day: date) -> list[str]:
         events_index(site_id, day),
         props_index(site_id, day),
         revenue(site_id, day),
+        places(site_id, day),
         *(hour_visitors(site_id, day, hour) for hour in range(24)),
         *(hour_pageviews(site_id, day, hour) for hour in range(24)),
     ]
@@ -176,6 +178,12 @@ def sessions(site_id: int, generation: int) -> str:
     """Open visits, by visitor digest; `generation` is the clock's half hour (unix time //
     VISIT_TIMEOUT), so a lookup reads this one and the one before, and each expires."""
     return f"{PREFIX}:{{{site_id}}}:sess:{generation}"
+
+
+def places(site_id: int, day: date) -> str:
+    """GEO set of the cities visitors came from that day (members: city values, placed by
+    the city database's coordinates for the city; only with TALLY_GEO_CITY_DB)."""
+    return f"{PREFIX}:{{{site_id}}}:places:{day.isoformat()}"
 
 
 def session_parts(site_id: int, generation: int) -> str:

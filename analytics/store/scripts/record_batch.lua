@@ -40,7 +40,8 @@
 -- then     for pages, then for custom events: the HLL and counter of "(other)", where
 --          names past the day's quota are counted, then two keys per group in ARGV's
 --          order, the group's HLL of visitors and its counter (string); for property
---          groups, first the day's set of them; then the day's revenue hash
+--          groups, first the day's set of them; then the day's revenue hash, then its
+--          GEO set of places
 -- then     one HLL per realtime minute, in ARGV's order; then per hour of the day, in
 --          ARGV's order, the hour's HLL of visitors and its pageview counter; then the
 --          open visits of this half hour and of the one before, and the same two
@@ -64,6 +65,7 @@
 --          count, "i,j,k"; then the same for custom property groups
 --          ("event SEP property SEP value"), with the quota of values per property
 -- then     V, then V pairs: "event SEP currency", revenue in hundredths
+-- then     G, then G triples: longitude, latitude, city (the day's places)
 -- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
 -- then     H, then H hours: pageviews, "i,j,k"
 -- then     the page-search cap, then the live channel to publish a tick on ("" for none)
@@ -279,6 +281,14 @@ key_index, pos = key_index + 1, pos + 1
 for _ = 1, sums do
   redis.call('HINCRBY', revenue_key, ARGV[pos], ARGV[pos + 1])
   pos = pos + 2
+end
+
+-- Places: the day's cities at their coordinates (GEOADD longitude latitude member).
+local places_key, places = KEYS[key_index], tonumber(ARGV[pos])
+key_index, pos = key_index + 1, pos + 1
+if places > 0 then
+  redis.call('GEOADD', places_key, unpack(ARGV, pos, pos + 3 * places - 1))
+  pos = pos + 3 * places
 end
 
 -- Realtime: the visitors of each recent minute, in short-lived HLLs.

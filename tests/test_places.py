@@ -1,0 +1,71 @@
+"""Cities and "visitors within N km" with a city database (issue 12, item 3): the day's
+cities go into a GEO set at the database's coordinates; a place's visitors are the union
+of the cities' visitors inside the circle, checked against brute force."""
+from datetime import UTC, datetime, timedelta
+
+import orjson
+import pytest
+
+from analytics.ingest import geo
+from tests.hll import hll_tolerance
+from tests.mmdb import write_mmdb
+
+CITIES = {
+    "81.2.69.0/24": {"city": {"names": {"en": "Berlin"}}, "country": {"iso_code": "DE"},
+                     "location": {"latitude": 52.52, "longitude": 13.405}, "subdivisions": [{"iso_code": "BE"}]},
+    "81.2.70.0/24": {"city": {"names": {"en": "Potsdam"}}, "country": {"iso_code": "DE"},
+                     "location": {"latitude": 52.3906, "longitude": 13.0645}, "subdivisions": [{"iso_code": "BB"}]},
+    "81.2.71.0/24": {"city": {"names": {"en": "Munich"}}, "country": {"iso_code": "DE"},
+                     "location": {"latitude": 48.1374, "longitude": 11.5755}, "subdivisions": [{"iso_code": "BY"}]},
+}
+NETS = {"Berlin": "81.2.69", "Potsdam": "81.2.70", "Munich": "81.2.71"}
+
+
+@pytest.fixture
+def city_db(tmp_path, settings):
+    path = tmp_path / "city.mmdb"
+    write_mmdb(path, CITIES)
+    settings.GEO_CITY_DB = str(path)
+    geo.reset()
+    yield path
+    geo.reset()
+
+
+def test_visitors_near_a_place_are_the_union_of_the_cities_in_the_circle(client, make_site, r, city_db):
+    site, key = make_site()
+    day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    people = {"Berlin": range(0, 60), "Potsdam": range(60, 90), "Munich": range(90, 140)}
+    events = [
+        {"url": "https://example.com/", "ts": (day + timedelta(days=d, minutes=v)).isoformat(), "visitor": f"v{v}",
+         "ip": f"{NETS[city]}.{v % 250 + 1}", "user_agent": "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"}
+        for city, visitors in people.items() for v in visitors for d in (0, 1) if (d == 0 or v % 2)
+    ]
+    response = client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 200, response.content
+
+    def near(km):
+        answer = client.get("/api/v1/stats/near", {"site": "example.com", "from": day.date().isoformat(),
+                            "to": (day + timedelta(days=1)).date().isoformat(), "lat": 52.52, "lon": 13.405, "km": km},
+                            HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert answer.status_code == 200, answer.content
+        return answer.json()
+
+    close = near(50)
+    assert [c["city"] for c in close["cities"]] == ["Berlin", "Potsdam"] and close["cities"][1]["km"] == pytest.approx(27.9, abs=1)
+    assert abs(close["visitors"] - 90) <= hll_tolerance(90)  # a union over both days, not a sum
+    assert abs(near(600)["visitors"] - 140) <= hll_tolerance(140)
+    assert near(5)["cities"][0]["city"] == "Berlin" and len(near(5)["cities"]) == 1
+    rows = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "city", "from": day.date().isoformat(),
+                      "to": (day + timedelta(days=1)).date().isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+    assert {row["city"] for row in rows} == {"Berlin", "Potsdam", "Munich"}
+    regions = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "region", "from": day.date().isoformat()},
+                         HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+    assert {row["region"] for row in regions} == {"DE-BE", "DE-BB", "DE-BY"}
+
+
+def test_bad_coordinates_are_400s(client, make_site, r):
+    site, key = make_site()
+    for params, word in (({"lat": "x", "lon": 1, "km": 1}, "lat"), ({"lat": 1, "lon": 200, "km": 1}, "lon"),
+                         ({"lat": 1, "lon": 1, "km": 0}, "km"), ({"lat": "nan", "lon": 1, "km": 1}, "lat")):
+        answer = client.get("/api/v1/stats/near", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert answer.status_code == 400 and word in answer.json()["error"], params
