@@ -100,20 +100,6 @@ def retention(cohorts: list[dict], unit: str) -> dict:
     )
 
 
-def top_pages(pages: list[dict]) -> dict:
-    ordered = list(reversed(pages))  # biggest at the top
-    bars = dict(
-        type="bar",
-        x=[p["visitors"] for p in ordered],
-        y=[escape(p["page"]) for p in ordered],
-        orientation="h",
-        marker=dict(color=ACCENT),
-        customdata=[p["pageviews"] for p in ordered],
-        hovertemplate="%{y}<br>%{x} visitors, %{customdata} pageviews<extra></extra>",
-    )
-    return figure([bars], hovermode="closest", height=max(220, 26 * len(pages) + 60), yaxis=dict(automargin=True, gridcolor="#eef1f5"))
-
-
 def page(rows: list[dict], path: str) -> dict:
     dates = [r["date"] for r in rows]
     return figure(

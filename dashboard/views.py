@@ -95,7 +95,6 @@ def site(request, site, info, base, shared):
         if hourly
         else charts.visitors(rows),
         "actives": charts.actives(active_rows),
-        "pages": charts.top_pages(pages),
         "retention-day": charts.retention(retention_day, "day"),
         "retention-week": charts.retention(retention_week, "week"),
     }

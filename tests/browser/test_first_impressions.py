@@ -49,7 +49,7 @@ def overflow(page) -> int:
 
 
 def charts_drawn(page):
-    for chart in ("visitors", "actives", "pages", "retention-day"):
+    for chart in ("visitors", "actives", "retention-day"):
         page.wait_for_selector(f"#chart-{chart} .main-svg", timeout=15_000)
 
 
