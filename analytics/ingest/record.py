@@ -351,9 +351,20 @@ def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, scr
         args += (part_id, text)
     args.append(len(chunk.attrs))
     args += chunk.attrs
-    args.append(len(chunk.visits))
-    for seconds, index, kind, path, attrs_index, entry_id in sorted(chunk.visits, key=_first):
-        args += (index, seconds, kind, path, attrs_index, entry_id)
+    events = sorted(chunk.visits, key=_first)
+    paths: dict[str, int] = {}
+    for event in events:
+        if event[3] not in paths:
+            paths[event[3]] = len(paths) + 1
+            args += (event[3], event[5])
+    args.insert(len(args) - 2 * len(paths), len(paths))
+    args += (
+        ",".join([str(e[1]) for e in events]),
+        ",".join([str(e[0]) for e in events]),
+        "".join([e[2] for e in events]),
+        ",".join([str(e[4]) for e in events]),
+        ",".join([str(paths[e[3]]) for e in events]),
+    )
 
 
 def _first(item):
