@@ -177,3 +177,14 @@ def test_bad_props_and_revenue_are_400s(client, make_site, r):
         body = {"n": "Signup", "u": "https://example.com/", "d": "example.com", **extra}
         response = client.post("/api/event", orjson.dumps(body), content_type="text/plain", HTTP_USER_AGENT=AGENTS["Firefox"])
         assert response.status_code == 400 and word in response.json()["error"], (extra, response.content)
+
+
+def test_metrics_picks_the_row_metrics_and_names_what_is_not_there(client, make_site, r):
+    site, key = make_site()
+    today = datetime.now(UTC).date().isoformat()
+    post(client, key, [{"url": "https://example.com/", "visitor": "v1", "referrer": "https://www.google.com/"}])
+    rows = breakdown(client, key, "source", today, today, metrics="visitors,bounce_rate")
+    assert rows == {"Google": {"source": "Google", "visitors": 1, "bounce_rate": 100}}
+    response = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "source", "metrics": "visitors,conversion_rate"},
+                          HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 400 and "conversion_rate not available for property=source" in response.json()["error"]

@@ -310,6 +310,13 @@ DOCUMENT = {
                         required=True,
                     ),
                     _param("event", "With property=event:props:NAME: only this custom event's properties.", {"type": "string"}),
+                    _param(
+                        "metrics",
+                        "Comma-separated, the row's metrics to return (default all): visit dimensions have visitors, visits, "
+                        "pageviews, bounce_rate, visit_duration, views_per_visit; exit_page visits; page visitors, pageviews; "
+                        "goal visitors, events, conversion_rate, revenue; custom properties visitors, events.",
+                        {"type": "string"},
+                    ),
                     _param("limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}),
                     _param("page", "Which page of rows, from 1.", {"type": "integer", "minimum": 1, "default": 1}),
                     _param("search", "Only values containing this text (case-insensitive).", {"type": "string"}),

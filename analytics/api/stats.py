@@ -14,6 +14,13 @@ from .params import choice_param, date_range, int_param, site_param
 MAX_LIMIT = 1000  # pages per answer
 PROPS = "event:props:"  # property=event:props:NAME breaks down a custom property (Plausible's name)
 PROPERTIES = (*dimensions.ALL, "page", "goal", f"{PROPS}<name>")
+VISIT_ROW = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
+BREAKDOWN_METRICS = {  # what each kind of row has (metrics= picks among them)
+    **{d: VISIT_ROW for d in dimensions.VISIT_DIMENSIONS},
+    dimensions.EXIT: ("visits",),
+    "page": ("visitors", "pageviews"),
+    "goal": ("visitors", "events", "conversion_rate", "revenue"),
+}
 
 
 @methods("GET")
@@ -82,6 +89,14 @@ def breakdown(request):
         results, total = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]} for row in rows], None
     else:
         results, total = queries.breakdown(get_redis(), site, start, end, prop, limit, page, request.GET.get("search", "")[:200])
+    wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
+    if wanted:
+        name = prop.removeprefix(PROPS)
+        available = BREAKDOWN_METRICS.get(prop, ("visitors", "events"))  # (the last: custom properties)
+        unknown = [m for m in wanted if m not in available]
+        if unknown:
+            raise ApiError(400, f"metrics: {', '.join(unknown)} not available for property={prop}; choose from {', '.join(available)}")
+        results = [{name: row[name], **{m: row.get(m) for m in wanted}} for row in results]
     body = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page, "results": results}
     if total is not None:
         body["total"] = total
