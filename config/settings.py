@@ -114,7 +114,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "django.contrib.staticfiles",
+    "config.apps.TallyStaticFilesConfig",  # (django.contrib.staticfiles, leaving out vendor/build)
     "analytics",
     "dashboard",
 ]

@@ -211,3 +211,13 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
         assert json.loads(body)["results"][-1]["dau"] == dau
     finally:
         stop(process)
+
+
+def test_the_bundles_build_recipe_is_not_published(tmp_path, settings):
+    """static/vendor/build/ (package.json, lock file, build.sh) stays out of the collected files."""
+    from django.core.management import call_command
+
+    settings.STATIC_ROOT = tmp_path
+    call_command("collectstatic", "--noinput", verbosity=0)
+    assert (tmp_path / "vendor" / "topojson" / "world_110m.json").exists()
+    assert not (tmp_path / "vendor" / "build").exists()
