@@ -1,6 +1,7 @@
 """`make bench`: Tally's ingestion throughput beside references measured in the same run.
 
-Everything runs against one fresh redis-server (the virtualenv's, Redis 6.2) started here:
+Everything runs against one fresh server started here, the one tests and `make run` use
+(TALLY_REDIS_SERVER: redis6, valkey, redis8 or a path; the tables name it):
 
 * the engine alone (no HTTP): `ingest.record()` on validated hits, and validation + record
   from the raw JSON body, in 1,000-event batches;
@@ -15,7 +16,9 @@ Everything runs against one fresh redis-server (the virtualenv's, Redis 6.2) sta
 
 Numbers are ratios to read side by side, not thresholds: this machine is noisy.
 Environment: BENCH_SECONDS (wrk duration, default 10), BENCH_EVENTS (engine events per
-measurement, default 100000).
+measurement, default 100000), TALLY_REDIS_SERVER. To compare servers, run the sections
+that depend on them once per server, e.g. `BENCH_ONLY=ingest,rollup,dimensions
+TALLY_REDIS_SERVER=valkey make bench`, and read the tables side by side.
 """
 import json
 import os
@@ -397,6 +400,7 @@ def main():
 
         os.environ["REDIS_URL"] = server.url
         r = redis.Redis.from_url(server.url)
+        say(f"{server.version}: {server.args[0]}")
         site, key = setup_site()
         from analytics.store import connection
 
@@ -445,11 +449,12 @@ def main():
             import quota_bench
 
             quota_rows = quota_bench.run(r, say)
+    on = server.version  # every table below names the server it measured
     if engine_rows:
-        print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_results)
+        print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_results, on)
     if dashboard_rows:
         table(
-            "Dashboard server time: 90-day period, 100,000 daily visitors (closed days from stored rows)",
+            f"Dashboard server time: 90-day period, 100,000 daily visitors (closed days from stored rows), {on}",
             ("what", "ms"),
             dashboard_rows,
         )
@@ -461,21 +466,21 @@ def main():
         )
     if bloom_rows:
         table(
-            "Bloom filters (plain Redis, Lua): observed false positives over 100,000 unseen probes, memory, speed",
+            f"Bloom filters (plain Redis, Lua): observed false positives over 100,000 unseen probes, memory, speed, {on}",
             ("filter", "false positives", "/ target", "bits/item (MEMORY USAGE)", "bits/item (formula)", "adds/s / checks/s"),
             bloom_rows,
         )
     if import_rows:
-        table("Access-log import", ("what", "lines/s", "time vs ceiling"), import_rows)
+        table(f"Access-log import, {on}", ("what", "lines/s", "time vs ceiling"), import_rows)
     if dimension_rows:
         table(
-            f"Redis memory of one day with every visit dimension: {dimension_visitors:,} visitors, {dimension_events:,} pageviews",
+            f"{on} memory of one day with every visit dimension: {dimension_visitors:,} visitors, {dimension_events:,} pageviews",
             ("family", "keys", "MB", "bytes/visitor"),
             dimension_rows,
         )
     if quota_rows:
         table(
-            "Redis memory per site-day: 100,000 pageviews on 100,000 distinct paths (one day), capped vs uncapped",
+            f"{on} memory per site-day: 100,000 pageviews on 100,000 distinct paths (one day), capped vs uncapped",
             ("daily page quota", "MB after ingest", "bytes/event", "keys", "rollup s", "MB after rollup"),
             quota_rows,
         )
@@ -485,14 +490,14 @@ def main():
     table("tracker.js", ("form", "bytes"), [("as served (hand-minified)", len(tracker)), ("gzipped", len(gzip.compress(tracker, 9)))])
     if rollup_rows:
         table(
-            f"Nightly rollup, {rollup_bench_visitors():,} visitors over 35 days (one site), Redis 6.2",
+            f"Nightly rollup, {rollup_bench_visitors():,} visitors over 35 days (one site), {on}",
             ("what", "ms", "peak extra Redis MB"),
             rollup_rows,
         )
     print()
 
 
-def print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_results):
+def print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_results, on: str):
     lines = []
     for pages, (record_only, validated, distinct) in engine_rows.items():
         label = f"{pages} pages (~{distinct:.0f} distinct per batch)"
@@ -503,7 +508,7 @@ def print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_result
     lines.append(("ref: bitmapist mark_event, one call each", fmt(bitmapist["per_call"]), f"{bitmapist['per_call'] / bitmapist['pipelined']:.2f}x"))
     lines.append(("calibration: redis-py INCR, one per round trip", fmt(calibration), ""))
     table(
-        f"Engine alone (no HTTP), {BATCH:,}-event batches, events/s — one process, Redis 6.2 on loopback",
+        f"Engine alone (no HTTP), {BATCH:,}-event batches, events/s — one process, {on} on loopback",
         ("path", "events/s", "vs bitmapist pipelined"),
         lines,
     )
@@ -512,7 +517,7 @@ def print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_result
         s, sref = http_results[("tally", "single")], http_results[("reference", "single")]
         ts, ss = http_results[("tally-sync", "batch")], http_results[("tally-sync", "single")]
         table(
-            f"HTTP, {os.cpu_count()} workers (Tally: granian + its buffering front; refs: gunicorn sync), wrk on the same cores, {SECONDS}s each",
+            f"HTTP, {os.cpu_count()} workers (Tally: granian + its buffering front; refs: gunicorn sync), wrk on the same cores, {SECONDS}s each, {on}",
             ("path", "events/s", "req/s", "p50 ms", "p99 ms", "errors", "non-2xx"),
             [
                 ("Tally POST /api/v1/events, 1,000/batch", fmt(t["per_second"] * BATCH), fmt(t["per_second"]), f"{t['p50_us'] / 1000:.1f}", f"{t['p99_us'] / 1000:.1f}", t["errors"], t["non2xx"]),

