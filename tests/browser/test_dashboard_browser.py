@@ -179,3 +179,39 @@ def test_nothing_sticks_out_on_a_phone(dashboard):
         ]
         assert wide == [], (path, wide)
     assert problems == []
+
+
+def test_the_tracker_sends_custom_events_with_props_and_revenue(context, live_server, r, db):
+    """tally("Signup", {props, revenue}) after load, and a plausible() call queued before
+    the script arrived (Plausible's snippet), are both counted with their properties."""
+    import orjson
+
+    site = Site.objects.create(domain="shop.example")
+    page = context.new_page()
+    tracker = f"{live_server.url}/static/tracker.js"
+    queue = "window.plausible=window.plausible||function(){(window.plausible.q=window.plausible.q||[]).push(arguments)};"
+    page.route(
+        f"{live_server.url}/shop",
+        lambda route: route.fulfill(content_type="text/html", body=(
+            f'<!doctype html><title>Shop</title><script>{queue} plausible("Download", {{props: {{file: "a.pdf"}}}});</script>'
+            f'<script src="{tracker}" data-domain="shop.example" data-allow-localhost></script>')),
+    )
+    sent = []
+    page.on("request", lambda req: sent.append(orjson.loads(req.post_data)) if req.url.endswith("/api/event") else None)
+    page.goto(f"{live_server.url}/shop")
+    page.evaluate('() => new Promise(done => tally("Signup", {props: {plan: "pro"}, revenue: {currency: "EUR", amount: 19}, callback: done}))')
+    deadline = time.monotonic() + 10
+    while len(sent) < 3:
+        assert time.monotonic() < deadline, sent
+        page.wait_for_timeout(100)
+    assert sorted(event["n"] for event in sent) == ["Download", "Signup", "pageview"]
+    from analytics.store import keys
+
+    today = SiteInfo.from_model(site).today()
+    deadline = time.monotonic() + 10
+    while not r.exists(keys.revenue(site.pk, today)):
+        assert time.monotonic() < deadline, "the Signup was not counted"
+        page.wait_for_timeout(100)
+    groups = {g.decode() for g in r.smembers(keys.props_index(site.pk, today))}
+    assert groups == {"Download\x1ffile\x1fa.pdf", "Signup\x1fplan\x1fpro"}
+    assert r.hget(keys.revenue(site.pk, today), "Signup\x1fEUR") == b"1900"
