@@ -1,0 +1,94 @@
+"""The key browser (analytics.keybrowser): one site's keys paged with SCAN, described,
+ranked by size, unlinked one by one or all at once, and never another site's."""
+from datetime import date
+
+import pytest
+
+from analytics import keybrowser
+from analytics.store import keys
+
+DAY = date(2026, 11, 21)
+
+
+def fill(r, site_id, pages=300):
+    pipe = r.pipeline(transaction=False)
+    for n in range(pages):
+        pipe.set(keys.page_pageviews(site_id, DAY, f"/p/{n}"), n)
+    pipe.execute()
+    return {keys.page_pageviews(site_id, DAY, f"/p/{n}") for n in range(pages)}
+
+
+def all_pages(r, site_id, pattern="*", count=50):
+    seen, cursor = [], 0
+    for _ in range(1000):
+        cursor, rows = keybrowser.browse(r, site_id, pattern, cursor, count)
+        seen.extend(row["key"] for row in rows)
+        if cursor == 0:
+            return seen
+    raise AssertionError("browse never ended")
+
+
+def test_it_pages_through_every_key_of_a_site_and_none_of_another(r):
+    mine = fill(r, 1)
+    fill(r, 12)
+    fill(r, 2, pages=50)
+    seen = all_pages(r, 1)
+    assert len(seen) == len(set(seen)) and set(seen) == mine
+
+
+def test_a_pattern_narrows_the_site_and_cannot_reach_another(r):
+    fill(r, 1, pages=20)
+    fill(r, 2, pages=20)
+    assert set(all_pages(r, 1, "pv:*:page:/p/1*")) == {keys.page_pageviews(1, DAY, p) for p in ["/p/1", *(f"/p/1{n}" for n in range(10))]}
+    assert all_pages(r, 1, "*{2}*") == []
+
+
+def test_it_tells_type_ttl_and_bytes(r):
+    r.set(keys.pageviews(1, DAY), 5, ex=100)
+    r.pfadd(keys.site_visitors(1, DAY), "a")
+    r.sadd(keys.pages_index(1, DAY), "/")
+    r.hset(keys.revenue(1, DAY), "buy\x1fEUR", 100)
+    _, rows = keybrowser.browse(r, 1)
+    by_key = {row["key"]: row for row in rows}
+    assert by_key[keys.pageviews(1, DAY)]["type"] == "string"
+    assert 99 <= by_key[keys.pageviews(1, DAY)]["ttl"] <= 100
+    assert by_key[keys.pages_index(1, DAY)]["type"] == "set" and by_key[keys.pages_index(1, DAY)]["ttl"] is None
+    assert by_key[keys.revenue(1, DAY)]["type"] == "hash"
+    for key, row in by_key.items():
+        assert row["bytes"] == r.memory_usage(key) > 0
+
+
+def test_big_keys_picks_the_largest_of_each_type(r):
+    for n in range(10):
+        r.set(keys.event_count(1, DAY, f"e{n}"), "x" * (100 * n + 1))
+        r.sadd(keys.events_index(1, date(2026, 1, n + 1)), *range(10 * n + 1))
+    r.set(keys.event_count(2, DAY, "huge"), "x" * 100_000)
+    report = keybrowser.big_keys(r, 1)
+    assert [key for key, _ in report["string"]] == [keys.event_count(1, DAY, f"e{n}") for n in (9, 8, 7, 6, 5)]
+    assert report["set"][0][0] == keys.events_index(1, date(2026, 1, 10))
+    assert len(report["set"]) == 5
+    sizes = [size for _, size in report["string"]]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_unlink_removes_the_sites_key_and_refuses_another_sites(r):
+    r.set(keys.pageviews(1, DAY), 1)
+    r.set(keys.pageviews(12, DAY), 1)
+    with pytest.raises(ValueError):
+        keybrowser.unlink(r, 1, keys.pageviews(12, DAY))
+    with pytest.raises(ValueError):
+        keybrowser.unlink(r, 1, "celery")
+    assert keybrowser.unlink(r, 1, keys.pageviews(1, DAY)) is True
+    assert keybrowser.unlink(r, 1, keys.pageviews(1, DAY)) is False
+    assert r.exists(keys.pageviews(12, DAY)) == 1
+
+
+def test_purge_removes_every_key_of_the_site_and_none_of_another(r):
+    mine = fill(r, 1, pages=1234)
+    theirs = fill(r, 12, pages=100)
+    r.set("celery-task-meta-x", 1)
+    batches = []
+    assert keybrowser.purge(r, 1, batch=100, progress=batches.append) == len(mine)
+    assert sum(batches) == len(mine) and len(batches) > 1
+    assert r.exists(*mine) == 0
+    assert r.exists(*theirs) == len(theirs) and r.exists("celery-task-meta-x")
