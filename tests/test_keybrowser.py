@@ -1,5 +1,6 @@
 """The key browser (analytics.keybrowser): one site's keys paged with SCAN, described,
 ranked by size, unlinked one by one or all at once, and never another site's."""
+import io
 from datetime import date
 
 import pytest
@@ -92,3 +93,39 @@ def test_purge_removes_every_key_of_the_site_and_none_of_another(r):
     assert sum(batches) == len(mine) and len(batches) > 1
     assert r.exists(*mine) == 0
     assert r.exists(*theirs) == len(theirs) and r.exists("celery-task-meta-x")
+
+
+def test_purgesite_removes_the_sites_keys_and_keeps_the_site(r, make_site):
+    from django.core.management import call_command
+
+    from analytics.models import Site
+
+    site, _ = make_site("purge.example")
+    other, _ = make_site("other.example")
+    mine, theirs = fill(r, site.pk, pages=700), fill(r, other.pk, pages=10)
+    out, err = io.StringIO(), io.StringIO()
+    call_command("purgesite", "purge.example", "--yes", stdout=out, stderr=err)
+    assert "Deleted 700 Redis keys of purge.example." in out.getvalue()
+    assert "700" in err.getvalue()  # the progress bar
+    assert r.exists(*mine) == 0 and r.exists(*theirs) == len(theirs)
+    assert Site.objects.filter(pk=site.pk).exists()
+
+    fill(r, site.pk, pages=3)
+    call_command("purgesite", "purge.example", "--yes", "--delete-site", stdout=out, stderr=err)
+    assert not Site.objects.filter(pk=site.pk).exists() and r.exists(*theirs) == len(theirs)
+
+
+def test_purgesite_asks_first(r, make_site, monkeypatch):
+    from django.core.management import CommandError, call_command
+
+    site, _ = make_site("purge.example")
+    mine = fill(r, site.pk, pages=5)
+    monkeypatch.setattr("builtins.input", lambda prompt: "no")
+    with pytest.raises(CommandError, match="not confirmed"):
+        call_command("purgesite", "purge.example", stdout=io.StringIO(), stderr=io.StringIO())
+    assert r.exists(*mine) == 5
+    monkeypatch.setattr("builtins.input", lambda prompt: "purge.example")
+    call_command("purgesite", "purge.example", stdout=io.StringIO(), stderr=io.StringIO())
+    assert r.exists(*mine) == 0
+    with pytest.raises(CommandError, match="no site"):
+        call_command("purgesite", "nope.example", "--yes")
