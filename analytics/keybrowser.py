@@ -86,10 +86,14 @@ def big_keys(r: redis.Redis, site_id: int, sample: int = 10_000) -> dict[str, li
     return {kind: [(key, size) for size, key in sorted(heap, reverse=True)] for kind, heap in sorted(tops.items())}
 
 
+def belongs(site_id: int, key: bytes | str) -> bool:
+    return _name(key).startswith(keys.site_prefix(site_id))
+
+
 def unlink(r: redis.Redis, site_id: int, key: str) -> bool:
     """UNLINK one key of the site: True if it was there. A key outside the site's prefix is
     refused (ValueError), whatever the caller was sent."""
-    if not _name(key).startswith(keys.site_prefix(site_id)):
+    if not belongs(site_id, key):
         raise ValueError(f"not a key of site {site_id}")
     return bool(r.unlink(key))
 

@@ -129,3 +129,88 @@ def test_purgesite_asks_first(r, make_site, monkeypatch):
     assert r.exists(*mine) == 0
     with pytest.raises(CommandError, match="no site"):
         call_command("purgesite", "nope.example", "--yes")
+
+
+# The admin pages
+
+
+def keys_url(site, tail=""):
+    return f"/admin/analytics/site/{site.pk}/keys/{tail}"
+
+
+def test_the_change_page_links_to_the_key_browser(admin_client, site):
+    assert f'href="{keys_url(site)}"' in admin_client.get(f"/admin/analytics/site/{site.pk}/change/").content.decode()
+
+
+def test_the_admin_lists_the_sites_keys_escaped_with_a_next_page(admin_client, site, r):
+    fill(r, site.pk, pages=250)
+    fill(r, site.pk + 1, pages=5)
+    nasty = keys.page_pageviews(site.pk, DAY, "/<script>alert(1)</script>")
+    r.set(nasty, 1)
+    page = admin_client.get(keys_url(site), {"pattern": "*script*"}).content.decode()
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "string" in page
+    seen, cursor = set(), 0
+    for _ in range(50):
+        response = admin_client.get(keys_url(site), {"cursor": cursor})
+        rows = response.context["rows"]
+        seen |= {row["key"] for row in rows}
+        cursor = response.context["next_cursor"]
+        if not cursor:
+            break
+        assert f"cursor={cursor}" in response.content.decode()
+    assert seen == fill(r, site.pk, pages=250) | {nasty}
+    report = admin_client.get(keys_url(site), {"report": "1"})
+    assert report.context["big_keys"][0][0] == "string"
+
+
+def test_the_key_pages_need_change_permission(client, django_user_model, site):
+    client.force_login(django_user_model.objects.create_user("staff", password="pw-12345678", is_staff=True))
+    assert client.get(keys_url(site)).status_code == 403
+    assert client.get(keys_url(site, "purge/")).status_code == 403
+    client.logout()
+    assert client.get(keys_url(site)).status_code == 302  # to the login page
+
+
+@pytest.fixture
+def csrf_admin(db, django_user_model):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw-12345678"))
+    return client
+
+
+def csrf_token(response):
+    return response.context["csrf_token"]
+
+
+def test_unlink_asks_then_needs_a_post_with_csrf(csrf_admin, site, make_site, r):
+    key = keys.page_pageviews(site.pk, DAY, "/<script>x</script>")
+    r.set(key, 1)
+    confirm = csrf_admin.get(keys_url(site, "unlink/"), {"key": key})
+    assert confirm.status_code == 200 and r.exists(key)
+    assert "<script>x" not in confirm.content.decode()
+    assert csrf_admin.post(keys_url(site, "unlink/"), {"key": key}).status_code == 403  # no CSRF token
+    assert r.exists(key)
+    response = csrf_admin.post(keys_url(site, "unlink/"), {"key": key, "csrfmiddlewaretoken": csrf_token(confirm)})
+    assert response.status_code == 302 and not r.exists(key)
+
+    other, _ = make_site("other.example")
+    theirs = keys.pageviews(other.pk, DAY)
+    r.set(theirs, 1)
+    assert csrf_admin.get(keys_url(site, "unlink/"), {"key": theirs}).status_code == 404
+    assert csrf_admin.post(keys_url(site, "unlink/"), {"key": theirs, "csrfmiddlewaretoken": csrf_token(confirm)}).status_code == 404
+    assert r.exists(theirs)
+
+
+def test_purge_asks_then_needs_a_post_with_csrf_and_says_how_many(csrf_admin, site, make_site, r):
+    other, _ = make_site("other.example")
+    mine, theirs = fill(r, site.pk, pages=42), fill(r, other.pk, pages=3)
+    confirm = csrf_admin.get(keys_url(site, "purge/"))
+    assert confirm.status_code == 200 and r.exists(*mine) == 42
+    assert csrf_admin.post(keys_url(site, "purge/")).status_code == 403
+    assert r.exists(*mine) == 42
+    done = csrf_admin.post(keys_url(site, "purge/"), {"csrfmiddlewaretoken": csrf_token(confirm)})
+    assert "Deleted 42 Redis keys of example.com" in done.content.decode()
+    assert r.exists(*mine) == 0 and r.exists(*theirs) == 3
