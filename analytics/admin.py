@@ -2,9 +2,13 @@
 
 A new key is shown once, on the page that answers the POST that made it: the clear text is
 never stored (not in the session, not in a message), and the page is never cached.
+
+A site's "Redis keys" page browses its keys (analytics.keybrowser): SCAN pages, a big-key
+report, UNLINK of one key or of all, each a POST behind a confirmation page.
 """
 import functools
 import zoneinfo
+from urllib.parse import urlencode
 
 import redis
 from django import forms
@@ -134,6 +138,9 @@ class SiteAdmin(admin.ModelAdmin):
             path("<path:object_id>/api-key/", view(require_POST(self.api_key_view)), name="analytics_site_api_key"),
             path("<path:object_id>/share/", view(require_POST(self.share_view)), name="analytics_site_share"),
             path("<path:object_id>/unshare/", view(require_POST(self.unshare_view)), name="analytics_site_unshare"),
+            path("<path:object_id>/keys/", view(self.keys_view), name="analytics_site_keys"),
+            path("<path:object_id>/keys/unlink/", view(self.unlink_key_view), name="analytics_site_unlink_key"),
+            path("<path:object_id>/keys/purge/", view(self.purge_keys_view), name="analytics_site_purge_keys"),
         ] + super().get_urls()
 
     def _site_to_change(self, request, object_id):
@@ -159,6 +166,66 @@ class SiteAdmin(admin.ModelAdmin):
         site.revoke_sharing()
         self.message_user(request, f"Revoked the share link of {site.domain}.", messages.SUCCESS)
         return redirect("admin:analytics_site_change", site.pk)
+
+    # The key browser (analytics.keybrowser): GET pages only read; UNLINK and purge are
+    # POSTs (CSRF checked by admin_view) answered to a confirmation page shown by GET first.
+
+    def _keys_context(self, request, site, title):
+        return {**self.admin_site.each_context(request), "opts": self.opts, "original": site, "site": site, "title": title}
+
+    def keys_view(self, request, object_id):
+        from .keybrowser import big_keys, browse
+        from .store.connection import get_redis
+
+        site = self._site_to_change(request, object_id)
+        pattern = request.GET.get("pattern", "*")[:200] or "*"
+        try:
+            cursor = max(int(request.GET.get("cursor", 0)), 0)
+        except ValueError:
+            cursor = 0
+        r = get_redis()
+        next_cursor, rows = browse(r, site.pk, pattern, cursor)
+        for row in rows:
+            row["size"] = _size(row["bytes"]) if row["bytes"] is not None else "?"
+        context = {
+            **self._keys_context(request, site, f"Redis keys of {site.domain}"),
+            "pattern": pattern,
+            "cursor": cursor,
+            "next_cursor": next_cursor,
+            "rows": rows,
+            "big_keys": [(kind, [(key, _size(n)) for key, n in top]) for kind, top in big_keys(r, site.pk).items()]
+            if request.GET.get("report")
+            else None,
+        }
+        return render(request, "admin/analytics/site/keys.html", context)
+
+    def unlink_key_view(self, request, object_id):
+        from .keybrowser import belongs, unlink
+        from .store.connection import get_redis
+
+        site = self._site_to_change(request, object_id)
+        data = request.POST if request.method == "POST" else request.GET
+        key, pattern = data.get("key", ""), data.get("pattern", "*")
+        if not belongs(site.pk, key):
+            raise Http404("not a key of this site")
+        if request.method == "POST":
+            gone = unlink(get_redis(), site.pk, key)
+            self.message_user(request, f"Unlinked {key}." if gone else f"{key} was already gone.", messages.SUCCESS)
+            return redirect(f"{reverse('admin:analytics_site_keys', args=[site.pk])}?{urlencode({'pattern': pattern})}")
+        context = {**self._keys_context(request, site, "Unlink a Redis key"), "key": key, "pattern": pattern}
+        return render(request, "admin/analytics/site/keys_confirm.html", context)
+
+    def purge_keys_view(self, request, object_id):
+        from .keybrowser import purge
+        from .store.connection import get_redis
+
+        site = self._site_to_change(request, object_id)
+        context = self._keys_context(request, site, f"Purge the Redis keys of {site.domain}")
+        if request.method == "POST":
+            context["deleted"] = purge(get_redis(), site.pk)
+        else:
+            context["purge"] = True
+        return render(request, "admin/analytics/site/keys_confirm.html", context)
 
     def _key_page(self, request, keys, added=None):
         """New keys in clear text, this once: rendered straight into the answer to the POST

@@ -77,6 +77,13 @@ def site_prefix(site_id: int) -> str:
     return f"{PREFIX}:{{{site_id}}}:"
 
 
+def site_pattern(site_id: int, pattern: str = "*") -> str:
+    """A SCAN MATCH pattern for a site's keys: the prefix with its glob characters escaped
+    (so the caller's `pattern` can only narrow the site's keys, never reach another's)."""
+    escaped = "".join("\\" + c if c in "\\*?[]" else c for c in site_prefix(site_id))
+    return escaped + pattern
+
+
 def day_str(day: date) -> str:
     return day.isoformat()
 

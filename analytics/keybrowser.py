@@ -1,0 +1,116 @@
+"""The key browser behind the admin's "Redis keys" page and `manage.py purgesite`: one
+site's keys, walked with SCAN (never KEYS, which blocks the server on a big database),
+removed with UNLINK (freed in the background, so a big key does not block either).
+
+Every function is held to the site's prefix (`keys.site_pattern`): a pattern typed in the
+admin narrows the site's keys and cannot reach another site's.
+"""
+import heapq
+from collections.abc import Callable
+
+import redis
+
+from .store import keys
+
+MAX_SCANS_PER_PAGE = 100  # SCAN calls one page may make when few keys match (a bound, not a loop forever)
+TOP = 5  # keys per type in the big-key report
+
+
+def _name(key: bytes | str) -> str:
+    return key.decode(errors="replace") if isinstance(key, bytes) else key
+
+
+def _describe(r: redis.Redis, names: list) -> list[dict]:
+    """Type, TTL (seconds, None when it has none) and bytes of each key, in one round trip;
+    a key gone since SCAN saw it is left out."""
+    pipe = r.pipeline(transaction=False)
+    for name in names:
+        pipe.type(name)
+        pipe.pttl(name)
+        pipe.memory_usage(name)
+    answers = pipe.execute(raise_on_error=False)
+    rows = []
+    for i, name in enumerate(names):
+        kind, pttl, size = answers[3 * i : 3 * i + 3]
+        kind = _name(kind)
+        if kind == "none" or pttl == -2:
+            continue
+        rows.append(
+            {
+                "key": _name(name),
+                "type": kind,
+                "ttl": None if pttl == -1 else max(pttl, 0) / 1000,
+                "bytes": size if isinstance(size, int) else None,
+            }
+        )
+    return rows
+
+
+def browse(r: redis.Redis, site_id: int, pattern: str = "*", cursor: int = 0, count: int = 200) -> tuple[int, list[dict]]:
+    """One page of the site's keys matching `pattern` (a SCAN glob after the site prefix):
+    (the cursor of the next page, 0 at the end; [{key, type, ttl, bytes}] sorted by name).
+
+    SCAN with MATCH may answer a call with no key at all (the filter runs after the slots
+    are read), so this scans on until it has `count` keys, the end, or its bound of calls."""
+    match = keys.site_pattern(site_id, pattern or "*")
+    prefix = keys.site_prefix(site_id)
+    found = []
+    for _ in range(MAX_SCANS_PER_PAGE):
+        cursor, batch = r.scan(cursor, match=match, count=count)
+        found.extend(name for name in batch if _name(name).startswith(prefix))
+        if cursor == 0 or len(found) >= count:
+            break
+    rows = _describe(r, found)
+    rows.sort(key=lambda row: row["key"])
+    return int(cursor), rows
+
+
+def big_keys(r: redis.Redis, site_id: int, sample: int = 10_000) -> dict[str, list[tuple[str, int]]]:
+    """{type: [(key, bytes)], the largest first, TOP of them} over up to `sample` of the
+    site's keys (like `redis-cli --bigkeys`, by MEMORY USAGE rather than by length)."""
+    tops: dict[str, list[tuple[int, str]]] = {}
+    seen, cursor = 0, 0
+    while seen < sample:
+        cursor, batch = r.scan(cursor, match=keys.site_pattern(site_id), count=min(1000, sample - seen))
+        batch = batch[: sample - seen]
+        seen += len(batch)
+        for row in _describe(r, batch):
+            heap = tops.setdefault(row["type"], [])
+            item = (row["bytes"] or 0, row["key"])
+            if len(heap) < TOP:
+                heapq.heappush(heap, item)
+            else:
+                heapq.heappushpop(heap, item)
+        if cursor == 0:
+            break
+    return {kind: [(key, size) for size, key in sorted(heap, reverse=True)] for kind, heap in sorted(tops.items())}
+
+
+def belongs(site_id: int, key: bytes | str) -> bool:
+    return _name(key).startswith(keys.site_prefix(site_id))
+
+
+def unlink(r: redis.Redis, site_id: int, key: str) -> bool:
+    """UNLINK one key of the site: True if it was there. A key outside the site's prefix is
+    refused (ValueError), whatever the caller was sent."""
+    if not belongs(site_id, key):
+        raise ValueError(f"not a key of site {site_id}")
+    return bool(r.unlink(key))
+
+
+def purge(r: redis.Redis, site_id: int, batch: int = 500, progress: Callable[[int], object] | None = None) -> int:
+    """UNLINK every key of the site, `batch` at a time as SCAN finds them; `progress(n)` is
+    called after each batch with the number just removed. Returns how many went.
+
+    SCAN ends after one full pass even while keys are written, so this ends; keys written
+    during the pass (ingest still running) may survive it."""
+    deleted, cursor = 0, 0
+    while True:
+        cursor, names = r.scan(cursor, match=keys.site_pattern(site_id), count=batch)
+        if names:
+            gone = r.unlink(*names)
+            deleted += gone
+            if progress:
+                progress(gone)
+        if cursor == 0:
+            return deleted
