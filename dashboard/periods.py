@@ -1,4 +1,4 @@
-"""The period picker: `?period=30d` (or today, 7d, 90d, month, last_month) and
+"""The period picker: `?period=30d` (or today, yesterday, 7d, 90d, month, last_month) and
 `?period=custom&from=YYYY-MM-DD&to=YYYY-MM-DD`, in the site's time zone."""
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -7,6 +7,7 @@ from analytics.periods import out_of_bounds
 
 CHOICES = [
     ("today", "Today"),
+    ("yesterday", "Yesterday"),
     ("7d", "Last 7 days"),
     ("30d", "Last 30 days"),
     ("90d", "Last 90 days"),
@@ -50,6 +51,8 @@ def parse(params, today: date) -> Period:
     key = params.get("period") or DEFAULT
     if key == "today":
         return Period(key, today, today)
+    if key == "yesterday":
+        return Period(key, today - timedelta(days=1), today - timedelta(days=1))
     if key in ("7d", "30d", "90d"):
         return Period(key, today - timedelta(days=int(key[:-1]) - 1), today)
     if key == "month":

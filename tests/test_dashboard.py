@@ -415,3 +415,13 @@ def test_the_maps_outlines_are_served_under_their_plain_name(client):
     assert {"countries", "land"} <= set(topology["objects"])
     ids = {shape.get("id") for shape in topology["objects"]["countries"]["geometries"]}
     assert {"USA", "DEU", "AUS", "BRA"} <= ids
+
+
+def test_yesterday_is_drawn_by_the_hour_with_every_hour_filled(client, data_site, owner):
+    """Issue 11, item 5: Today and Yesterday by the hour (Yesterday is a period of its own)."""
+    client.force_login(owner)
+    response = client.get("/dashboard/example.com/", {"period": "yesterday"})
+    assert response.status_code == 200 and response.context["period"].days == 1
+    lines = response.context["figures"]["visitors"]["data"]
+    assert len(lines[0]["x"]) == 24 and None not in lines[1]["y"]  # a whole day: no hour still to come
+    assert 'href="?period=yesterday" class="active"' in response.content.decode()
