@@ -179,3 +179,62 @@ def test_a_batch_bigger_than_luas_unpack_limit_counts(site, r):
     send(r, site, events, 9000)
     assert r.hget(keys.dimension_table(site.id, start.date(), "visits"), "source\x1fGoogle") == b"9000"
     assert abs(r.pfcount(keys.dimension_visitors(site.id, start.date(), "source\x1fGoogle")) - 1000) <= hll_tolerance(1000)
+
+
+def hit_at(ts, who, path="/", source="Google"):
+    return Hit(ts, path, "pageview", identity_source(None, who, None, None), attrs=attrs(source, "DE"))
+
+
+def test_a_visit_longer_than_an_hour_keeps_its_dimensions(site, r):
+    """A visit's parts are carried into each new half hour's hash: sent live, a visit of
+    five pageviews 20 minutes apart stays Google's to its end (review finding 1)."""
+    info = SiteInfo.from_model(site)
+    start = datetime(2026, 11, 21, 10, 0, 5, tzinfo=UTC)
+    for n in range(5):
+        ts = start + timedelta(minutes=20 * n)
+        record(r, info, [hit_at(ts, "v", f"/p{n}", "Google" if n == 0 else "Direct / None")], now=ts)
+    google = {t: r.hget(keys.dimension_table(site.id, start.date(), t), "source\x1fGoogle") for t in ("pageviews", "duration", "visits")}
+    assert google == {"pageviews": b"5", "duration": b"4800", "visits": b"1"}
+
+
+def test_a_backfilled_visit_beside_an_open_one_is_counted_as_one_visit(site, r):
+    """Review finding 4: old events beside a newer open visit were one visit each."""
+    info = SiteInfo.from_model(site)
+    now = datetime(2026, 11, 21, 15, 0, tzinfo=UTC)
+    record(r, info, [hit_at(now, "v", "/now")], now=now)
+    old = now - timedelta(hours=3)
+    record(r, info, [hit_at(old + timedelta(minutes=n), "v", p) for n, p in enumerate(("/a", "/b", "/c"))], now=now)
+    table = {t: int(r.hget(keys.dimension_table(site.id, now.date(), t), "source\x1fGoogle")) for t in ("visits", "bounces", "duration")}
+    assert table == {"visits": 2, "bounces": 1, "duration": 120}
+
+
+def test_a_visitors_events_split_over_chunks_out_of_order_are_one_visit(site, r):
+    """Review finding 3: hits are put in time order before a day is cut into chunks."""
+    info = SiteInfo.from_model(site)
+    t = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+    hits = [hit_at(t + timedelta(minutes=40), "v", "/c")]
+    hits += [hit_at(t + timedelta(seconds=n), f"other-{n}") for n in range(1000)]
+    hits += [hit_at(t, "v", "/a"), hit_at(t + timedelta(minutes=20), "v", "/b")]
+    record(r, info, hits, now=t + timedelta(hours=1))
+    day = t.date()
+    assert r.hget(keys.dimension_table(site.id, day, "visits"), "entry_page\x1f/a") == b"1"
+    assert r.hget(keys.dimension_table(site.id, day, "exits"), "exit_page\x1f/c") == b"1"
+    assert r.hget(keys.dimension_table(site.id, day, "duration"), "entry_page\x1f/a") == b"2400"
+
+
+def test_a_raised_quota_never_sends_a_count_below_zero(site, r):
+    """Review finding 2: a visit whose value went to (other) at its start keeps updating
+    (other), even once the set has room, so rows never go negative and the rollup stores."""
+    from analytics.rollups.jobs import _store_dimensions
+
+    site.max_property_values = 1
+    site.save()
+    t = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+    record(r, SiteInfo.from_model(site), [hit_at(t, "a", source="A")], now=t)
+    record(r, SiteInfo.from_model(site), [hit_at(t, "b", source="B")], now=t)
+    site.max_property_values = 100
+    site.save()
+    record(r, SiteInfo.from_model(site), [hit_at(t + timedelta(minutes=2), "b", "/2", "Direct / None")], now=t)
+    table = r.hgetall(keys.dimension_table(site.id, t.date(), "bounces"))
+    assert all(int(n) >= 0 for n in table.values()) and table[b"source\x1f(other)"] == b"0"
+    _store_dimensions(r, site, [t.date()])

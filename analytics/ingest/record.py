@@ -143,6 +143,11 @@ def record(
     now_seconds = int(now.timestamp())
     now_local = now.astimezone(tz)
 
+    # In time order: a visitor's events may fall in different chunks of a day (more than
+    # SCRIPT_CHUNK visitors), and visits are decided event by event.
+    times = [hit.ts or now for hit in hits]
+    if any(later < earlier for earlier, later in zip(times, times[1:])):
+        hits = sorted(hits, key=lambda hit: hit.ts or now)
     for ts, path, name, source, bot, user, attrs, interactive, props, revenue in hits:
         if ts is None:
             day, hour, minute, seconds, local = today, now_hour, now_minute, now_seconds, now_local

@@ -7,7 +7,7 @@ naming the field, which the API returns as a 4xx JSON error or, in a batch, per 
 """
 import re
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated, Any
 
 import orjson
@@ -169,8 +169,9 @@ def check_revenue(revenue) -> tuple[str, int] | None:
         raise BadEvent("revenue.currency: an ISO 4217 code such as EUR or USD")
     amount = revenue["amount"]
     try:
-        hundredths = round(Decimal(str(amount)) * 100) if not isinstance(amount, bool) else None
-    except (InvalidOperation, ValueError):
+        value = Decimal(str(amount)) if not isinstance(amount, bool) else None
+        hundredths = round(value * 100) if value is not None and value.is_finite() and abs(value) < 10**13 else None
+    except (ArithmeticError, ValueError):  # (InvalidOperation, Overflow: "lots", "1e4000000")
         hundredths = None
     if hundredths is None or not -(10**15) < hundredths < 10**15:
         raise BadEvent("revenue.amount: a number, e.g. 12.5 or \"12.50\"")

@@ -54,7 +54,10 @@ def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -
     pipe = r.pipeline(transaction=False)
     for day in days:
         pipe.smembers(keys.pages_index(site.id, day))
-    matched = [(day, path.decode()) for day, paths in zip(days, pipe.execute()) for path in paths if match(path.decode())]
+    matched = [
+        (day, path.decode()) for day, paths in zip(days, pipe.execute()) for path in paths
+        if path != b"(other)" and match(path.decode())  # (not the bucket of pages past the quota)
+    ]
     if not matched:
         return 0, 0
     pipe = r.pipeline(transaction=False)

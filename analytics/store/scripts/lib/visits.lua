@@ -14,9 +14,9 @@
 --   visits, bounces, duration   on the day the visit started (a visit that crosses
 --                               midnight goes on adding to that day, marked dirty)
 --   exits                       visits by exit page, on the day the visit started
--- An event more than `timeout` before the visit we hold for its visitor (an old day
--- backfilled while newer events exist) is counted as a visit of its own and leaves the
--- held visit alone.
+-- Events more than `timeout` before the visit we hold for their visitor (an old day
+-- backfilled while newer events exist) make visits of their own by the same rules, within
+-- one call, and leave the held visit alone.
 --
 -- Parts: a visit's fields come in parts (its source fields, its device fields, its
 -- location, its screen, its entry page), each a text of fields joined by FIELD_SEP, each
@@ -178,7 +178,15 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
   if #unknown > 0 then  -- parts of visits begun in earlier calls
     local a = redis.call('HMGET', parts_now, unpack(unknown))
     local b = redis.call('HMGET', parts_before, unpack(unknown))
-    for x, id in ipairs(unknown) do part_text[id] = a[x] or b[x] end
+    local carried = {}
+    for x, id in ipairs(unknown) do
+      part_text[id] = a[x] or b[x]
+      if not a[x] and b[x] then carried[#carried + 1] = id; carried[#carried + 1] = b[x] end
+    end
+    if #carried > 0 then  -- (a visit outliving an hour keeps its parts: into this half hour's hash)
+      call_sliced('HSET', parts_now, carried)
+      redis.call('EXPIRE', parts_now, session_ttl)
+    end
   end
   local fields_by_id = {[TOTAL_ID] = {TOTAL}}
   local function fields_of(id)
@@ -227,50 +235,52 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
     return a == '' and entry or a .. ',' .. entry
   end
 
+  -- One event of a visitor whose visit (or none) is `st`: returns the visit it belongs to.
+  local function step(st, e, vi, ts, kind, path, pi)
+    if not st or ts - st.last > timeout then
+      st = {start = ts, last = ts, pv = 0, bounce = kind == 'i' and 0 or 1, start_day = day, seen_day = '',
+            exit = '', ids = ids_string(ev_attrs[e], entries[pi])}
+      add(day, 'visits', st.ids, 1)
+      if st.bounce == 1 then add(day, 'bounces', st.ids, 1) end
+    else
+      if ts > st.last then
+        add(st.start_day, 'duration', st.ids, ts - st.last)
+        st.last = ts
+      elseif ts < st.start then  -- (an earlier event of the visit, late: the visit began then)
+        add(st.start_day, 'duration', st.ids, st.start - ts)
+        st.start = ts
+      end
+      if st.bounce == 1 and (kind == 'i' or (kind == 'p' and st.pv >= 1)) then
+        st.bounce = 0
+        add(st.start_day, 'bounces', st.ids, -1)
+      end
+    end
+    if kind == 'p' then
+      st.pv = st.pv + 1
+      add(day, 'pageviews', st.ids, 1)
+      if st.exit ~= path then
+        if st.exit ~= '' then add_exit(st.start_day, st.exit, -1) end
+        add_exit(st.start_day, path, 1)
+        st.exit = path
+      end
+    end
+    if st.seen_day ~= day then
+      st.seen_day = day
+      count_visitor(st.ids, digests[vi])
+    end
+    return st
+  end
+
+  -- Events older than the visit held for their visitor (a backfill beside newer traffic)
+  -- make visits of their own, followed in `past` for this call only: the held visit stays.
+  local past = {}
   for e = 1, ne do
     local vi, ts, kind, pi = ev_visitor[e], ev_time[e], string.sub(ev_kind, e, e), ev_path[e]
-    local path = paths[pi]
     local st = states[vi]
     if st and ts < st.last - timeout then
-      -- an old event beside a newer visit: a visit of its own
-      local s = ids_string(ev_attrs[e], entries[pi])
-      add(day, 'visits', s, 1)
-      if kind == 'p' then
-        add(day, 'bounces', s, 1)
-        add(day, 'pageviews', s, 1)
-        add_exit(day, path, 1)
-      end
-      count_visitor(s, digests[vi])
+      past[vi] = step(past[vi], e, vi, ts, kind, paths[pi], pi)
     else
-      if not st or ts - st.last > timeout then
-        st = {start = ts, last = ts, pv = 0, bounce = kind == 'i' and 0 or 1, start_day = day, seen_day = '',
-              exit = '', ids = ids_string(ev_attrs[e], entries[pi])}
-        states[vi] = st
-        add(day, 'visits', st.ids, 1)
-        if st.bounce == 1 then add(day, 'bounces', st.ids, 1) end
-      else
-        if ts > st.last then
-          add(st.start_day, 'duration', st.ids, ts - st.last)
-          st.last = ts
-        end
-        if st.bounce == 1 and (kind == 'i' or (kind == 'p' and st.pv >= 1)) then
-          st.bounce = 0
-          add(st.start_day, 'bounces', st.ids, -1)
-        end
-      end
-      if kind == 'p' then
-        st.pv = st.pv + 1
-        add(day, 'pageviews', st.ids, 1)
-        if st.exit ~= path then
-          if st.exit ~= '' then add_exit(st.start_day, st.exit, -1) end
-          add_exit(st.start_day, path, 1)
-          st.exit = path
-        end
-      end
-      if st.seen_day ~= day then
-        st.seen_day = day
-        count_visitor(st.ids, digests[vi])
-      end
+      states[vi] = step(st, e, vi, ts, kind, paths[pi], pi)
     end
   end
 
@@ -314,8 +324,21 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
   call_sliced('HSET', sessions_now, save)
   redis.call('EXPIRE', sessions_now, session_ttl)
 
-  -- Quotas, then the writes, day by day.
+  -- Quotas, then the writes, day by day. A value new to a day's set comes in only with a
+  -- visit starting under it that day, or as a count of the day's own events (pageviews,
+  -- visitors); a later update of a visit whose value went to "(other)" at its start (a
+  -- bounce ended, duration, an exit moved) follows it there, even if the set has room by
+  -- now: no count goes below zero, and a value's numbers stay those of its own visits.
   for on, by_table in pairs(counts) do
+    local blocked = {}
+    local visits_t = by_table['visits'] or {}
+    for tbl, t in pairs(by_table) do
+      if tbl ~= 'pageviews' and tbl ~= 'visits' then
+        for f, n in pairs(t) do
+          if n < 0 or (tbl ~= 'exits' and not ((visits_t[f] or 0) > 0)) then blocked[f] = true end
+        end
+      end
+    end
     local values = {}  -- dimension -> {value, ...}
     local listed = {}
     local function note(f)
@@ -333,13 +356,15 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
     for dim, vals in pairs(values) do
       local set_key = prefix .. on .. ':vals:' .. dim
       local room = quota - redis.call('SCARD', set_key)
-      if room >= #vals then
+      local any_blocked = false
+      for _, v in ipairs(vals) do if blocked[dim .. SEP .. v] then any_blocked = true; break end end
+      if room >= #vals and not any_blocked then
         call_sliced('SADD', set_key, vals)
       else
         table.sort(vals)  -- (which new values of one call still fit: decided the same way every time)
         for _, v in ipairs(vals) do
           if redis.call('SISMEMBER', set_key, v) == 0 then
-            if room > 0 then
+            if room > 0 and not blocked[dim .. SEP .. v] then
               room = room - 1
               redis.call('SADD', set_key, v)
             else
