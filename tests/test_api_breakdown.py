@@ -174,7 +174,7 @@ def test_bad_props_and_revenue_are_400s(client, make_site, r):
     site, key = make_site()
     for extra, word in ((({"p": [1, 2]}), "props"), ({"p": {"a": {"b": 1}}}, "props.a"), ({"$": {"currency": "euro", "amount": 1}}, "currency"),
                         ({"$": {"currency": "EUR", "amount": "lots"}}, "amount"), ({"$": {"currency": "EUR", "amount": "Infinity"}}, "amount"),
-                        ({"$": {"currency": "EUR", "amount": "1e4000000"}}, "amount")):
+                        ({"$": {"currency": "EUR", "amount": "1e4000000"}}, "amount"), ({"n": "Sign\x1fup"}, "name")):
         body = {"n": "Signup", "u": "https://example.com/", "d": "example.com", **extra}
         response = client.post("/api/event", orjson.dumps(body), content_type="text/plain", HTTP_USER_AGENT=AGENTS["Firefox"])
         assert response.status_code == 400 and word in response.json()["error"], (extra, response.content)

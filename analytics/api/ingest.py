@@ -61,6 +61,7 @@ def event(request):
     ip = client_ip(request)
     source = identity_source(payload.user_id, None, ip, user_agent)
     try:
+        schemas.check_name(payload.name)
         props, revenue = schemas.check_props(payload.props), schemas.check_revenue(payload.revenue)
     except schemas.BadEvent as e:
         raise ApiError(400, str(e)) from None

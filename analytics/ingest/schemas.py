@@ -122,6 +122,13 @@ MAX_PROP_VALUE = 2000
 _CURRENCY = re.compile(r"[A-Z]{3}")
 
 
+def check_name(name: str):
+    """Event names are shown and used as keys: no control characters (they could not be
+    told apart from Tally's own separators)."""
+    if not name.isprintable():
+        raise BadEvent("name: no control characters")
+
+
 def check_props(props) -> tuple[tuple[str, str], ...]:
     """Custom properties, Plausible's rules: an object (or its JSON text, as older trackers
     send it) of at most 30 keys to strings, numbers or booleans; empty values are dropped.
@@ -185,10 +192,12 @@ def batch_hit(event: BatchEvent, now: datetime, is_bot, site_host: str) -> Hit:
         raise BadEvent("no identity: give visitor, user_id or ip (with user_agent)")
     user_agent = event.get("user_agent")
     url = event["url"]
+    name = event.get("name") or PAGEVIEW
+    check_name(name)
     return Hit(
         ts=check_ts(event.get("ts"), now),
         path=page_path(url),
-        name=event.get("name") or PAGEVIEW,
+        name=name,
         identity=identity_source(user_id, visitor, ip, user_agent),
         bot=user_agent is not None and is_bot(user_agent),
         user=user_id or None,
