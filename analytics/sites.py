@@ -7,7 +7,7 @@ while (CACHE_SECONDS): a new site or a revoked key takes effect within that time
 import time
 import zoneinfo
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from .dedup.bloom import BloomConfig
 from .models import ApiKey, Site, hash_api_key
@@ -28,6 +28,7 @@ class SiteInfo:
     max_pages_per_day: int = 10_000  # quotas: past them, names count under "(other)"
     max_event_names_per_day: int = 1_000
     max_property_values: int = 1_000
+    keep_daily_days: int = 400  # raw day keys live this long after the rollup; older days are never rolled up
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -43,10 +44,16 @@ class SiteInfo:
             max_pages_per_day=site.max_pages_per_day,
             max_event_names_per_day=site.max_event_names_per_day,
             max_property_values=site.max_property_values,
+            keep_daily_days=site.keep_daily_days,
         )
 
     def today(self) -> date:
         return datetime.now(self.tz).date()
+
+    def oldest_day(self) -> date:
+        """The oldest day events may still be counted for: the rollups skip days past the
+        expiry policy (their rows could never be stored, nor their raw keys expire)."""
+        return self.today() - timedelta(days=self.keep_daily_days - 1)
 
 
 _by_domain: dict[str, tuple[float, SiteInfo | None]] = {}

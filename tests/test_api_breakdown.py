@@ -189,3 +189,15 @@ def test_metrics_picks_the_row_metrics_and_names_what_is_not_there(client, make_
     response = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "source", "metrics": "visitors,conversion_rate"},
                           HTTP_AUTHORIZATION=f"Bearer {key}")
     assert response.status_code == 400 and "conversion_rate not available for property=source" in response.json()["error"]
+
+
+def test_events_older_than_the_site_keeps_are_refused_by_name(client, make_site, r):
+    """Days past keep_daily_days are never rolled up, so their raw keys would never expire:
+    such events are refused, each with the reason, and the others counted."""
+    site, key = make_site()
+    long_ago = (datetime.now(UTC) - timedelta(days=site.keep_daily_days + 5)).isoformat()
+    body = [{"url": "https://example.com/", "visitor": "v1", "ts": long_ago}, {"url": "https://example.com/", "visitor": "v2"}]
+    response = client.post("/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    answer = response.json()
+    assert response.status_code == 200 and answer["accepted"] == 1
+    assert answer["rejected"][0]["index"] == 0 and "the oldest day this site keeps" in answer["rejected"][0]["error"]

@@ -90,3 +90,12 @@ def test_bad_arguments(site, tmp_path):
         import_("--site", "nope.example", str(tmp_path / "x.log"))
     with pytest.raises(CommandError, match="no such file"):
         import_("--site", "example.com", str(tmp_path / "missing.log"))
+
+
+def test_lines_older_than_the_site_keeps_are_skipped_and_said(site, r, tmp_path):
+    now = datetime.now(UTC)
+    log = tmp_path / "old.log"
+    log.write_text(line("8.8.8.8", now - timedelta(days=site.keep_daily_days + 30), "/old") + "\n"
+                   + line("8.8.8.8", now - timedelta(days=1), "/new") + "\n")
+    out = import_("--site", site.domain, str(log))
+    assert "imported 1 pageviews" in out and "1 older than the site keeps" in out

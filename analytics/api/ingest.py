@@ -124,9 +124,13 @@ def events(request):
 
     items, rejected = _parse_batch(body)
     hits = []
+    oldest = site.oldest_day()
     for index, item in items:
         try:
-            hits.append(schemas.batch_hit(item, now, detect, site.domain))
+            hit = schemas.batch_hit(item, now, detect, site.domain)
+            if hit.ts is not None and hit.ts.astimezone(site.tz).date() < oldest:
+                raise schemas.BadEvent(f"ts: before {oldest}, the oldest day this site keeps (keep_daily_days in the admin)")
+            hits.append(hit)
         except schemas.BadEvent as e:
             rejected.append({"index": index, "error": str(e)})
     rejected.sort(key=lambda r: r["index"])

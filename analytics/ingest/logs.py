@@ -78,6 +78,7 @@ class Summary:
     static: int = 0
     bots: int = 0
     not_pages: int = 0  # other methods, errors, redirects
+    too_old: int = 0  # before the oldest day the site keeps (SiteInfo.oldest_day)
     unparsable: int = 0
     unparsable_lines: list[int] = field(default_factory=list)
     first: datetime | None = None

@@ -47,7 +47,12 @@ class Command(BaseCommand):
             with tqdm(total=total, unit="line", unit_scale=True, desc=path.name, file=self.stderr._out) as bar:
                 batch = []
                 counted = 0
+                oldest = info.oldest_day()
                 for hit in logs.hits_from_lines(logs.open_lines(path), summary, info.domain):
+                    if hit.ts.astimezone(info.tz).date() < oldest:  # (never rolled up: see SiteInfo.oldest_day)
+                        summary.imported -= 1
+                        summary.too_old += 1
+                        continue
                     batch.append(hit)
                     if len(batch) >= BATCH:
                         record(r, info, batch)
@@ -80,5 +85,5 @@ class Command(BaseCommand):
         bad = f" (first: line {', '.join(map(str, s.unparsable_lines))})" if s.unparsable_lines else ""
         self.stdout.write(
             f"{path}: {s.lines:,} lines: imported {s.imported:,} pageviews; skipped {s.static:,} static, "
-            f"{s.bots:,} bots, {s.not_pages:,} not page views; unparsable {s.unparsable:,}{bad}."
+            f"{s.bots:,} bots, {s.not_pages:,} not page views, {s.too_old:,} older than the site keeps; unparsable {s.unparsable:,}{bad}."
         )
