@@ -69,3 +69,18 @@ def test_bad_coordinates_are_400s(client, make_site, r):
                          ({"lat": 1, "lon": 1, "km": 0}, "km"), ({"lat": "nan", "lon": 1, "km": 1}, "lat")):
         answer = client.get("/api/v1/stats/near", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}")
         assert answer.status_code == 400 and word in answer.json()["error"], params
+
+
+def test_cities_past_the_days_quota_are_not_placed(client, make_site, r, city_db):
+    """A city counted under (other) has no visitors of its own that day: it is not put on
+    the map, so `near` does not count it as zero (review finding 6)."""
+    site, key = make_site()
+    site.max_property_values = 1
+    site.save()
+    day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    events = [{"url": "https://example.com/", "ts": (day + timedelta(minutes=n)).isoformat(), "visitor": f"v{n}",
+               "ip": f"{NETS[city]}.{n + 1}"} for n, city in enumerate(("Berlin", "Potsdam"))]
+    client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    from analytics.store import keys
+
+    assert [m.decode() for m in r.zrange(keys.places(site.id, day.date()), 0, -1)] == ["Berlin"]

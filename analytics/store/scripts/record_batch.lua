@@ -283,13 +283,10 @@ for _ = 1, sums do
   pos = pos + 2
 end
 
--- Places: the day's cities at their coordinates (GEOADD longitude latitude member).
-local places_key, places = KEYS[key_index], tonumber(ARGV[pos])
-key_index, pos = key_index + 1, pos + 1
-if places > 0 then
-  redis.call('GEOADD', places_key, unpack(ARGV, pos, pos + 3 * places - 1))
-  pos = pos + 3 * places
-end
+-- Places: the day's cities at their coordinates (GEOADD longitude latitude member),
+-- added once the visits have settled which cities the day's quota keeps (below).
+local places_key, places, places_at = KEYS[key_index], tonumber(ARGV[pos]), pos + 1
+key_index, pos = key_index + 1, pos + 1 + 3 * tonumber(ARGV[pos])
 
 -- Realtime: the visitors of each recent minute, in short-lived HLLs.
 local realtime_ttl, minutes = ARGV[pos], tonumber(ARGV[pos + 1])
@@ -337,6 +334,17 @@ end
 
 -- Visits and the visit dimensions.
 record_visits(digests, ARGV[6], pos + 2, {KEYS[key_index], KEYS[key_index + 1], KEYS[key_index + 2], KEYS[key_index + 3]}, KEYS[12])
+if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")
+  local kept_cities = ARGV[pos + 2 + 3] .. ARGV[6] .. ':vals:city'
+  local add = {}
+  for j = 0, places - 1 do
+    local at = places_at + 3 * j
+    if redis.call('SISMEMBER', kept_cities, ARGV[at + 2]) == 1 then
+      add[#add + 1] = ARGV[at]; add[#add + 1] = ARGV[at + 1]; add[#add + 1] = ARGV[at + 2]
+    end
+  end
+  if #add > 0 then redis.call('GEOADD', places_key, unpack(add)) end
+end
 
 -- Live dashboards: one tick a second at most, whatever the traffic.
 if channel ~= '' and redis.call('SET', KEYS[10], 1, 'NX', 'PX', 1000) then
