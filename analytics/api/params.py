@@ -69,6 +69,17 @@ def int_param(request, name: str, default: int, low: int, high: int) -> int:
     return number
 
 
+def float_param(request, name: str, low: float, high: float) -> float:
+    raw = request.GET.get(name)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ApiError(400, f"{name}: a number from {low:g} to {high:g} is required") from None
+    if not low <= value <= high:  # (NaN fails this too)
+        raise ApiError(400, f"{name}: must be from {low:g} to {high:g}")
+    return value
+
+
 def choice_param(request, name: str, choices: tuple, default: str) -> str:
     value = request.GET.get(name) or default
     if value not in choices:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from .. import dimensions, queries
 from ..store.connection import get_redis
 from .http import ApiError, json_errors, json_response, methods
-from .params import choice_param, date_range, int_param, site_param
+from .params import choice_param, date_range, float_param, int_param, site_param
 
 MAX_LIMIT = 1000  # pages per answer
 PROPS = "event:props:"  # property=event:props:NAME breaks down a custom property (Plausible's name)
@@ -85,10 +85,10 @@ def breakdown(request):
         rows = queries.goals(r, site, start, end, queries.summary(r, site, start, end)["visitors"])
         results, total = rows[(page - 1) * limit : page * limit], len(rows)
     elif prop == "page":
-        rows = queries.top_pages(get_redis(), site, start, end, limit * page)[(page - 1) * limit :]
+        rows = queries.top_pages(r, site, start, end, limit * page)[(page - 1) * limit :]
         results, total = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]} for row in rows], None
     else:
-        results, total = queries.breakdown(get_redis(), site, start, end, prop, limit, page, request.GET.get("search", "")[:200])
+        results, total = queries.breakdown(r, site, start, end, prop, limit, page, request.GET.get("search", "")[:200])
     wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
     if wanted:
         name = prop.removeprefix(PROPS)
@@ -115,17 +115,6 @@ def near(request):
     result = queries.visitors_near(get_redis(), site, start, end, longitude, latitude, km)
     return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "lat": latitude, "lon": longitude,
                           "km": km, **result})
-
-
-def float_param(request, name: str, low: float, high: float) -> float:
-    raw = request.GET.get(name)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ApiError(400, f"{name}: a number from {low:g} to {high:g} is required") from None
-    if not low <= value <= high:  # (NaN fails this too)
-        raise ApiError(400, f"{name}: must be from {low:g} to {high:g}")
-    return value
 
 
 @methods("GET")

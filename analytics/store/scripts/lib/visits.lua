@@ -43,6 +43,13 @@ local function call_sliced(command, key, list)
   end
 end
 
+-- t[k], made an empty table first if there is none.
+local function child(t, k)
+  local v = t[k]
+  if not v then v = {}; t[k] = v end
+  return v
+end
+
 -- Split `text` on the one-character `sep` (plain find and sub: faster than gmatch here).
 local function split(text, sep)
   local out, i, n = {}, 1, 0
@@ -205,10 +212,7 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
   local seen_by_id = {} -- part id -> digests of visitors to count on this day
   local dirty = {}
   local function add(on, tbl, s, n)
-    local by_table = by_id[on]
-    if not by_table then by_table = {}; by_id[on] = by_table end
-    local t = by_table[tbl]
-    if not t then t = {}; by_table[tbl] = t end
+    local t = child(child(by_id, on), tbl)
     local list = ids_of(s)
     for i = 1, #list do
       local id = list[i]
@@ -216,16 +220,14 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
     end
   end
   local function add_exit(on, path, n)
-    local t = exits[on]
-    if not t then t = {}; exits[on] = t end
+    local t = child(exits, on)
     local f = 'exit_page' .. SEP .. path
     t[f] = (t[f] or 0) + n
   end
   local function count_visitor(s, digest)
     local list = ids_of(s)
     for i = 1, #list - 1 do  -- (not TOTAL_ID, the last: the site's visitors are its own HLL)
-      local into = seen_by_id[list[i]]
-      if not into then into = {}; seen_by_id[list[i]] = into end
+      local into = child(seen_by_id, list[i])
       into[#into + 1] = digest
     end
   end
@@ -287,11 +289,9 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
   -- Spread the counts over the fields.
   local counts = {[day] = {}}   -- day -> table -> field -> number
   for on, by_table in pairs(by_id) do
-    local c = counts[on]
-    if not c then c = {}; counts[on] = c end
+    local c = child(counts, on)
     for tbl, t in pairs(by_table) do
-      local sums = c[tbl]
-      if not sums then sums = {}; c[tbl] = sums end
+      local sums = child(c, tbl)
       for id, n in pairs(t) do
         local fields = fields_of(id)
         for i = 1, #fields do
@@ -302,16 +302,13 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
     end
   end
   for on, t in pairs(exits) do
-    local c = counts[on]
-    if not c then c = {}; counts[on] = c end
-    c['exits'] = t
+    child(counts, on)['exits'] = t
   end
   local visitors = {}  -- field -> digests (this day)
   for id, list in pairs(seen_by_id) do
     local fields = fields_of(id)
     for i = 1, #fields do
-      local into = visitors[fields[i]]
-      if not into then into = {}; visitors[fields[i]] = into end
+      local into = child(visitors, fields[i])
       local n = #into
       for j = 1, #list do into[n + j] = list[j] end
     end
