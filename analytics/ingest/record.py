@@ -10,6 +10,7 @@ Ingestion only writes raw counters. Nothing here reads or aggregates for a repor
 """
 import hashlib
 import secrets
+import struct
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
@@ -29,6 +30,7 @@ from . import identity, visit
 PAGEVIEW = "pageview"
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
+_PAGEVIEW_KIND, _INTERACTIVE_KIND, _OTHER_KIND = b"pin"  # an event's kind for lib/visits.lua (a byte)
 OTHER = "(other)"  # where pages and event names past a site's daily quota are counted
 DAY_ZERO = date(2000, 1, 1)  # first days seen are stored as days since this one (u16)
 
@@ -192,7 +194,7 @@ def record(
             chunk.parts.update(parts)
         entry_id, entry = _entry_part(path)
         chunk.parts[entry_id] = entry
-        kind = "p" if name == PAGEVIEW else "i" if interactive else "n"
+        kind = _PAGEVIEW_KIND if name == PAGEVIEW else _INTERACTIVE_KIND if interactive else _OTHER_KIND
         chunk.visits.append((seconds, index, kind, path, attrs_index, entry_id))
         if name == PAGEVIEW:
             if user is not None:
@@ -305,7 +307,7 @@ def _script_call(
         len(limits),
         *(arg for bucket in limits for arg in bucket.args()),
         len(chunk.visitors),
-        *chunk.visitors,
+        b"".join(chunk.visitors),
         chunk.pageviews,
     ]
     for groups, hll_key, count_key, quota in (
@@ -319,7 +321,7 @@ def _script_call(
         script_keys += (hll_key(sid, day, OTHER), count_key(sid, day, OTHER))
         for name, (count, members) in groups.items():
             script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
-            args += (name, count, ",".join(map(str, members)))
+            args += (name, count, _indexes(members))
     script_keys.append(keys.revenue(sid, day))
     args.append(len(chunk.revenue))
     for key, hundredths in chunk.revenue.items():
@@ -332,11 +334,11 @@ def _script_call(
     args += (site.realtime_ttl, len(chunk.minutes))
     for minute, members in chunk.minutes.items():
         script_keys.append(keys.realtime(sid, minute))
-        args.append(",".join(map(str, members)))
+        args.append(_indexes(members))
     args.append(len(chunk.hours))
     for hour, (views, members) in chunk.hours.items():
         script_keys += (keys.hour_visitors(sid, day, hour), keys.hour_pageviews(sid, day, hour))
-        args += (views, ",".join(map(str, members)))
+        args += (views, _indexes(members))
     args += (settings.PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
     _visits_section(site, day, chunk, now, script_keys, args)
     return script_keys, args
@@ -364,13 +366,15 @@ def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, scr
             paths[event[3]] = len(paths) + 1
             args += (event[3], event[5])
     args.insert(len(args) - 2 * len(paths), len(paths))
-    args += (
-        ",".join([str(e[1]) for e in events]),
-        ",".join([str(e[0]) for e in events]),
-        "".join([e[2] for e in events]),
-        ",".join([str(e[4]) for e in events]),
-        ",".join([str(paths[e[3]]) for e in events]),
-    )
+    args.append(b"".join([_EVENT.pack(e[1], e[0], e[2], e[4], paths[e[3]]) for e in events]))
+
+
+_EVENT = struct.Struct(">HIBIH")  # visitor index, unix time, kind, attributes index, path index (lib/visits.lua)
+
+
+def _indexes(members) -> bytes:
+    """Visitor indexes as record_batch.lua reads them: u16 big-endian, concatenated."""
+    return struct.pack(f">{len(members)}H", *members)
 
 
 def _first(item):

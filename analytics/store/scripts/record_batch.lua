@@ -57,17 +57,18 @@
 -- ARGV[8]  "1" to mark the day dirty (it may have been rolled up already), else "0"
 -- ARGV[9]  events dropped as bots (added to KEYS[14])
 -- ARGV[10] L, the number of rate-limit buckets, then per bucket: interval_ms, burst, cost
--- then     n, the number of distinct visitor digests, then the n digests
+-- then     n, the number of distinct visitor digests, then the n digests (16 bytes each)
+--          as one string
 -- then     the chunk's pageviews
 -- then     P, the day's quota of distinct paths, then P page groups: path, pageviews,
---          "i,j,k" (1-based visitor indexes)
+--          the visitors (1-based indexes into the digests, u16 big-endian, concatenated)
 -- then     E, the day's quota of distinct event names, then E event groups: name,
---          count, "i,j,k"; then the same for custom property groups
+--          count, visitors; then the same for custom property groups
 --          ("event SEP property SEP value"), with the quota of values per property
 -- then     V, then V pairs: "event SEP currency", revenue in hundredths
 -- then     G, then G triples: longitude, latitude, city (the day's places)
--- then     the realtime TTL in seconds, then R, then R minutes: "i,j,k"
--- then     H, then H hours: pageviews, "i,j,k"
+-- then     the realtime TTL in seconds, then R, then R minutes: visitors
+-- then     H, then H hours: pageviews, visitors
 -- then     the page-search cap, then the live channel to publish a tick on ("" for none)
 -- then     the visits section (lib/visits.lua), whose two session hashes are the last KEYS
 --
@@ -109,10 +110,10 @@ local function iso_day(number)
 end
 
 local pos = 11 + 3 * limits
-local n = tonumber(ARGV[pos])
+local n, packed = tonumber(ARGV[pos]), ARGV[pos + 1]
 local digests = {}
-for i = 1, n do digests[i] = ARGV[pos + i] end
-pos = pos + n + 1
+for i = 1, n do digests[i] = string.sub(packed, 16 * i - 15, 16 * i) end
+pos = pos + 2
 local pageviews = tonumber(ARGV[pos])
 pos = pos + 1
 if n == 0 then return {0, 0, 0} end  -- a day of bots only
@@ -210,14 +211,17 @@ redis.call('PFADD', KEYS[5], unpack(digests))
 
 if pageviews > 0 then redis.call('INCRBY', KEYS[6], pageviews) end
 
--- Add the visitors listed as "i,j,k" (indexes into the digests) to an HLL.
+-- Add the visitors listed in `listed` to an HLL: 1-based indexes into the digests, two
+-- bytes each, big-endian (string.byte reads them: far cheaper than parsing decimals).
+local byte = string.byte
 local function pfadd_listed(key, listed)
   local chosen, c = {}, 0
-  for index in string.gmatch(listed, '%d+') do
+  for k = 1, #listed, 2 do
+    local high, low = byte(listed, k, k + 1)
     c = c + 1
-    chosen[c] = digests[tonumber(index)]
+    chosen[c] = digests[high * 256 + low]
   end
-  redis.call('PFADD', key, unpack(chosen))
+  call_sliced('PFADD', key, chosen)
 end
 
 -- A group: a name (page path or event name) for the day's index set, a count for the
@@ -263,7 +267,7 @@ local function groups(index_key)
   end
   if not checked then redis.call('SADD', index_key, unpack(kept)) end
   if other_count > 0 then
-    pfadd_listed(other_hll, table.concat(other, ','))
+    pfadd_listed(other_hll, table.concat(other))
     redis.call('INCRBY', other_counter, other_count)
     redis.call('SADD', index_key, OTHER)
   end
