@@ -130,6 +130,35 @@ def record(
     how many were dropped as bots. With a `mark`, calling again with the same hits and
     mark (a retry, a replay) changes nothing. The `limits` buckets are charged for the
     call first, all or nothing; over a limit, nothing is counted and Limited is raised."""
+    outcome = execute(r, [prepare(site, hits, now=now, mark=mark, limits=limits)])[0]
+    if isinstance(outcome, Limited):
+        raise outcome
+    return outcome
+
+
+class Prepared(NamedTuple):
+    """A record() call worked out and not yet sent: its script calls (KEYS, ARGV), the
+    pages seen per user for their Bloom filters, the answer it will give, and the limits
+    to charge in a round trip of their own first (when they cannot ride in its one call)."""
+
+    site: SiteInfo
+    calls: list[tuple[list, list]]
+    seen_pages: dict[str, dict[str, None]]
+    recorded: Recorded
+    throttle_first: list[Bucket]
+
+
+def prepare(
+    site: SiteInfo,
+    hits: list[Hit],
+    *,
+    now: datetime | None = None,
+    mark: Mark | None = None,
+    limits: list[Bucket] = (),
+) -> Prepared:
+    """Everything record() does before Redis: hashing, grouping by day and chunk, the
+    script arguments. Pure (no I/O), so a group of calls can be prepared and then sent
+    together (execute())."""
     now = now or datetime.now(UTC)
     tz = site.tz
     today = now.astimezone(tz).date()
@@ -238,33 +267,60 @@ def record(
     # Rate limits ride in the script when it is the call's only write (one round trip);
     # several writes are charged first, all or nothing, before any of them.
     single = sum(map(len, chunks.values())) == 1 and not seen_pages
-    if limits and not single:
-        throttle(r, list(limits))
     calls = []
     for day in sorted(chunks):
         for n, chunk in enumerate(chunks[day]):
             chunk_mark = (mark.key, mark.chunk(len(calls)), mark.ttl) if mark else None
             dirty = day < dirty_before and n == 0
             calls.append(_script_call(site, day, chunk, dirty, chunk_mark, now, limits if single else ()))
+    dropped = sum(bots.values())
+    recorded = Recorded(accepted=len(hits) - dropped, bots=dropped)
+    return Prepared(site, calls, seen_pages, recorded, list(limits) if limits and not single else [])
+
+
+def execute(r: redis.Redis, batch: list[Prepared]) -> list[Recorded | Limited]:
+    """Send prepared calls, all of them in one round trip (plus one for any call whose
+    limits are charged first). Each answer is its call's Recorded, or Limited when a rate
+    limit refused it (then nothing of that call was counted)."""
+    outcomes: list = [None] * len(batch)
+    for i, prepared in enumerate(batch):
+        if prepared.throttle_first:
+            try:
+                throttle(r, prepared.throttle_first)
+            except Limited as e:
+                outcomes[i] = e
+    sent = [(i, call) for i, prepared in enumerate(batch) if outcomes[i] is None for call in prepared.calls]
+    calls = [call for _, call in sent]
+    seen = [(batch[i].site, user, pages) for i, prepared in enumerate(batch) if outcomes[i] is None
+            for user, pages in prepared.seen_pages.items()]
     results = []
-    if len(calls) == 1 and not seen_pages:
+    if len(calls) == 1 and not seen:
         results = [RECORD_BATCH.run(r, *calls[0])]  # the common case, a single call: no pipeline needed
-        if results[0][0] == -2:
-            raise Limited(results[0][1])
-    elif calls or seen_pages:
+    elif calls or seen:
         pipe = r.pipeline(transaction=False)
         for script_keys, args in calls:
             RECORD_BATCH.queue(pipe, script_keys, args)
-        for user, pages in seen_pages.items():
+        for site, user, pages in seen:
             bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom)
         queued_adds = pipe.command_stack[len(calls) :]  # (execute() empties the stack)
         answers = pipe.execute(raise_on_error=False)
         results = _retry_unloaded_scripts(r, answers[: len(calls)], calls)
         bloom.check_queued(r, answers[len(calls) :], queued_adds)
-    dropped = sum(bots.values())
-    recorded = Recorded(accepted=len(hits) - dropped, bots=dropped)
-    recorded.repeated = bool(results) and all(result[0] == -1 for result in results)
-    return recorded
+    by_call: dict[int, list] = defaultdict(list)
+    for (i, _), result in zip(sent, results):
+        by_call[i].append(result)
+    for i, prepared in enumerate(batch):
+        if outcomes[i] is not None:
+            continue
+        answers = by_call.get(i, [])
+        refused = next((answer for answer in answers if answer[0] == -2), None)
+        if refused is not None:
+            outcomes[i] = Limited(refused[1])
+            continue
+        recorded = Recorded(*prepared.recorded)
+        recorded.repeated = bool(answers) and all(answer[0] == -1 for answer in answers)
+        outcomes[i] = recorded
+    return outcomes
 
 
 def _script_call(
