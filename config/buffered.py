@@ -7,12 +7,15 @@ a coroutine; only a complete request goes to Django's WSGI app, in a small threa
 Bodies arrive however the client framed them (Content-Length or chunked): the WSGI
 environ always gets the exact CONTENT_LENGTH. A body over the limit is refused with 413
 as soon as it passes the limit; one that takes longer than BODY_TIMEOUT is refused with
-408. Responses are WSGI responses (the live stream has its own ASGI server).
+408. Responses are WSGI responses (the live stream has its own ASGI server), except for
+`/api/event`, which the event front answers in the event loop with group commit
+(analytics/api/event_front.py).
 
 Served by granian's ASGI interface (`config.buffered:application`); see config/runner.py.
 """
 import asyncio
 import io
+import logging
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +31,9 @@ BODY_TIMEOUT = float(os.environ.get("TALLY_BODY_TIMEOUT", "10"))
 THREADS = int(os.environ.get("TALLY_WEB_THREADS", "2"))
 
 
+log = logging.getLogger(__name__)
+
+
 def _error(status: int, message: str):
     return status, [(b"content-type", b"application/json")], orjson.dumps({"error": message})
 
@@ -38,6 +44,9 @@ class BufferedWSGI:
         self.max_body = max_body
         self.body_timeout = body_timeout
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi")
+        from analytics.api.event_front import EventFront  # (needs Django set up: _build() does it first)
+
+        self.front = EventFront(self.pool)  # POST /api/event, with group commit
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
@@ -52,8 +61,15 @@ class BufferedWSGI:
             return await self._send(send, *_error(408, f"the body took more than {self.body_timeout:.0f}s to arrive"))
         except Disconnected:
             return
-        loop = asyncio.get_running_loop()
-        status, headers, content = await loop.run_in_executor(self.pool, self._run, scope, body)
+        if scope["path"] == self.front.PATH:
+            try:
+                status, headers, content = await self.front.handle(scope, body)
+            except Exception:
+                log.exception("%s %s failed", scope["method"], scope["path"])
+                status, headers, content = _error(500, "internal error")
+        else:
+            loop = asyncio.get_running_loop()
+            status, headers, content = await loop.run_in_executor(self.pool, self._run, scope, body)
         await self._send(send, status, headers, content)
 
     async def _body(self, receive) -> bytes:

@@ -64,7 +64,13 @@ def read_body(request, limit: int) -> bytes:
         body = request.read(limit + 1)
     if len(body) > limit:
         raise ApiError(413, f"body too large: more than {limit} bytes")
-    encoding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    return decode_body(body, request.META.get("HTTP_CONTENT_ENCODING", ""), limit)
+
+
+def decode_body(body: bytes, encoding: str, limit: int) -> bytes:
+    """A whole body of at most `limit` bytes as sent, inflated if gzip (to at most `limit`
+    bytes too); not empty."""
+    encoding = encoding.strip().lower()
     if encoding in ("gzip", "x-gzip"):
         body = _gunzip(body, limit)
     elif encoding not in ("", "identity"):
@@ -102,10 +108,14 @@ def bearer_site(request) -> "sites.SiteInfo":
 def client_ip(request) -> str:
     """The socket's address, or the right-most untrusted X-Forwarded-For hop when the socket
     is a trusted proxy. Without TRUSTED_PROXIES the header is ignored: anyone can forge it."""
-    remote = request.META.get("REMOTE_ADDR", "")
+    return forwarded_client(request.META.get("REMOTE_ADDR", ""), request.META.get("HTTP_X_FORWARDED_FOR", ""))
+
+
+def forwarded_client(remote: str, forwarded_for: str) -> str:
+    """client_ip() from the socket's address and the X-Forwarded-For header's value."""
     if not is_trusted_proxy(remote):
         return remote
-    hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if h.strip()]
+    hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
     for hop in reversed(hops):
         if not is_trusted_proxy(hop):
             return hop
@@ -122,7 +132,11 @@ def is_trusted_proxy(address: str) -> bool:
 
 
 def methods(*allowed: str):
-    """Like Django's require_http_methods, but the 405 is JSON and names the allowed ones."""
+    """Like Django's require_http_methods, but the 405 is JSON and names the allowed ones.
+
+    A view that allows only safe methods is exempt from the CSRF check: it refuses POST
+    and the like itself, and the CSRF middleware would otherwise answer them first with
+    an HTML 403 instead of this JSON 405."""
 
     def decorator(view):
         @functools.wraps(view)
@@ -135,6 +149,8 @@ def methods(*allowed: str):
                 )
             return view(request, *args, **kwargs)
 
+        if set(allowed) <= {"GET", "HEAD", "OPTIONS"}:
+            wrapper.csrf_exempt = True
         return wrapper
 
     return decorator

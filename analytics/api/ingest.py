@@ -5,6 +5,7 @@ round trip per request, whatever the batch size.
 """
 import hashlib
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import orjson
 import redis
@@ -35,13 +36,35 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 @json_errors
 def event(request):
     """One event from a browser, in Plausible's format. Sent as application/json or as
-    text/plain (which spares the browser a CORS preflight); the body is JSON either way."""
+    text/plain (which spares the browser a CORS preflight); the body is JSON either way.
+    (Behind `make run`'s server, config/event_front.py answers this path itself, with the
+    same single_event() and group commit; this view serves every other server.)"""
     body = read_body(request, settings.MAX_EVENT_BODY)
+    accepted = single_event(body, request.META.get("HTTP_USER_AGENT", ""), client_ip(request))
+    response = HttpResponse(b"ok", status=202, content_type="text/plain")
+    for site, hit, limits in accepted.targets:
+        if _record_or_spool(site, [hit], accepted.now, new_mark(site, accepted.now), limits) is None:
+            response[SPOOLED_HEADER] = "1"
+    if accepted.bot:
+        response[DROPPED_HEADER] = "bot"
+    return response
+
+
+class SingleEvent(NamedTuple):
+    """A browser's event, checked: one (site, hit, rate limits) per site it counts for."""
+
+    targets: list[tuple[sites.SiteInfo, Hit, list[Bucket]]]
+    bot: bool
+    now: datetime
+
+
+def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
+    """Validate a Plausible-style event body (already read and inflated) from a client at
+    `ip`; raises ApiError naming what is wrong. No I/O beyond the sites' cached lookup."""
     try:
         payload = schemas.PlausibleEvent.model_validate_json(body)
     except ValidationError as e:
         raise ApiError(400, schemas.describe(e)) from None
-    user_agent = request.META.get("HTTP_USER_AGENT", "")
     if not user_agent:
         raise ApiError(400, "missing User-Agent header")
     try:
@@ -58,7 +81,6 @@ def event(request):
 
     # A user_id still identifies the visitor, but an anonymous request never writes a named
     # user's recommendation filter (only the Bearer-key APIs do): user=None.
-    ip = client_ip(request)
     source = identity_source(payload.user_id, None, ip, user_agent)
     try:
         schemas.check_name(payload.name)
@@ -66,17 +88,12 @@ def event(request):
     except schemas.BadEvent as e:
         raise ApiError(400, str(e)) from None
     bot = is_bot(user_agent)
-    response = HttpResponse(b"ok", status=202, content_type="text/plain")
-    now = datetime.now(UTC)
+    accepted = []
     for site in targets.values():
         limits = [*_site_limit(site, 1), *_client_limit(site, ip)]
         attrs = "" if bot else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
-        hit = Hit(None, path, payload.name, source, bot, None, attrs, payload.interactive, props, revenue)
-        if _record_or_spool(site, [hit], now, new_mark(site, now), limits) is None:
-            response[SPOOLED_HEADER] = "1"
-    if bot:
-        response[DROPPED_HEADER] = "bot"
-    return response
+        accepted.append((site, Hit(None, path, payload.name, source, bot, None, attrs, payload.interactive, props, revenue), limits))
+    return SingleEvent(accepted, bot, datetime.now(UTC))
 
 
 def _site_limit(site, cost: int) -> list[Bucket]:

@@ -28,9 +28,13 @@ class Bucket:
     key: str
     rate: Rate
     cost: int = 1
+    # The cost is that many requests, each of which would have been charged alone (group
+    # commit's events): all must fit at once. Otherwise a cost over the burst (a batch) goes
+    # through when there is room for one, and leaves the bucket in debt (lib/gcra.lua).
+    separate: bool = False
 
     def args(self) -> list:
-        return [repr(self.rate.interval_ms), self.rate.burst, self.cost]
+        return [repr(self.rate.interval_ms), self.rate.burst, -self.cost if self.separate else self.cost]
 
 
 class Limited(Exception):

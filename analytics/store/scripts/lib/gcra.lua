@@ -8,11 +8,14 @@
 -- for one more and leaves it in debt, so the next requests wait until it is paid. The key
 -- expires when the bucket is empty again: an idle client costs no memory.
 
--- Milliseconds to wait before the bucket takes a request, 0 when it takes one now.
-local function gcra_wait(key, interval, burst, now)
+-- Milliseconds to wait before the bucket takes a request, 0 when it takes one now. A
+-- negative cost is that many requests that would each have been charged alone (a group
+-- commit's events): they must all fit now; none goes through in debt.
+local function gcra_wait(key, interval, burst, cost, now)
   local tat = tonumber(redis.call('GET', key)) or now
   if tat < now then tat = now end
-  local allow_at = tat + interval - burst * interval
+  local need = cost < 0 and -cost or 1
+  local allow_at = tat + need * interval - burst * interval
   if allow_at > now then return math.ceil(allow_at - now) end
   return 0
 end
@@ -21,7 +24,7 @@ end
 local function gcra_charge(key, interval, cost, now)
   local tat = tonumber(redis.call('GET', key)) or now
   if tat < now then tat = now end
-  local new_tat = tat + cost * interval
+  local new_tat = tat + math.abs(cost) * interval
   redis.call('SET', key, string.format('%.3f', new_tat), 'PX', math.max(1, math.ceil(new_tat - now)))
 end
 
@@ -34,7 +37,7 @@ local function gcra_all(buckets)
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local wait = 0
   for _, b in ipairs(buckets) do
-    wait = math.max(wait, gcra_wait(b[1], b[2], b[3], now))
+    wait = math.max(wait, gcra_wait(b[1], b[2], b[3], b[4], now))
   end
   if wait > 0 then return wait end
   for _, b in ipairs(buckets) do gcra_charge(b[1], b[2], b[4], now) end

@@ -1,0 +1,99 @@
+"""`POST /api/event` without Django's request machinery, with group commit.
+
+Browsers send one event per request, so this is the path real traffic takes, and most of
+its cost was around the work, not the work: building a Django request, middleware, URL
+resolution, a thread for each request, and a Redis round trip of its own. Behind `make
+run`'s server (config/buffered.py) the front answers this one path itself, in the event
+loop: the same checks as the Django view (api/ingest.py single_event(), the same answers
+and error messages, byte for byte), then the event joins the next group write
+(ingest/group_commit.py). Every other path, and this one under any other server, is
+Django's.
+
+The site lookup is cached per process (sites.py); on a miss it reads the database, which
+Django does not allow inside an event loop, so that one check runs in the Django thread
+pool instead.
+"""
+import asyncio
+
+import orjson
+from django.conf import settings
+from django.core.exceptions import SynchronousOnlyOperation
+
+from ..ingest.group_commit import SPOOLED, Entry, GroupCommit, StorageUnavailable
+from ..store.limits import Limited
+from .http import CORS_HEADERS, ApiError, decode_body, forwarded_client
+from .ingest import DROPPED_HEADER, SPOOLED_HEADER, single_event
+
+PATH = "/api/event"
+ALLOWED = ("POST", "OPTIONS")
+
+# What Django's CORS decorator and SecurityMiddleware add to this endpoint's answers.
+_COMMON = [
+    *((name.lower().encode(), value.encode()) for name, value in CORS_HEADERS.items()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", settings.SECURE_REFERRER_POLICY.encode()),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
+_TEXT = [(b"content-type", b"text/plain"), *_COMMON]
+_JSON = [(b"content-type", b"application/json"), *_COMMON]
+
+
+class EventFront:
+    PATH = PATH
+
+    def __init__(self, django_pool):
+        self.django_pool = django_pool  # where a check that reads the database runs
+        self.commit = GroupCommit()
+
+    async def handle(self, scope, body: bytes):
+        """(status, headers, body) for a request to PATH whose whole body is `body`."""
+        method = scope["method"]
+        if method == "OPTIONS":
+            return 204, list(_COMMON), b""
+        if method not in ALLOWED:
+            return _error(405, f"method {method} not allowed; use {', '.join(ALLOWED)}", {"Allow": ", ".join(ALLOWED)})
+        headers = _headers(scope)
+        try:
+            if len(body) > settings.MAX_EVENT_BODY:
+                raise ApiError(413, f"body too large: {len(body)} bytes, at most {settings.MAX_EVENT_BODY}")
+            body = decode_body(body, headers.get(b"content-encoding", b"").decode("latin-1"), settings.MAX_EVENT_BODY)
+            client = scope.get("client") or ("", 0)
+            ip = forwarded_client(client[0], headers.get(b"x-forwarded-for", b"").decode("latin-1"))
+            user_agent = headers.get(b"user-agent", b"").decode("latin-1")
+            try:
+                accepted = single_event(body, user_agent, ip)
+            except SynchronousOnlyOperation:  # a site not in this process's cache: read it in a thread
+                accepted = await asyncio.get_running_loop().run_in_executor(self.django_pool, single_event, body, user_agent, ip)
+            outcomes = await asyncio.gather(
+                *(self.commit.submit(Entry(site, hit, limits)) for site, hit, limits in accepted.targets),
+                return_exceptions=True,
+            )
+        except ApiError as e:
+            return _error(e.status, e.message, e.headers)
+        extra = []
+        for outcome in outcomes:
+            if isinstance(outcome, Limited):
+                return _error(429, str(outcome), {"Retry-After": str(outcome.retry_after)})
+            if isinstance(outcome, StorageUnavailable):
+                return _error(503, "storage is unavailable; retry later", {"Retry-After": "5"})
+            if isinstance(outcome, BaseException):
+                raise outcome
+            if outcome == SPOOLED and not extra:
+                extra.append((SPOOLED_HEADER.lower().encode(), b"1"))
+        if accepted.bot:
+            extra.append((DROPPED_HEADER.lower().encode(), b"bot"))
+        return 202, [*_TEXT, *extra], b"ok"
+
+
+def _headers(scope) -> dict[bytes, bytes]:
+    """The request's headers by lower-case name; repeated ones joined with commas."""
+    found: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:
+        name = name.lower()
+        found[name] = found[name] + b"," + value if name in found else value
+    return found
+
+
+def _error(status: int, message: str, headers: dict | None = None):
+    extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
+    return status, [*_JSON, *extra], orjson.dumps({"error": message})

@@ -1,0 +1,156 @@
+"""Group commit: single events that arrive together share one Redis call.
+
+A browser sends one event per request. Alone, each request pays a round trip and a
+record_batch call's fixed costs (some forty keys named, the script started); under load
+many requests wait at the same moment. The event front (analytics/api/event_front.py)
+hands each checked event to `GroupCommit.submit()` and awaits it. Events that arrive
+while a write is in flight go together in the next write: one pipeline, one script call
+per site. Nothing waits for a timer: an idle server writes each event at once, a busy one
+writes bigger groups, as fast as Redis answers (the database world's group commit).
+
+Durability is unchanged: a request is answered only after its group's write returned,
+or after the group went to the spool because Redis was unreachable or timed out (then
+the whole group is spooled under its mark, and a replay counts what Redis had not
+applied, once). Rate limits stay per event: a group's buckets are charged together, and
+if one refuses, that site's events of the group are written one by one, each charged
+alone, exactly as without grouping.
+"""
+import asyncio
+import dataclasses
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+import redis
+
+from ..sites import SiteInfo
+from ..store.connection import get_redis
+from ..store.limits import Bucket, Limited
+from . import spool
+from .record import Hit, execute, new_mark, prepare, record
+
+log = logging.getLogger(__name__)
+
+MAX_GROUP = 500  # events per write: past this, the rest wait for the next one
+WRITTEN, SPOOLED = "written", "spooled"
+
+
+class Entry(NamedTuple):
+    site: SiteInfo
+    hit: Hit
+    limits: list[Bucket]
+
+
+class StorageUnavailable(Exception):
+    """Redis could not take the events and neither could the spool (the disk)."""
+
+
+class GroupCommit:
+    """Collects entries from coroutines on one event loop; writes them in groups, one
+    group in flight at a time, in a thread of its own (Redis I/O never blocks the loop)."""
+
+    def __init__(self, max_group: int = MAX_GROUP):
+        self.max_group = max_group
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="group-commit")
+        self.groups_written = 0  # (for tests and the bench: how many writes the events took)
+        self._loop = None
+        self._pending: list[tuple[Entry, asyncio.Future]] = []
+        self._drain_task = None
+
+    async def submit(self, entry: Entry) -> str:
+        """Wait until the entry is written (WRITTEN) or spooled (SPOOLED). Raises Limited
+        when its rate limits refuse it, StorageUnavailable when nothing could keep it."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # (a new loop, e.g. a test's asyncio.run: nothing carries over)
+            self._loop, self._pending, self._drain_task = loop, [], None
+        future = loop.create_future()
+        self._pending.append((entry, future))
+        if self._drain_task is None:
+            self._drain_task = loop.create_task(self._drain())
+        return await future
+
+    async def _drain(self):
+        loop = asyncio.get_running_loop()
+        try:
+            while self._pending:
+                group, self._pending = self._pending[: self.max_group], self._pending[self.max_group :]
+                try:
+                    outcomes = await loop.run_in_executor(self.executor, write_group, [entry for entry, _ in group])
+                except Exception as e:  # (a bug, not an outage: every request of the group hears of it)
+                    outcomes = [e] * len(group)
+                self.groups_written += 1
+                for (_, future), outcome in zip(group, outcomes):
+                    if future.done():  # (its client went away)
+                        continue
+                    if isinstance(outcome, Exception):
+                        future.set_exception(outcome)
+                    else:
+                        future.set_result(outcome)
+        finally:
+            self._drain_task = None
+
+
+def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:
+    """Write the entries, one script call per site, all in one round trip. Returns one
+    outcome per entry: WRITTEN, SPOOLED, or the exception to raise for it."""
+    r = r or get_redis()
+    now = datetime.now(UTC)
+    by_site: dict[int, list[int]] = {}
+    for i, entry in enumerate(entries):
+        by_site.setdefault(entry.site.id, []).append(i)
+    groups = []  # (site, entry indexes, mark, prepared)
+    for indexes in by_site.values():
+        site = entries[indexes[0]].site
+        mark = new_mark(site, now)
+        hits = [entries[i].hit for i in indexes]
+        limits = _merged([bucket for i in indexes for bucket in entries[i].limits])
+        groups.append((site, indexes, mark, prepare(site, hits, now=now, mark=mark, limits=limits)))
+    outcomes: list = [None] * len(entries)
+    try:
+        answers = execute(r, [prepared for *_, prepared in groups])
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        for site, indexes, mark, _ in groups:
+            kept = _spool(site, [entries[i].hit for i in indexes], now, mark)
+            for i in indexes:
+                outcomes[i] = kept
+        return outcomes
+    for (site, indexes, _, _), answer in zip(groups, answers):
+        if isinstance(answer, Limited):  # one of the group's buckets refused: each event on its own
+            for i in indexes:
+                outcomes[i] = _write_alone(r, entries[i], now)
+        else:
+            for i in indexes:
+                outcomes[i] = WRITTEN
+    return outcomes
+
+
+def _write_alone(r: redis.Redis, entry: Entry, now: datetime):
+    mark = new_mark(entry.site, now)
+    try:
+        record(r, entry.site, [entry.hit], now=now, mark=mark, limits=entry.limits)
+        return WRITTEN
+    except Limited as e:
+        return e
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        return _spool(entry.site, [entry.hit], now, mark)
+
+
+def _spool(site: SiteInfo, hits: list[Hit], now: datetime, mark):
+    try:
+        spool.write(site, hits, received=now, mark=mark)
+        return SPOOLED
+    except OSError as e:
+        log.error("Redis and the spool both failed; %d events not kept: %s", len(hits), e)
+        return StorageUnavailable(str(e))
+
+
+def _merged(buckets: list[Bucket]) -> list[Bucket]:
+    """One bucket per key, charged what the group's events charge it together, and only
+    if all of them fit (each event alone could not have gone through in debt)."""
+    merged: dict[str, Bucket] = {}
+    for bucket in buckets:
+        known = merged.get(bucket.key)
+        cost = bucket.cost if known is None else known.cost + bucket.cost
+        merged[bucket.key] = dataclasses.replace(bucket, cost=cost, separate=True)
+    return list(merged.values())
