@@ -187,10 +187,11 @@ def start_server(app: str, redis_url: str, server: str = "gunicorn") -> tuple[su
         ALLOWED_HOSTS="127.0.0.1",
         PYTHONPATH=f"{BASE}:{BASE / 'bench'}",
     )
-    workers = str(os.cpu_count() or 2)
+    workers = os.environ.get("BENCH_WORKERS") or str(os.cpu_count() or 2)
     if server == "granian":
         command = [str(Path(sys.executable).parent / "granian"), "--interface", "asgi", "--host", "127.0.0.1",
-                   "--port", str(port), "--workers", workers, "--log-level", "warning", "--no-ws", app]
+                   "--port", str(port), "--workers", workers, "--log-level", "warning", "--no-ws", "--loop", "uvloop",
+                   *os.environ.get("BENCH_GRANIAN_ARGS", "").split(), app]
     else:
         command = [str(Path(sys.executable).parent / "gunicorn"), app, "--bind", f"127.0.0.1:{port}",
                    "--workers", workers, "--worker-class", "sync", "--log-level", "warning", "--backlog", "2048"]

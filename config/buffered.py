@@ -54,7 +54,8 @@ class BufferedWSGI:
         if scope["type"] != "http":
             return
         try:
-            body = await asyncio.wait_for(self._body(receive), self.body_timeout)
+            async with asyncio.timeout(self.body_timeout):  # (cheaper than wait_for: no task of its own)
+                body = await self._body(receive)
         except TooLarge:
             return await self._send(send, *_error(413, f"body too large: more than {self.max_body} bytes"))
         except TimeoutError:

@@ -64,10 +64,16 @@ class EventFront:
                 accepted = single_event(body, user_agent, ip)
             except SynchronousOnlyOperation:  # a site not in this process's cache: read it in a thread
                 accepted = await asyncio.get_running_loop().run_in_executor(self.django_pool, single_event, body, user_agent, ip)
-            outcomes = await asyncio.gather(
-                *(self.commit.submit(Entry(site, hit, limits)) for site, hit, limits in accepted.targets),
-                return_exceptions=True,
-            )
+            if len(accepted.targets) == 1:  # (the usual case: no gather, no tasks of its own)
+                try:
+                    outcomes = [await self.commit.submit(Entry(*accepted.targets[0]))]
+                except Exception as e:
+                    outcomes = [e]
+            else:
+                outcomes = await asyncio.gather(
+                    *(self.commit.submit(Entry(site, hit, limits)) for site, hit, limits in accepted.targets),
+                    return_exceptions=True,
+                )
         except ApiError as e:
             return _error(e.status, e.message, e.headers)
         extra = []

