@@ -8,6 +8,8 @@ are counted under it). Field strings join a dimension and its value with SEP (a 
 character no value holds: ingest strips control characters), and a visit's fields with
 FIELD_SEP; record_batch.lua (lib/visits.lua) splits them the same way.
 """
+import struct
+
 VISIT_TIMEOUT = 30 * 60  # seconds without an event that end a visit (Plausible's)
 SEP = "\x1f"
 FIELD_SEP = "\x1e"
@@ -27,6 +29,9 @@ ALL = (*VISIT_DIMENSIONS, EXIT)
 # "pageviews" and "visitors" count on the day of the event; "visits", "bounces" and
 # "duration" (seconds, summed) on the day the visit started; "exits" is visits by last page.
 TABLES = ("pageviews", "visits", "bounces", "duration", "exits")
+# How a field's TABLES numbers are packed in the day's counts hash (struct; lib/visits.lua
+# writes them as '<i8i8i8i8i8'): five signed 64-bit little-endian integers.
+COUNTS = struct.Struct("<5q")
 
 
 TOTAL = "total" + SEP + "all"  # every visit counts under this field too: the site's totals

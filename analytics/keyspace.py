@@ -36,16 +36,9 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
         scale = total_pages / len(paths)
         count, size = int(count * scale), int(size * scale)
     daily = keys.daily_family(sid, today)
-    pipe = r.pipeline(transaction=False)
-    for dimension in dimensions.ALL:
-        pipe.smembers(keys.dimension_values(sid, today, dimension))
-    value_keys = [
-        keys.dimension_visitors(sid, today, dimensions.field(dimension, value.decode()))
-        for dimension, values in zip(dimensions.ALL, pipe.execute())
-        for value in values
-    ]
-    tables = [keys.dimension_table(sid, today, table) for table in dimensions.TABLES]
-    sets = [keys.dimension_values(sid, today, dimension) for dimension in dimensions.ALL]
+    value_keys = [keys.dimension_visitors(sid, today, field.decode()) for field in r.smembers(keys.dimension_fields(sid, today))]
+    tables = [keys.dimension_counts(sid, today)]
+    sets = [keys.dimension_fields(sid, today), keys.dimension_sizes(sid, today)]
     generation = int(datetime.now(UTC).timestamp()) // dimensions.VISIT_TIMEOUT
     return {
         "visit dimensions (tables, value sets)": _usage(r, tables + sets),

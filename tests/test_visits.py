@@ -88,13 +88,20 @@ def send(r, site, events, batch, daily_salt_source=None):
     return info
 
 
+def table(r, site_id, day, name) -> dict[str, int]:
+    """One of dimensions.TABLES as stored for a day: {field: number}, numbers that are not 0."""
+    slot = dimensions.TABLES.index(name)
+    raw = r.hgetall(keys.dimension_counts(site_id, day))
+    numbers = {k.decode(): dimensions.COUNTS.unpack(v)[slot] for k, v in raw.items()}
+    return {field: n for field, n in numbers.items() if n}
+
+
 def stored(r, site_id, counts, visitors):
     days = {day for day, _ in counts} | {day for day, _ in visitors}
     got = defaultdict(dict)
     for day in days:
-        for table in dimensions.TABLES:
-            raw = r.hgetall(keys.dimension_table(site_id, day, table))
-            got[day, table] = {k.decode(): int(v) for k, v in raw.items() if int(v)}
+        for name in dimensions.TABLES:
+            got[day, name] = table(r, site_id, day, name)
     return got
 
 
@@ -126,11 +133,11 @@ def test_a_visit_goes_on_across_midnight_in_the_site_time_zone(site, r):
     ]
     send(r, site, events, 1)
     day1, day2 = midnight.date(), (midnight + timedelta(days=1)).date()
-    assert r.hgetall(keys.dimension_table(site.id, day1, "visits")) == {b"source\x1fGoogle": b"1", b"country\x1fDE": b"1", b"entry_page\x1f/a": b"1", b"total\x1fall": b"1"}
-    assert r.hget(keys.dimension_table(site.id, day1, "duration"), "source\x1fGoogle") == b"900"
-    assert r.hget(keys.dimension_table(site.id, day1, "bounces"), "source\x1fGoogle") == b"0"
-    assert r.hget(keys.dimension_table(site.id, day2, "pageviews"), "source\x1fGoogle") == b"1"
-    assert r.hget(keys.dimension_table(site.id, day1, "exits"), "exit_page\x1f/b") == b"1"
+    assert table(r, site.id, day1, "visits") == {"source\x1fGoogle": 1, "country\x1fDE": 1, "entry_page\x1f/a": 1, "total\x1fall": 1}
+    assert table(r, site.id, day1, "duration")["source\x1fGoogle"] == 900
+    assert "source\x1fGoogle" not in table(r, site.id, day1, "bounces")
+    assert table(r, site.id, day2, "pageviews")["source\x1fGoogle"] == 1
+    assert table(r, site.id, day1, "exits") == {"exit_page\x1f/b": 1}
     assert b"2026-11-20" in r.smembers(keys.dirty_days(site.id))
 
 
@@ -141,8 +148,8 @@ def test_a_daily_salt_visit_survives_the_salt_change(site, r):
     events = [(midnight - timedelta(minutes=3), 1, "p", "/a", attrs("Google", "DE")),
               (midnight + timedelta(minutes=3), 1, "p", "/b", attrs("Google", "DE"))]
     send(r, site, events, 1)
-    assert r.hget(keys.dimension_table(site.id, midnight.date() - timedelta(days=1), "visits"), "source\x1fGoogle") == b"1"
-    assert r.hget(keys.dimension_table(site.id, midnight.date(), "visits"), "source\x1fGoogle") is None
+    assert table(r, site.id, midnight.date() - timedelta(days=1), "visits")["source\x1fGoogle"] == 1
+    assert "source\x1fGoogle" not in table(r, site.id, midnight.date(), "visits")
 
 
 def test_values_past_the_daily_quota_count_as_other(site, r):
@@ -151,9 +158,9 @@ def test_values_past_the_daily_quota_count_as_other(site, r):
     ts = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
     events = [(ts + timedelta(hours=v), v, "p", "/", attrs(f"source-{v}", "DE")) for v in range(5)]
     send(r, site, events, 2)
-    visits = r.hgetall(keys.dimension_table(site.id, ts.date(), "visits"))
-    assert {k for k in visits if k.startswith(b"source")} == {b"source\x1fsource-0", b"source\x1fsource-1", b"source\x1fsource-2", b"source\x1f(other)"}
-    assert visits[b"source\x1f(other)"] == b"2"
+    visits = table(r, site.id, ts.date(), "visits")
+    assert {k for k in visits if k.startswith("source")} == {"source\x1fsource-0", "source\x1fsource-1", "source\x1fsource-2", "source\x1f(other)"}
+    assert visits["source\x1f(other)"] == 2
     assert r.pfcount(keys.dimension_visitors(site.id, ts.date(), "source\x1f(other)")) == 2
 
 
@@ -166,8 +173,8 @@ def test_a_replayed_call_counts_its_visits_once(site, r):
     mark = new_mark(info, NOW)
     record(r, info, hits, now=NOW, mark=mark)
     record(r, info, hits, now=NOW, mark=mark)
-    assert r.hget(keys.dimension_table(site.id, ts.date(), "visits"), "source\x1fGoogle") == b"1"
-    assert r.hget(keys.dimension_table(site.id, ts.date(), "pageviews"), "source\x1fGoogle") == b"3"
+    assert table(r, site.id, ts.date(), "visits")["source\x1fGoogle"] == 1
+    assert table(r, site.id, ts.date(), "pageviews")["source\x1fGoogle"] == 3
 
 
 def test_a_batch_bigger_than_luas_unpack_limit_counts(site, r):
@@ -177,7 +184,7 @@ def test_a_batch_bigger_than_luas_unpack_limit_counts(site, r):
     events = sorted(((start + timedelta(minutes=31 * n), v, "p", "/", attrs("Google", "DE")) for n in range(9) for v in range(1000)),
                     key=lambda e: (e[0], e[1]))
     send(r, site, events, 9000)
-    assert r.hget(keys.dimension_table(site.id, start.date(), "visits"), "source\x1fGoogle") == b"9000"
+    assert table(r, site.id, start.date(), "visits")["source\x1fGoogle"] == 9000
     assert abs(r.pfcount(keys.dimension_visitors(site.id, start.date(), "source\x1fGoogle")) - 1000) <= hll_tolerance(1000)
 
 
@@ -193,8 +200,8 @@ def test_a_visit_longer_than_an_hour_keeps_its_dimensions(site, r):
     for n in range(5):
         ts = start + timedelta(minutes=20 * n)
         record(r, info, [hit_at(ts, "v", f"/p{n}", "Google" if n == 0 else "Direct / None")], now=ts)
-    google = {t: r.hget(keys.dimension_table(site.id, start.date(), t), "source\x1fGoogle") for t in ("pageviews", "duration", "visits")}
-    assert google == {"pageviews": b"5", "duration": b"4800", "visits": b"1"}
+    google = {t: table(r, site.id, start.date(), t)["source\x1fGoogle"] for t in ("pageviews", "duration", "visits")}
+    assert google == {"pageviews": 5, "duration": 4800, "visits": 1}
 
 
 def test_a_backfilled_visit_beside_an_open_one_is_counted_as_one_visit(site, r):
@@ -204,8 +211,8 @@ def test_a_backfilled_visit_beside_an_open_one_is_counted_as_one_visit(site, r):
     record(r, info, [hit_at(now, "v", "/now")], now=now)
     old = now - timedelta(hours=3)
     record(r, info, [hit_at(old + timedelta(minutes=n), "v", p) for n, p in enumerate(("/a", "/b", "/c"))], now=now)
-    table = {t: int(r.hget(keys.dimension_table(site.id, now.date(), t), "source\x1fGoogle")) for t in ("visits", "bounces", "duration")}
-    assert table == {"visits": 2, "bounces": 1, "duration": 120}
+    google = {t: table(r, site.id, now.date(), t)["source\x1fGoogle"] for t in ("visits", "bounces", "duration")}
+    assert google == {"visits": 2, "bounces": 1, "duration": 120}
 
 
 def test_a_visitors_events_split_over_chunks_out_of_order_are_one_visit(site, r):
@@ -217,9 +224,9 @@ def test_a_visitors_events_split_over_chunks_out_of_order_are_one_visit(site, r)
     hits += [hit_at(t, "v", "/a"), hit_at(t + timedelta(minutes=20), "v", "/b")]
     record(r, info, hits, now=t + timedelta(hours=1))
     day = t.date()
-    assert r.hget(keys.dimension_table(site.id, day, "visits"), "entry_page\x1f/a") == b"1"
-    assert r.hget(keys.dimension_table(site.id, day, "exits"), "exit_page\x1f/c") == b"1"
-    assert r.hget(keys.dimension_table(site.id, day, "duration"), "entry_page\x1f/a") == b"2400"
+    assert table(r, site.id, day, "visits")["entry_page\x1f/a"] == 1
+    assert table(r, site.id, day, "exits")["exit_page\x1f/c"] == 1
+    assert table(r, site.id, day, "duration")["entry_page\x1f/a"] == 2400
 
 
 def test_a_raised_quota_never_sends_a_count_below_zero(site, r):
@@ -235,6 +242,8 @@ def test_a_raised_quota_never_sends_a_count_below_zero(site, r):
     site.max_property_values = 100
     site.save()
     record(r, SiteInfo.from_model(site), [hit_at(t + timedelta(minutes=2), "b", "/2", "Direct / None")], now=t)
-    table = r.hgetall(keys.dimension_table(site.id, t.date(), "bounces"))
-    assert all(int(n) >= 0 for n in table.values()) and table[b"source\x1f(other)"] == b"0"
+    raw = r.hgetall(keys.dimension_counts(site.id, t.date()))
+    rows = {k.decode(): dimensions.COUNTS.unpack(v) for k, v in raw.items()}
+    assert all(n >= 0 for row in rows.values() for n in row)
+    assert rows["source\x1f(other)"][dimensions.TABLES.index("bounces")] == 0
     _store_dimensions(r, site, [t.date()])

@@ -16,20 +16,13 @@ def dimension_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date,
         return {}
     pipe = r.pipeline(transaction=False)
     for day in days:
-        for table in dimensions.TABLES:
-            pipe.hgetall(keys.dimension_table(site_id, day, table))
-    answers = iter(pipe.execute())
+        pipe.hgetall(keys.dimension_counts(site_id, day))
     result: dict[date, dict[str, dict[str, int]]] = {}
-    for day in days:
-        fields: dict[str, dict[str, int]] = {}
-        for table in dimensions.TABLES:
-            for raw, value in next(answers).items():
-                name = raw.decode()
-                row = fields.get(name)
-                if row is None:
-                    row = fields[name] = dict.fromkeys(("visitors", *dimensions.TABLES), 0)
-                row[table] = int(value)
-        result[day] = fields
+    unpack = dimensions.COUNTS.unpack
+    for day, counts in zip(days, pipe.execute()):
+        result[day] = {
+            raw.decode(): {"visitors": 0, **dict(zip(dimensions.TABLES, unpack(value)))} for raw, value in counts.items()
+        }
     pipe = r.pipeline(transaction=False)
     wanted = [(day, name) for day, fields in result.items() for name in fields if _has_visitors(name)]
     for day, name in wanted:

@@ -14,7 +14,6 @@ from datetime import UTC, date, datetime, time, timedelta
 
 import redis
 
-from .. import dimensions
 from ..models import DailyMetrics, Site
 from ..store import keys
 
@@ -40,8 +39,7 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
             pipe.smembers(keys.pages_index(sid, day))
             pipe.smembers(keys.events_index(sid, day))
             pipe.smembers(keys.props_index(sid, day))
-            for dimension in dimensions.ALL:
-                pipe.smembers(keys.dimension_values(sid, day, dimension))
+            pipe.smembers(keys.dimension_fields(sid, day))
         listed = iter(pipe.execute())
         pipe = r.pipeline(transaction=False)
         for day in chunk:
@@ -62,12 +60,10 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
                 path = path.decode()
                 pipe.expireat(keys.page_visitors(sid, day, path), page_at)
                 pipe.expireat(keys.page_pageviews(sid, day, path), page_at)
-            for table in dimensions.TABLES:
-                pipe.expireat(keys.dimension_table(sid, day, table), daily_at)
-            for dimension in dimensions.ALL:
-                pipe.expireat(keys.dimension_values(sid, day, dimension), daily_at)
-                for value in next(listed):
-                    pipe.expireat(keys.dimension_visitors(sid, day, dimensions.field(dimension, value.decode())), daily_at)
+            for key in (keys.dimension_counts(sid, day), keys.dimension_fields(sid, day), keys.dimension_sizes(sid, day)):
+                pipe.expireat(key, daily_at)
+            for field in next(listed):
+                pipe.expireat(keys.dimension_visitors(sid, day, field.decode()), daily_at)
         pipe.execute()
 
 

@@ -44,9 +44,11 @@ revenue:<day>      hash    "<event>\x1f<currency>" -> revenue that day, in hundr
 sess:<generation>  hash    visitor digest -> their open visit's state (lib/visits.lua);
                            one hash per half hour of the clock, read with the one before
 sess-parts:<gen>   hash    part id -> a part of visit fields (source, device...), same life
-dim:<day>:<table>  hash    "<dimension>\x1f<value>" -> pageviews, visits, bounces,
-                           duration (s) or exits that day (analytics.dimensions.TABLES)
-dim:<day>:vals:<d> set     the values of dimension <d> seen that day (capped per site)
+dim:<day>:counts   hash    "<dimension>\x1f<value>" -> its pageviews, visits, bounces,
+                           duration (s) and exits that day, packed (dimensions.COUNTS)
+dim:<day>:fields   set     the "<dimension>\x1f<value>" fields kept that day (capped per
+                           dimension; past the cap, "<dimension>\x1f(other)")
+dim:<day>:sizes    hash    dimension -> its number of values in dim:<day>:fields
 dim:<day>:v:<field> HLL    visitors of "<dimension>\x1f<value>" that day
 page-search        zset    page paths, score 0, for prefix search (ZRANGEBYLEX); capped
 page-rank          zset    the same paths scored by pageviews: the least visited leave first
@@ -204,12 +206,21 @@ def dimensions_prefix(site_id: int) -> str:
     return f"{PREFIX}:{{{site_id}}}:dim:"
 
 
-def dimension_table(site_id: int, day: date, table: str) -> str:
-    return f"{dimensions_prefix(site_id)}{day.isoformat()}:{table}"
+def dimension_counts(site_id: int, day: date) -> str:
+    """Hash: dimension field -> its numbers of the day (dimensions.TABLES, packed as
+    dimensions.COUNTS: lib/visits.lua writes them all in one HSET)."""
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:counts"
 
 
-def dimension_values(site_id: int, day: date, dimension: str) -> str:
-    return f"{dimensions_prefix(site_id)}{day.isoformat()}:vals:{dimension}"
+def dimension_fields(site_id: int, day: date) -> str:
+    """Set of the day's dimension fields ("dimension SEP value"): the values the day's
+    quota kept, and "(other)" where it overflowed."""
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:fields"
+
+
+def dimension_sizes(site_id: int, day: date) -> str:
+    """Hash: dimension -> how many of its values dimension_fields holds (the quota's count)."""
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:sizes"
 
 
 def dimension_visitors(site_id: int, day: date, field: str) -> str:

@@ -339,11 +339,11 @@ end
 -- Visits and the visit dimensions.
 record_visits(digests, ARGV[6], pos + 2, {KEYS[key_index], KEYS[key_index + 1], KEYS[key_index + 2], KEYS[key_index + 3]}, KEYS[12])
 if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")
-  local kept_cities = ARGV[pos + 2 + 3] .. ARGV[6] .. ':vals:city'
+  local kept_fields = ARGV[pos + 2 + 3] .. ARGV[6] .. ':fields'
   local add = {}
   for j = 0, places - 1 do
     local at = places_at + 3 * j
-    if redis.call('SISMEMBER', kept_cities, ARGV[at + 2]) == 1 then
+    if redis.call('SISMEMBER', kept_fields, 'city' .. SEP .. ARGV[at + 2]) == 1 then
       add[#add + 1] = ARGV[at]; add[#add + 1] = ARGV[at + 1]; add[#add + 1] = ARGV[at + 2]
     end
   end

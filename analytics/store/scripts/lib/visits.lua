@@ -28,8 +28,8 @@
 -- parts' texts live in hashes per half hour of the clock (this one and the one before are
 -- read), so they expire on their own.
 --
--- Quotas: a day keeps at most `quota` distinct values per dimension (a set per day and
--- dimension); past it, new values count under "(other)".
+-- Quotas: a day keeps at most `quota` distinct values per dimension (the day's fields in
+-- one set, their number per dimension in a hash); past it, new values count under "(other)".
 
 local SEP, FIELD_SEP, OTHER_VALUE = '\31', '\30', '(other)'
 local PAGEVIEW, INTERACTIVE = string.byte('p'), string.byte('i')  -- (event kinds, as sent)
@@ -69,6 +69,10 @@ end
 -- exit page, FIELD_SEP, and the part ids. (struct.unpack is several times faster than
 -- matching a pattern, and the states are read and written once per visitor per call.)
 local STATE = '>IIHBc10c10'
+-- A dimension field's numbers on a day: pageviews, visits, bounces, duration (s), exits,
+-- signed 64-bit little-endian (analytics/counts/dimensions.py reads them).
+local COUNTS = '<i8i8i8i8i8'
+local TABLE_SLOT = {pageviews = 1, visits = 2, bounces = 3, duration = 4, exits = 5}
 local NO_DAY = '----------'
 
 local function parse_state(raw)
@@ -337,63 +341,80 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
         end
       end
     end
-    local values = {}  -- dimension -> {value, ...}
-    local listed = {}
+    local listed, all = {}, {}  -- the fields this call counts on that day (not the totals: no quota)
     local function note(f)
-      if not listed[f] and f ~= TOTAL then  -- (no quota for the totals)
-        listed[f] = true
-        local cut = string.find(f, SEP, 1, true)
-        local dim = string.sub(f, 1, cut - 1)
-        values[dim] = values[dim] or {}
-        table.insert(values[dim], string.sub(f, cut + 1))
-      end
+      if not listed[f] and f ~= TOTAL then listed[f] = true; all[#all + 1] = f end
     end
     for _, t in pairs(by_table) do for f in pairs(t) do note(f) end end
     if on == day then for f in pairs(visitors) do note(f) end end
-    local rename = {}
-    for dim, vals in pairs(values) do
-      local set_key = prefix .. on .. ':vals:' .. dim
-      local room = quota - redis.call('SCARD', set_key)
-      local any_blocked = false
-      for _, v in ipairs(vals) do if blocked[dim .. SEP .. v] then any_blocked = true; break end end
-      if room >= #vals and not any_blocked then
-        call_sliced('SADD', set_key, vals)
-      else
-        table.sort(vals)  -- (which new values of one call still fit: decided the same way every time)
-        for _, v in ipairs(vals) do
-          if redis.call('SISMEMBER', set_key, v) == 0 then
-            if room > 0 and not blocked[dim .. SEP .. v] then
-              room = room - 1
-              redis.call('SADD', set_key, v)
-            else
-              rename[dim .. SEP .. v] = dim .. SEP .. OTHER_VALUE
-              redis.call('SADD', set_key, OTHER_VALUE)
-            end
-          end
+    -- The day's fields in one set, their number per dimension in a hash: a call whose
+    -- values are all known (nearly every one) costs one SMISMEMBER.
+    local fields_key, sizes_key = prefix .. on .. ':fields', prefix .. on .. ':sizes'
+    local new_by_dim = {}
+    for i = 1, #all, SLICE do
+      local slice = {unpack(all, i, math.min(i + SLICE - 1, #all))}
+      local known = redis.call('SMISMEMBER', fields_key, unpack(slice))
+      for j, f in ipairs(slice) do
+        if known[j] == 0 then
+          local dim = string.sub(f, 1, string.find(f, SEP, 1, true) - 1)
+          local list = child(new_by_dim, dim)
+          list[#list + 1] = f
         end
       end
     end
-    for tbl, t in pairs(by_table) do  -- one HMGET and one HSET a table, not an HINCRBY a field
-      local names, adds = {}, {}
+    local rename = {}
+    for dim, new in pairs(new_by_dim) do
+      local room = quota - (tonumber(redis.call('HGET', sizes_key, dim)) or 0)
+      table.sort(new)  -- (which new values of one call still fit: decided the same way every time)
+      local other, add, to_other = dim .. SEP .. OTHER_VALUE, {}, false
+      for _, f in ipairs(new) do
+        if f == other then  -- ("(other)" itself always has a place)
+          add[#add + 1] = f
+        elseif room > 0 and not blocked[f] then
+          room = room - 1
+          add[#add + 1] = f
+        else
+          rename[f] = other
+          to_other = true
+        end
+      end
+      if to_other and not listed[other] and redis.call('SISMEMBER', fields_key, other) == 0 then
+        add[#add + 1] = other
+      end
+      if #add > 0 then
+        call_sliced('SADD', fields_key, add)
+        redis.call('HINCRBY', sizes_key, dim, #add)
+      end
+    end
+    -- One hash a day, a field's five numbers packed in its value (COUNTS): one HMGET and
+    -- one HSET for every field of the call, where a hash per number took five of each.
+    local names, adds = {}, {}
+    for tbl, t in pairs(by_table) do
+      local slot = TABLE_SLOT[tbl]
       for f, n in pairs(t) do
         if n ~= 0 then
           local name = rename[f] or f
-          if adds[name] then adds[name] = adds[name] + n else names[#names + 1] = name; adds[name] = n end
+          local row = adds[name]
+          if not row then row = {0, 0, 0, 0, 0}; adds[name] = row; names[#names + 1] = name end
+          row[slot] = row[slot] + n
         end
       end
-      if #names > 0 then
-        local key = prefix .. on .. ':' .. tbl
-        local set = {}
-        for i = 1, #names, SLICE do
-          local slice = {unpack(names, i, math.min(i + SLICE - 1, #names))}
-          local old = redis.call('HMGET', key, unpack(slice))
-          for j, name in ipairs(slice) do
-            set[#set + 1] = name
-            set[#set + 1] = (tonumber(old[j]) or 0) + adds[name]
-          end
+    end
+    if #names > 0 then
+      local key = prefix .. on .. ':counts'
+      local set = {}
+      for i = 1, #names, SLICE do
+        local slice = {unpack(names, i, math.min(i + SLICE - 1, #names))}
+        local old = redis.call('HMGET', key, unpack(slice))
+        for j, name in ipairs(slice) do
+          local a = adds[name]
+          local p, v, b, d, x = 0, 0, 0, 0, 0
+          if old[j] then p, v, b, d, x = struct.unpack(COUNTS, old[j]) end
+          set[#set + 1] = name
+          set[#set + 1] = struct.pack(COUNTS, p + a[1], v + a[2], b + a[3], d + a[4], x + a[5])
         end
-        call_sliced('HSET', key, set)
       end
+      call_sliced('HSET', key, set)
     end
     if on == day then
       for f, list in pairs(visitors) do
