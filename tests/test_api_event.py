@@ -149,6 +149,7 @@ def test_a_missing_user_agent_is_refused(client, site):
     assert response.json() == {"error": "missing User-Agent header"}
 
 
+@pytest.mark.single_server
 def test_a_storage_outage_keeps_events_in_the_spool(client, site, settings, tmp_path, r, redis_server):
     from analytics.ingest import spool
     from analytics.store import connection
@@ -177,6 +178,7 @@ def test_a_storage_outage_keeps_events_in_the_spool(client, site, settings, tmp_
     assert spool.replay(connection.get_redis()) == 0  # nothing twice
 
 
+@pytest.mark.single_server
 def test_no_spool_either_is_a_503_not_a_500(client, site, settings, tmp_path):
     from analytics.store import connection
 

@@ -60,6 +60,7 @@ class Chaos(threading.Thread):
 
 
 @pytest.mark.slow
+@pytest.mark.single_server
 @pytest.mark.django_db(transaction=True)
 def test_every_acknowledged_event_counts_exactly_once_through_kills_and_freezes(client, make_site, redis_server, eager_celery, settings, tmp_path):
     site, key = make_site()

@@ -1,3 +1,5 @@
+import pytest
+
 """An acknowledged event is counted exactly once: retries, timeouts and spool replays.
 
 Two real faults: Redis frozen with `CLIENT PAUSE` against a client whose socket timeout
@@ -55,6 +57,7 @@ def test_a_marked_call_counts_once(site, r):
     assert 0 < r.ttl(mark.key) <= 48 * 3600
 
 
+@pytest.mark.single_server
 def test_a_timed_out_batch_that_redis_applied_is_not_counted_again(client, site, settings, tmp_path, r, redis_server):
     settings.VAR_DIR = tmp_path
     key = site.create_api_key()
@@ -90,6 +93,7 @@ def test_an_idempotency_key_makes_a_client_retry_harmless(client, site, r):
     assert batch(client, key, events, HTTP_IDEMPOTENCY_KEY="k" * 256).status_code == 400
 
 
+@pytest.mark.single_server
 def test_a_replay_that_times_out_is_picked_up_again(site, settings, tmp_path, r):
     settings.VAR_DIR = tmp_path
     info = SiteInfo.from_model(site)
@@ -135,6 +139,7 @@ def test_a_write_racing_a_claim_lands_in_a_new_file(site, settings, tmp_path, r)
     assert spool.replay(r) == 7
 
 
+@pytest.mark.single_server
 def test_the_read_api_answers_503_json_when_redis_times_out(client, site, settings, r):
     key = site.create_api_key()
     short_timeout(settings, 0.2)

@@ -51,6 +51,7 @@ def test_a_real_worker_runs_the_rollup(make_site, r, redis_server, eager_celery)
     env = dict(
         os.environ,
         REDIS_URL=redis_server.url,
+        REDIS_CLUSTER_URL=settings.REDIS_CLUSTER_URL,  # (the data's cluster, when the suite runs on one)
         CELERY_BROKER_URL=redis_server.url,
         DATABASE_URL=f"sqlite:///{settings.DATABASES['default']['NAME']}",
     )

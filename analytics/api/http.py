@@ -8,11 +8,11 @@ import ipaddress
 import zlib
 
 import orjson
-import redis
 from django.conf import settings
 from django.http import HttpResponse
 
 from .. import sites
+from ..store.connection import OUTAGE
 
 
 class ApiError(Exception):
@@ -37,7 +37,7 @@ def json_errors(view):
             return view(request, *args, **kwargs)
         except ApiError as e:
             return json_response({"error": e.message}, status=e.status, headers=e.headers)
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        except OUTAGE:
             return json_response(
                 {"error": "storage is unavailable; retry later"}, status=503, headers={"Retry-After": "5"}
             )

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 import orjson
-import redis
 from django.conf import settings
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -21,7 +20,7 @@ from ..ingest.identity import identity_source
 from ..ingest.record import Hit, Mark, client_mark, new_mark, record
 from ..ingest.visit import visit_attrs
 from ..store import keys
-from ..store.connection import get_redis
+from ..store.connection import OUTAGE, get_redis
 from ..store.limits import Bucket, Limited, Rate
 from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
 
@@ -118,7 +117,7 @@ def _record_or_spool(site, hits, now: datetime, mark: Mark, limits: list[Bucket]
         return record(get_redis(), site, hits, now=now, mark=mark, limits=limits)
     except Limited as e:
         raise ApiError(429, str(e), {"Retry-After": str(e.retry_after)}) from None
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+    except OUTAGE:
         try:
             spool.write(site, hits, received=now, mark=mark)
         except OSError:

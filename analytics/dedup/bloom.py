@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import redis
 
 from ..store import keys
+from ..store.cluster import site_client
 from ..store.scripts import BLOOM
 
 MAX_ITEMS = 10_000
@@ -68,6 +69,10 @@ def has_native(r: redis.Redis) -> bool:
             r.execute_command("BF.EXISTS", keys.PREFIX + ":bloom-probe", "x")  # reads, creates nothing
             known = True
         except redis.exceptions.ResponseError:  # unknown command
+            known = False
+        except redis.exceptions.RedisError as e:  # (a cluster client refuses unknown commands itself)
+            if "doesn't exist" not in str(e):
+                raise
             known = False
         _native[id(r)] = known
     return known
@@ -177,7 +182,7 @@ def site_stats(r: redis.Redis, site_id: int, max_filters: int = 10_000) -> Filte
     at the current fill (per sub-filter fill^k, compounded), over up to max_filters
     filters (SCAN, never KEYS)."""
     shapes = []
-    for key in r.scan_iter(match=keys.site_prefix(site_id) + "bloom:*:shape", count=1000):
+    for key in site_client(r, site_id).scan_iter(match=keys.site_prefix(site_id) + "bloom:*:shape", count=1000):
         shapes.append(key)
         if len(shapes) >= max_filters:
             break

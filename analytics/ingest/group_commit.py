@@ -25,7 +25,7 @@ from typing import NamedTuple
 import redis
 
 from ..sites import SiteInfo
-from ..store.connection import get_redis
+from ..store.connection import OUTAGE, get_redis
 from ..store.limits import Bucket, Limited
 from . import spool
 from .record import Hit, execute, new_mark, prepare, record
@@ -109,7 +109,7 @@ def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:
     outcomes: list = [None] * len(entries)
     try:
         answers = execute(r, [prepared for *_, prepared in groups])
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+    except OUTAGE:
         for site, indexes, mark, _ in groups:
             kept = _spool(site, [entries[i].hit for i in indexes], now, mark)
             for i in indexes:
@@ -132,7 +132,7 @@ def _write_alone(r: redis.Redis, entry: Entry, now: datetime):
         return WRITTEN
     except Limited as e:
         return e
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+    except OUTAGE:
         return _spool(entry.site, [entry.hit], now, mark)
 
 

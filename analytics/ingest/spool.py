@@ -28,6 +28,7 @@ from django.conf import settings
 
 from ..models import Site
 from ..sites import SiteInfo
+from ..store.connection import OUTAGE
 from .record import Hit, Mark, record
 
 log = logging.getLogger(__name__)
@@ -167,7 +168,7 @@ def replay(r: redis.Redis) -> int:
                 if site_id in sites:  # a deleted site's events are dropped
                     record(r, sites[site_id], hits, mark=Mark(*mark) if mark else None)
                 count += len(hits)
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as e:
+        except OUTAGE as e:
             log.warning("Redis failed during a spool replay (%s); %s waits for the next one", e, claimed.name)
             os.close(fd)
             break

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from ..sites import SiteInfo
 from ..store import keys
-from ..store.connection import new_async_client
+from ..store.connection import new_async_client, new_async_subscriber
 from .realtime import realtime_keys
 
 HEARTBEAT = 15.0
@@ -40,8 +40,8 @@ class _SiteChannel:
         self.task: asyncio.Task | None = None
 
     async def run(self):
-        r = new_async_client()
-        pubsub = r.pubsub()
+        r, subscriber = new_async_client(), new_async_subscriber()
+        pubsub = subscriber.pubsub()
         try:
             await pubsub.subscribe(keys.live_channel(self.site.id))
             while True:
@@ -51,6 +51,7 @@ class _SiteChannel:
                 await pubsub.get_message(ignore_subscribe_messages=True, timeout=HEARTBEAT)
         finally:
             await pubsub.aclose()
+            await subscriber.aclose()
             await r.aclose()
 
 

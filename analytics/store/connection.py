@@ -9,21 +9,34 @@ import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 
+from .cluster import ClusterClient
+
+# What an outage looks like to a client: the server refused or timed out, or (a cluster)
+# a slot has no master or moved mid-call. Ingest spools on these; everything else is a bug.
+OUTAGE = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.MovedError,
+    redis.exceptions.TryAgainError,
+)
+
 _client = None
 _lock = threading.Lock()
 
 
 def get_redis() -> redis.Redis:
+    """The client of Tally's data: REDIS_CLUSTER_URL's cluster when it is set (store/cluster.py),
+    else REDIS_URL's server."""
     global _client
     if _client is None:
         with _lock:
             if _client is None:
-                _client = redis.Redis.from_url(
-                    settings.REDIS_URL,
-                    socket_connect_timeout=2,
-                    socket_timeout=settings.REDIS_SOCKET_TIMEOUT,
-                    health_check_interval=30,
-                )
+                options = dict(socket_connect_timeout=2, socket_timeout=settings.REDIS_SOCKET_TIMEOUT)
+                if settings.REDIS_CLUSTER_URL:
+                    _client = ClusterClient.from_url(settings.REDIS_CLUSTER_URL, **options)
+                else:
+                    _client = redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30, **options)
     return _client
 
 
@@ -37,6 +50,14 @@ def reset():
 
 
 def new_async_client() -> aioredis.Redis:
-    """A fresh asyncio client (for a long-lived subscriber in the ASGI server); the caller
-    closes it."""
+    """A fresh asyncio client of Tally's data (for the ASGI server's live counts); the
+    caller closes it. On a cluster, redis-py's asyncio cluster client (single commands only)."""
+    if settings.REDIS_CLUSTER_URL:
+        return aioredis.RedisCluster.from_url(settings.REDIS_CLUSTER_URL)
     return aioredis.from_url(settings.REDIS_URL)
+
+
+def new_async_subscriber() -> aioredis.Redis:
+    """A fresh asyncio client to subscribe with; the caller closes it. On a cluster it talks
+    to the seed node: a PUBLISH (what ingest sends) reaches every node of a cluster."""
+    return aioredis.from_url(settings.REDIS_CLUSTER_URL or settings.REDIS_URL)
