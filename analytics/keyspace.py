@@ -6,7 +6,7 @@ import redis
 
 from . import dimensions
 from .sites import SiteInfo
-from .store import keys
+from .store import idmap, keys
 
 MAX_PAGES_MEASURED = 2000  # beyond this, the measured pages' average stands for the rest
 
@@ -49,5 +49,6 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
         "realtime minutes": _usage(r, minutes),
         "daily pages": (count, size),
         "daily bitmaps and site HLL": _usage(r, daily),
-        "visitor ids (kept)": _usage(r, [keys.visitor_ids(sid), keys.visitor_id_counter(sid)]),
+        "visitor ids (kept)": _usage(r, [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid),
+                                         *idmap.bucket_keys(r, sid)]),
     }

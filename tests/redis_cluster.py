@@ -76,3 +76,16 @@ class RedisClusterServers:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+if __name__ == "__main__":  # by hand: python -m tests.redis_cluster (Ctrl-C stops it)
+    import os
+
+    with RedisClusterServers() as cluster:
+        print(cluster.url, cluster.version, "3 masters", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    os._exit(0)

@@ -9,7 +9,7 @@ from analytics.dedup import bloom
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
-from analytics.store import keys
+from analytics.store import idmap, keys
 from tests.hll import hll_tolerance
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -202,7 +202,7 @@ def test_concurrent_batches_give_each_visitor_one_id(site, r):
     for t in threads:
         t.join()
     assert not errors
-    ids = [int(v) for v in r.hvals(keys.visitor_ids(site.id))]
+    ids = list(idmap.all_ids(r, site.id).values())
     assert sorted(ids) == list(range(len(ids)))  # dense and unique
     assert int(r.get(keys.visitor_id_counter(site.id))) == len(ids)
     (row,) = queries.timeseries(r, s, NOW.date(), NOW.date(), ["dau", "new_visitors"])

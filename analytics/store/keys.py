@@ -29,9 +29,13 @@ first-day          string  u16 per visitor at #<dense id>: the first day seen (d
 first-day-latest   string  the latest of those days (a chunk not before it skips reading them)
 applied:<UTC day>  set     marks of the ingest calls applied that day (exactly once)
 idempotency:<h>    set     marks of a client's Idempotency-Key (hashed), kept 24 hours
-ids[:<day>]        hash    visitor digest -> dense id (per day in daily-salt mode); in
-                           stable mode also the set of every visitor ever seen: a visitor
-                           is new the day their id is made (or an earlier day backfilled)
+ids:<day>          hash    visitor digest -> dense id, per day in daily-salt mode
+ids:b<n>           hash    stable mode: bucket n of the digest -> dense id map (the first
+                           10 bytes of the digest -> id; lib/idmap.lua), the set of every
+                           visitor ever seen: a visitor is new the day their id is made (or
+                           an earlier day backfilled)
+ids:buckets        string  the number of those buckets
+ids                hash    stable mode, before the buckets: emptied as its visitors return
 ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
@@ -259,6 +263,16 @@ def visitor_ids(site_id: int, day: date | None = None) -> str:
     """The digest -> dense id map: one per site, or one per day when the salt rotates daily."""
     suffix = f":{day.isoformat()}" if day else ""
     return f"{PREFIX}:{{{site_id}}}:ids{suffix}"
+
+
+def visitor_id_bucket(site_id: int, n: int) -> str:
+    """Bucket n of the stable visitor-id map (lib/idmap.lua: linear hashing of small hashes)."""
+    return f"{visitor_ids(site_id)}:b{n}"
+
+
+def visitor_id_buckets(site_id: int) -> str:
+    """How many buckets the stable visitor-id map has (1 when missing)."""
+    return f"{visitor_ids(site_id)}:buckets"
 
 
 def visitor_id_counter(site_id: int, day: date | None = None) -> str:

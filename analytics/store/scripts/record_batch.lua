@@ -18,7 +18,8 @@
 -- are marked dirty for the rollups. The older day's bitmap is named from ARGV[7] (its
 -- key shares the site's hash tag, so it sits in the same cluster slot as every KEY here).
 --
--- KEYS[1]  hash    visitor digest -> dense id
+-- KEYS[1]  hash    visitor digest -> dense id: a daily-salt day's map; in stable-salt mode
+--                  the base name of the bucketed map (lib/idmap.lua)
 -- KEYS[2]  string  id counter (ids handed out so far)
 -- KEYS[3]  bitmap  the day's active visitors
 -- KEYS[4]  bitmap  the day's new visitors (untouched when ARGV[2] == "0")
@@ -117,7 +118,11 @@ pos = pos + 2
 local pageviews = tonumber(ARGV[pos])
 pos = pos + 1
 if n == 0 then return {0, 0, 0} end  -- a day of bots only
-local ids = redis.call('HMGET', KEYS[1], unpack(digests))
+-- Daily-salt maps (they expire with their day) stay one hash; the stable map, which only
+-- grows, is bucketed (lib/idmap.lua).
+local daily_map = tonumber(ARGV[1]) > 0
+local shape = not daily_map and idmap_shape(KEYS[1]) or nil
+local ids = daily_map and redis.call('HMGET', KEYS[1], unpack(digests)) or idmap_get(shape, digests)
 local track_new = ARGV[2] == '1'
 local this_day = tonumber(ARGV[5])
 
@@ -127,15 +132,21 @@ for i = 1, n do
 end
 if m > 0 then
   local first = redis.call('INCRBY', KEYS[2], m) - m
-  local pairs_ = {}
+  local pairs_, entries = {}, {}
   for j = 1, m do
     local i = missing[j]
     local id = first + j - 1
     ids[i] = id
     pairs_[2 * j - 1] = digests[i]
     pairs_[2 * j] = id
+    entries[j] = {digests[i], id}
   end
-  redis.call('HSET', KEYS[1], unpack(pairs_))
+  if daily_map then
+    redis.call('HSET', KEYS[1], unpack(pairs_))
+  else
+    idmap_grow(shape, first + m - 1)  -- (first: a bucket filled past 128 would leave listpack for good)
+    idmap_put(shape, entries)
+  end
 end
 
 -- New visitors: fresh ids are new today; a known visitor whose first day is later than

@@ -1,0 +1,19 @@
+"""The stable visitor-id map as Python reads it (lib/idmap.lua writes it): its bucket keys,
+and every (digest prefix, id) pair, for the admin's memory figures and for tests."""
+import redis
+
+from . import keys
+
+
+def bucket_keys(r: redis.Redis, site_id: int) -> list[str]:
+    buckets = int(r.get(keys.visitor_id_buckets(site_id)) or 1)
+    return [keys.visitor_id_bucket(site_id, n) for n in range(buckets)]
+
+
+def all_ids(r: redis.Redis, site_id: int) -> dict[bytes, int]:
+    """{digest (its first 10 bytes in the buckets, whole in the map of before): id}."""
+    pipe = r.pipeline(transaction=False)
+    names = [*bucket_keys(r, site_id), keys.visitor_ids(site_id)]
+    for name in names:
+        pipe.hgetall(name)
+    return {field: int(value) for answer in pipe.execute() for field, value in answer.items()}

@@ -1,0 +1,64 @@
+"""The stable visitor-id map in buckets (lib/idmap.lua): exact ids, small listpack
+buckets, bytes per visitor, and the map of before drained as its visitors return."""
+import random
+from datetime import UTC, datetime
+
+from analytics.ingest import Hit, record
+from analytics.ingest.identity import digest, identity_source
+from analytics.sites import SiteInfo
+from analytics.store import idmap, keys
+from analytics.store.scripts import RECORD_BATCH
+
+BUDGET = 24  # bytes per visitor ever seen (issue 13's target)
+
+
+def hits(names):
+    return [Hit(None, "/", "pageview", identity_source(None, name, None, None)) for name in names]
+
+
+def test_every_visitor_gets_one_id_and_keeps_it(site, r):
+    info = SiteInfo.from_model(site)
+    rng = random.Random(3)
+    seen: dict[str, int] = {}
+    for _ in range(40):
+        batch = [f"v{rng.randrange(6000)}" for _ in range(400)]
+        record(r, info, hits(batch), now=datetime.now(UTC))
+        seen.update(dict.fromkeys(batch, 0))
+    stored = idmap.all_ids(r, site.pk)
+    expected = {digest(info.salt, identity_source(None, name, None, None))[:10] for name in seen}
+    assert set(stored) == expected  # every visitor, once
+    assert sorted(stored.values()) == list(range(len(seen)))  # dense ids, none given twice
+    assert int(r.get(keys.visitor_id_buckets(site.pk))) == -(-len(seen) // 48)
+
+
+def test_the_buckets_stay_small_listpacks_within_the_byte_budget(site, r):
+    info = SiteInfo.from_model(site)
+    n = 30_000
+    for start in range(0, n, 1000):
+        record(r, info, hits(f"u{i}" for i in range(start, start + 1000)), now=datetime.now(UTC))
+    names = idmap.bucket_keys(r, site.pk)
+    pipe = r.pipeline(transaction=False)
+    for name in names:
+        pipe.object("encoding", name)
+        pipe.hlen(name)
+        pipe.memory_usage(name, samples=0)
+    answers = pipe.execute()
+    encodings, sizes, usage = set(answers[0::3]), answers[1::3], sum(answers[2::3])
+    assert encodings == {b"listpack"}
+    assert sum(sizes) == n and max(sizes) < 128
+    assert usage / n <= BUDGET, f"{usage / n:.1f} bytes per visitor"
+
+
+def test_visitors_of_the_map_of_before_keep_their_ids_and_move(site, r):
+    info = SiteInfo.from_model(site)
+    old = {digest(info.salt, identity_source(None, f"o{i}", None, None)): i for i in range(300)}
+    r.hset(keys.visitor_ids(site.pk), mapping=old)  # a map as Tally kept it before the buckets
+    r.set(keys.visitor_id_counter(site.pk), 300)
+    r.script_load(RECORD_BATCH.source)
+    record(r, info, hits([f"o{i}" for i in range(100)] + ["new"]), now=datetime.now(UTC))
+    stored = idmap.all_ids(r, site.pk)
+    assert all(stored[d[:10]] == i for d, i in old.items() if i < 100)  # moved, same ids
+    assert r.hlen(keys.visitor_ids(site.pk)) == 200  # the rest wait for their return
+    assert stored[digest(info.salt, identity_source(None, "new", None, None))[:10]] == 300
+    day = info.today()
+    assert r.bitcount(keys.new_visitors(site.pk, day)) == 1  # the returning ones are not new
