@@ -62,3 +62,18 @@ def test_visitors_of_the_map_of_before_keep_their_ids_and_move(site, r):
     assert stored[digest(info.salt, identity_source(None, "new", None, None))[:10]] == 300
     day = info.today()
     assert r.bitcount(keys.new_visitors(site.pk, day)) == 1  # the returning ones are not new
+
+
+def test_the_migration_moves_the_rest_and_ids_stay(site, r):
+    from django.core.management import call_command
+
+    info = SiteInfo.from_model(site)
+    old = {digest(info.salt, identity_source(None, f"o{i}", None, None)): i for i in range(1200)}
+    r.hset(keys.visitor_ids(site.pk), mapping=old)
+    r.set(keys.visitor_id_counter(site.pk), 1200)
+    record(r, info, hits([f"o{i}" for i in range(10)]), now=datetime.now(UTC))  # (ingest moves these itself)
+    call_command("migrate_visitor_ids", "example.com")
+    assert not r.exists(keys.visitor_ids(site.pk))
+    assert idmap.all_ids(r, site.pk) == {d[:10]: i for d, i in old.items()}
+    record(r, info, hits(["o5", "o999", "fresh"]), now=datetime.now(UTC))
+    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 1  # only "fresh" is new

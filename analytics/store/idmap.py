@@ -17,3 +17,23 @@ def all_ids(r: redis.Redis, site_id: int) -> dict[bytes, int]:
     for name in names:
         pipe.hgetall(name)
     return {field: int(value) for answer in pipe.execute() for field, value in answer.items()}
+
+
+def migrate(r: redis.Redis, site_id: int, batch: int = 500, progress=None) -> int:
+    """Move every visitor of the map of before into the buckets (idmap_migrate.lua, a batch
+    per call, HSCAN to find them); ingest may run meanwhile. Returns how many moved."""
+    from .cluster import site_client
+    from .scripts import IDMAP_MIGRATE
+
+    node = site_client(r, site_id)
+    old, counter = keys.visitor_ids(site_id), keys.visitor_id_counter(site_id)
+    moved, cursor = 0, 0
+    while True:
+        cursor, found = node.hscan(old, cursor, count=batch)
+        if found:
+            done = IDMAP_MIGRATE.run(node, [old, counter], list(found))
+            moved += done
+            if progress:
+                progress(done)
+        if cursor == 0:
+            return moved

@@ -1,0 +1,28 @@
+"""python manage.py migrate_visitor_ids [DOMAIN ...]
+
+Moves the visitor-id maps kept before the bucketed layout (one big hash per site, 53-80
+bytes a visitor) into buckets (~18 bytes a visitor; analytics/store/scripts/lib/idmap.lua),
+a batch at a time, while Tally runs: ingest moves a returning visitor itself, this moves
+the rest. Every site without DOMAIN. Ids do not change.
+"""
+from django.core.management.base import BaseCommand
+from tqdm import tqdm
+
+from analytics.models import Site
+from analytics.store import idmap
+from analytics.store.connection import get_redis
+
+
+class Command(BaseCommand):
+    help = "Move the visitor-id maps of before into buckets (ids unchanged)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("domains", nargs="*")
+
+    def handle(self, domains, **options):
+        sites = Site.objects.filter(domain__in=[d.strip().lower() for d in domains]) if domains else Site.objects.all()
+        r = get_redis()
+        for site in sites.order_by("pk"):
+            with tqdm(unit=" visitors", desc=site.domain, file=self.stderr._out) as bar:
+                moved = idmap.migrate(r, site.pk, progress=bar.update)
+            self.stdout.write(f"{site.domain}: {moved:,} visitor ids moved into buckets.")
