@@ -1,11 +1,18 @@
-"""Redis memory per site-day with every visit dimension: a 100,000-visitor day.
+"""Redis memory per site-day with every visit dimension, and the memory model built on it.
 
-100,000 visitors of one day with the demo's realistic mixes (countries by address,
+A day of V visitors (10,000, 100,000 and 1,000,000 by default; BENCH_MEMORY_VISITORS
+changes the list) with the demo's realistic mixes (countries by address,
 User-Agents, referrers and campaigns, screen widths), 1 to 6 pageviews a visit over a few
 minutes, sent in time order in 1,000-event batches through ingest.record(). Memory by key
 family is MEMORY USAGE per key (analytics.keyspace, as the admin shows it); the total is
 INFO used_memory after minus before.
+
+The model (model()) adds a site-year with the expiry policy's defaults: a day's keys are
+kept 400 days, so a year holds 365 such days, plus the visitor-id map of everyone seen
+that year (counted here as if each day's visitors were all new: an upper bound), less
+the open visits (they expire 1.5 hours after a visit's last event).
 """
+import os
 import random
 from datetime import UTC, datetime, time, timedelta
 
@@ -15,10 +22,11 @@ from analytics.models import Site
 from analytics.sites import SiteInfo
 
 VISITORS = 100_000
+SIZES = [int(n) for n in os.environ.get("BENCH_MEMORY_VISITORS", "10000,100000,1000000").split(",") if n.strip()]
 BATCH = 1000
 
 
-def run(r, say) -> tuple[list[tuple], int, int]:
+def run(r, say, visitors: int = VISITORS) -> tuple[list[tuple], int, int]:
     from analytics.management.commands.demo import People, _pages
 
     r.flushall()
@@ -31,9 +39,9 @@ def run(r, say) -> tuple[list[tuple], int, int]:
     start = datetime.combine(info.today(), time(), tzinfo=info.tz)
     now = datetime.now(UTC)
     span = max(60, int((now - start).total_seconds()) - 600)
-    say(f"dimensions: {VISITORS:,} visitors of today, realistic mixes")
+    say(f"dimensions: {visitors:,} visitors of today, realistic mixes")
     hits = []
-    for _ in range(VISITORS):
+    for _ in range(visitors):
         person = crowd.new()
         t = start + timedelta(seconds=rng.randrange(span))
         attrs = None
@@ -46,6 +54,19 @@ def run(r, say) -> tuple[list[tuple], int, int]:
     for i in range(0, len(hits), BATCH):
         record(r, info, hits[i : i + BATCH], now=now)
     total = r.info("memory")["used_memory"] - before
-    rows = [(family, f"{n:,}", f"{size / 1e6:.2f}", f"{size / VISITORS:,.1f}") for family, (n, size) in memory_today(r, info).items()]
-    rows.append(("all (INFO used_memory)", f"{r.dbsize():,}", f"{total / 1e6:.2f}", f"{total / VISITORS:,.1f}"))
-    return rows, len(hits), VISITORS
+    families = memory_today(r, info)
+    rows = [(family, f"{n:,}", f"{size / 1e6:.2f}", f"{size / visitors:,.1f}") for family, (n, size) in families.items()]
+    rows.append(("all (INFO used_memory)", f"{r.dbsize():,}", f"{total / 1e6:.2f}", f"{total / visitors:,.1f}"))
+    return rows, len(hits), visitors, families
+
+
+OPEN_VISITS = "open visits (sessions, their parts)"
+IDS = "visitor ids (kept)"
+
+
+def model(visitors: int, families: dict) -> tuple:
+    """(daily visitors, MB a site-day keeps, MB of the id map for that day's visitors,
+    GB a site-year holds with the default expiry) from one measured day."""
+    day = sum(size for family, (_, size) in families.items() if family not in (OPEN_VISITS, IDS))
+    ids = families[IDS][1]
+    return (f"{visitors:,}", f"{day / 1e6:,.1f}", f"{ids / 1e6:,.1f}", f"{(365 * (day + ids)) / 1e9:,.2f}")

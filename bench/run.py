@@ -423,7 +423,7 @@ def main():
         connection.reset()
 
         engine_rows, http_results, rollup_rows, dashboard_rows, bloom_rows, import_rows = {}, {}, [], [], [], []
-        quota_rows, draw_rows, dimension_rows = [], [], []
+        quota_rows, draw_rows, dimension_rows, model_rows = [], [], [], []
         if want("ingest"):
             say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
             bodies_for_http = None
@@ -460,7 +460,11 @@ def main():
         if want("dimensions"):
             import dimensions_bench
 
-            dimension_rows, dimension_events, dimension_visitors = dimensions_bench.run(r, say)
+            for size in dimensions_bench.SIZES:
+                rows_, events_, visitors_, families_ = dimensions_bench.run(r, say, size)
+                model_rows.append(dimensions_bench.model(visitors_, families_))
+                if size == dimensions_bench.VISITORS or not dimension_rows:
+                    dimension_rows, dimension_events, dimension_visitors = rows_, events_, visitors_
         if want("quota"):
             import quota_bench
 
@@ -493,6 +497,13 @@ def main():
             f"{on} memory of one day with every visit dimension: {dimension_visitors:,} visitors, {dimension_events:,} pageviews",
             ("family", "keys", "MB", "bytes/visitor"),
             dimension_rows,
+        )
+    if model_rows:
+        table(
+            f"{on} memory model: one site, every visit dimension; a year with the default expiry (days kept 400 days; "
+            "ids as if each day's visitors were new: an upper bound; open visits left out, they expire in 1.5 h)",
+            ("daily visitors", "MB per site-day", "MB of ids per day", "GB per site-year"),
+            model_rows,
         )
     if quota_rows:
         table(
