@@ -68,3 +68,33 @@ def test_the_page_search_index_keeps_the_most_visited_paths(site, r, settings):
     record(r, info, [Hit(NOW, "/new", "pageview", who(1))], now=NOW)  # one view: least visited, leaves at once
     assert queries.search_pages(r, info, "/", limit=20) == [f"/popular/{n}" for n in reversed(range(5))]  # most visited first
     assert r.zcard(keys.page_rank(site.pk)) == 5
+
+
+def test_the_property_value_quota_is_per_property_and_totals_stay_exact(site, r):
+    """An unbounded property (a URL) must not take the room of the others (a plan), and
+    what it loses counts in its own "(other)" row: per property, the rows add up to the
+    events sent, against brute force."""
+    from analytics.queries.goals import properties
+
+    site.max_property_values = 4
+    site.save()
+    info = SiteInfo.from_model(site)
+    rng = random.Random(5)
+    sent = defaultdict(lambda: defaultdict(int))  # property -> value -> events
+    hits = []
+    for n in range(600):
+        url, plan = f"/u/{rng.randrange(50)}", rng.choice(["free", "pro", "team"])
+        props = (("url", url),) if n < 300 else (("url", url), ("plan", plan))  # plan comes late: url is full by then
+        hits.append(Hit(NOW, "/", "Signup", who(n % 97), props=props))
+        for name, value in props:
+            sent[name][value] += 1
+    for i in range(0, len(hits), 37):
+        record(r, info, hits[i : i + 37], now=NOW)
+    day = NOW.date()
+    plan, plan_total = properties(r, info, day, day, "plan", "Signup", limit=100)
+    assert {row["plan"]: row["events"] for row in plan} == dict(sent["plan"])  # all three kept
+    url, url_total = properties(r, info, day, day, "url", "Signup", limit=100)
+    rows = {row["url"]: row["events"] for row in url}
+    assert url_total == 5 and "(other)" in rows  # four values, then (other)
+    assert sum(rows.values()) == sum(sent["url"].values())  # nothing lost
+    assert all(rows[value] == sent["url"][value] for value in rows if value != "(other)")

@@ -369,15 +369,25 @@ def _script_call(
     for groups, hll_key, count_key, quota in (
         (chunk.pages, keys.page_visitors, keys.page_pageviews, site.max_pages_per_day),
         (chunk.events, keys.event_visitors, keys.event_count, site.max_event_names_per_day),
-        (chunk.props, keys.prop_visitors, keys.prop_count, site.max_property_values),
     ):
-        if groups is chunk.props:
-            script_keys.append(keys.props_index(sid, day))
         args += (len(groups), quota)
         script_keys += (hll_key(sid, day, OTHER), count_key(sid, day, OTHER))
         for name, (count, members) in groups.items():
             script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
             args += (name, count, _indexes(members))
+    script_keys += (keys.props_index(sid, day), keys.props_sizes(sid, day))
+    args += (len(chunk.props), site.max_property_values)
+    properties: dict[str, int] = {}  # "event SEP property" -> 1-based index
+    for name, (count, members) in chunk.props.items():
+        prop = name.rsplit(dimensions.SEP, 1)[0]
+        index = properties.setdefault(prop, len(properties) + 1)
+        script_keys += (keys.prop_visitors(sid, day, name), keys.prop_count(sid, day, name))
+        args += (name, count, _indexes(members), index)
+    args.append(len(properties))
+    args += properties
+    for prop in properties:
+        other = f"{prop}{dimensions.SEP}{OTHER}"
+        script_keys += (keys.prop_visitors(sid, day, other), keys.prop_count(sid, day, other))
     script_keys.append(keys.revenue(sid, day))
     args.append(len(chunk.revenue))
     for key, hundredths in chunk.revenue.items():

@@ -112,8 +112,9 @@ def properties(
 ) -> tuple[list[dict], int]:
     """Rows {prop: value, "visitors", "events"} of a custom property over the range (of one
     event, or of all), most visitors first, and how many values there are. Values past the
-    day's quota of property values are not listed: ingest counts them in one "(other)"
-    group for all properties together, which belongs to no one property."""
+    day's quota of values of the property are counted together in its row "(other)"
+    (days stored before the quota was per property kept one "(other)" for all properties,
+    which belongs to no one property and is left out)."""
     days = days_between(start, end)
     pipe = r.pipeline(transaction=False)
     for day in days:

@@ -41,6 +41,7 @@ rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
 rate[:ip:<h>]      string  ingest rate-limit buckets (GCRA) of the site and of each client
 props:<day>        set     custom property groups "<event>\x1f<prop>\x1f<value>" seen that day
+props-sizes:<day>  hash    "<event>\x1f<prop>" -> its number of values in props:<day> (quota)
 uv:<day>:prop:<g>  HLL     visitors who sent property group <g> that day
 ev:<day>:prop:<g>  string  events with property group <g> that day
 places:<day>       GEO     the day's visitors' cities at their coordinates (city database only)
@@ -143,6 +144,12 @@ def props_index(site_id: int, day: date) -> str:
     return f"{PREFIX}:{{{site_id}}}:props:{day.isoformat()}"
 
 
+def props_sizes(site_id: int, day: date) -> str:
+    """Hash: "<event>\x1f<property>" -> how many of its values props_index kept that day
+    (the quota is per property; past it, "<event>\x1f<property>\x1f(other)")."""
+    return f"{PREFIX}:{{{site_id}}}:props-sizes:{day.isoformat()}"
+
+
 def prop_visitors(site_id: int, day: date, group: str) -> str:
     return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}:prop:{group}"
 
@@ -180,6 +187,7 @@ def daily_family(site_id: int, day: date) -> list[str]:
         bots_dropped(site_id, day),
         events_index(site_id, day),
         props_index(site_id, day),
+        props_sizes(site_id, day),
         revenue(site_id, day),
         places(site_id, day),
         *(hour_visitors(site_id, day, hour) for hour in range(24)),

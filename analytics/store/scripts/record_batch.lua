@@ -40,9 +40,10 @@
 -- KEYS[17..16+L] string  rate-limit buckets (lib/gcra.lua), L of them (see ARGV[10])
 -- then     for pages, then for custom events: the HLL and counter of "(other)", where
 --          names past the day's quota are counted, then two keys per group in ARGV's
---          order, the group's HLL of visitors and its counter (string); for property
---          groups, first the day's set of them; then the day's revenue hash, then its
---          GEO set of places
+--          order, the group's HLL of visitors and its counter (string); then for property
+--          groups: the day's set of them, the hash of each property's number of values,
+--          two keys per group, then per property those of its "(other)" group; then the
+--          day's revenue hash, then its GEO set of places
 -- then     one HLL per realtime minute, in ARGV's order; then per hour of the day, in
 --          ARGV's order, the hour's HLL of visitors and its pageview counter; then the
 --          open visits of this half hour and of the one before, and the same two
@@ -64,8 +65,10 @@
 -- then     P, the day's quota of distinct paths, then P page groups: path, pageviews,
 --          the visitors (1-based indexes into the digests, u16 big-endian, concatenated)
 -- then     E, the day's quota of distinct event names, then E event groups: name,
---          count, visitors; then the same for custom property groups
---          ("event SEP property SEP value"), with the quota of values per property
+--          count, visitors
+-- then     G, the quota of values per property, then G property groups ("event SEP
+--          property SEP value"): name, count, visitors, the index of its property; then
+--          Q, then Q properties ("event SEP property")
 -- then     V, then V pairs: "event SEP currency", revenue in hundredths
 -- then     G, then G triples: longitude, latitude, city (the day's places)
 -- then     the realtime TTL in seconds, then R, then R minutes: visitors
@@ -286,9 +289,79 @@ local function groups(index_key)
 end
 local pages, page_counts = groups(KEYS[7])
 groups(KEYS[8])
-local props_index = KEYS[key_index]
-key_index = key_index + 1
-groups(props_index)
+
+-- Property groups ("event SEP property SEP value"): the quota is per property (an
+-- unbounded property must not take the others' room), and past it a value counts under
+-- its own property's "(other)" group. The day's kept groups are one set, each property's
+-- number of kept values a field of one hash.
+local function property_groups(index_key, sizes_key)
+  local count, quota = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1])
+  pos, key_index = pos + 2, key_index + 2
+  local list = {}
+  for g = 1, count do
+    list[g] = {name = ARGV[pos], n = ARGV[pos + 1], listed = ARGV[pos + 2], prop = tonumber(ARGV[pos + 3]),
+               hll = KEYS[key_index], counter = KEYS[key_index + 1]}
+    pos, key_index = pos + 4, key_index + 2
+  end
+  local props = {}
+  for j = 1, tonumber(ARGV[pos]) do
+    props[j] = {name = ARGV[pos + j], hll = KEYS[key_index], counter = KEYS[key_index + 1], other = {}, other_n = 0}
+    key_index = key_index + 2
+  end
+  pos = pos + #props + 1
+  if count == 0 then return end
+  local names = {}
+  for g = 1, count do names[g] = list[g].name end
+  local fits, new_by_prop = {}, {}
+  for i = 1, count, SLICE do
+    local known = redis.call('SMISMEMBER', index_key, unpack(names, i, math.min(i + SLICE - 1, count)))
+    for k = 1, #known do
+      local g = i + k - 1
+      if known[k] == 1 then
+        fits[g] = true
+      else
+        local waiting = new_by_prop[list[g].prop]
+        if not waiting then waiting = {}; new_by_prop[list[g].prop] = waiting end
+        waiting[#waiting + 1] = g
+      end
+    end
+  end
+  for j, waiting in pairs(new_by_prop) do
+    local room = quota - (tonumber(redis.call('HGET', sizes_key, props[j].name)) or 0)
+    table.sort(waiting, function(a, b) return list[a].name < list[b].name end)  -- (the same choice every time)
+    local add = {}
+    for _, g in ipairs(waiting) do
+      if room > 0 then
+        room = room - 1
+        fits[g] = true
+        add[#add + 1] = list[g].name
+      end
+    end
+    if #add > 0 then
+      redis.call('SADD', index_key, unpack(add))
+      redis.call('HINCRBY', sizes_key, props[j].name, #add)
+    end
+  end
+  for g = 1, count do
+    local group = list[g]
+    if fits[g] then
+      pfadd_listed(group.hll, group.listed)
+      redis.call('INCRBY', group.counter, group.n)
+    else
+      local p = props[group.prop]
+      p.other[#p.other + 1] = group.listed
+      p.other_n = p.other_n + tonumber(group.n)
+    end
+  end
+  for _, p in ipairs(props) do
+    if p.other_n > 0 then
+      pfadd_listed(p.hll, table.concat(p.other))
+      redis.call('INCRBY', p.counter, p.other_n)
+      redis.call('SADD', index_key, p.name .. SEP .. OTHER)
+    end
+  end
+end
+property_groups(KEYS[key_index], KEYS[key_index + 1])
 
 -- Revenue: "event SEP currency" -> hundredths.
 local revenue_key, sums = KEYS[key_index], tonumber(ARGV[pos])
