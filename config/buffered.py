@@ -53,16 +53,19 @@ class BufferedWSGI:
             return await self._lifespan(receive, send)
         if scope["type"] != "http":
             return
+        front = scope["path"] == self.front.PATH
+        limit = self.front.max_body if front else self.max_body  # (one event's limit, not a batch's)
+        refuse = self.front.error if front else _error  # (the front's errors carry its CORS headers)
         try:
             async with asyncio.timeout(self.body_timeout):  # (cheaper than wait_for: no task of its own)
-                body = await self._body(receive)
+                body = await self._body(receive, limit)
         except TooLarge:
-            return await self._send(send, *_error(413, f"body too large: more than {self.max_body} bytes"))
+            return await self._send(send, *refuse(413, f"body too large: more than {limit} bytes"))
         except TimeoutError:
-            return await self._send(send, *_error(408, f"the body took more than {self.body_timeout:.0f}s to arrive"))
+            return await self._send(send, *refuse(408, f"the body took more than {self.body_timeout:.0f}s to arrive"))
         except Disconnected:
             return
-        if scope["path"] == self.front.PATH:
+        if front:
             try:
                 status, headers, content = await self.front.handle(scope, body)
             except Exception:
@@ -73,7 +76,7 @@ class BufferedWSGI:
             status, headers, content = await loop.run_in_executor(self.pool, self._run, scope, body)
         await self._send(send, status, headers, content)
 
-    async def _body(self, receive) -> bytes:
+    async def _body(self, receive, limit: int) -> bytes:
         parts, size = [], 0
         while True:
             message = await receive()
@@ -81,7 +84,7 @@ class BufferedWSGI:
                 raise Disconnected
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_body:
+            if size > limit:
                 raise TooLarge
             parts.append(chunk)
             if not message.get("more_body", False):

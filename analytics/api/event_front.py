@@ -44,6 +44,12 @@ class EventFront:
     def __init__(self, django_pool):
         self.django_pool = django_pool  # where a check that reads the database runs
         self.commit = GroupCommit()
+        self.max_body = settings.MAX_EVENT_BODY  # bytes on the wire: the front stops reading past them
+
+    @staticmethod
+    def error(status: int, message: str, headers: dict | None = None):
+        """An error answer of this endpoint: JSON, with its CORS and security headers."""
+        return _error(status, message, headers)
 
     async def handle(self, scope, body: bytes):
         """(status, headers, body) for a request to PATH whose whole body is `body`."""
