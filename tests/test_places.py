@@ -51,13 +51,13 @@ def test_visitors_near_a_place_are_the_union_of_the_cities_in_the_circle(client,
         return answer.json()
 
     close = near(50)
-    assert [c["city"] for c in close["cities"]] == ["Berlin", "Potsdam"] and close["cities"][1]["km"] == pytest.approx(27.9, abs=1)
+    assert [c["city"] for c in close["cities"]] == ["Berlin, DE-BE", "Potsdam, DE-BB"] and close["cities"][1]["km"] == pytest.approx(27.9, abs=1)
     assert abs(close["visitors"] - 90) <= hll_tolerance(90)  # a union over both days, not a sum
     assert abs(near(600)["visitors"] - 140) <= hll_tolerance(140)
-    assert near(5)["cities"][0]["city"] == "Berlin" and len(near(5)["cities"]) == 1
+    assert near(5)["cities"][0]["city"] == "Berlin, DE-BE" and len(near(5)["cities"]) == 1
     rows = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "city", "from": day.date().isoformat(),
                       "to": (day + timedelta(days=1)).date().isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
-    assert {row["city"] for row in rows} == {"Berlin", "Potsdam", "Munich"}
+    assert {row["city"] for row in rows} == {"Berlin, DE-BE", "Potsdam, DE-BB", "Munich, DE-BY"}
     regions = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "region", "from": day.date().isoformat()},
                          HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
     assert {row["region"] for row in regions} == {"DE-BE", "DE-BB", "DE-BY"}
@@ -83,4 +83,31 @@ def test_cities_past_the_days_quota_are_not_placed(client, make_site, r, city_db
     client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
     from analytics.store import keys
 
-    assert [m.decode() for m in r.zrange(keys.places(site.id, day.date()), 0, -1)] == ["Berlin"]
+    assert [m.decode() for m in r.zrange(keys.places(site.id, day.date()), 0, -1)] == ["Berlin, DE-BE"]
+
+
+def test_cities_of_one_name_in_different_places_stay_apart(client, make_site, r, tmp_path, settings):
+    """Two Springfields are two rows (the city value carries its region), each on the map."""
+    path = tmp_path / "springfields.mmdb"
+    write_mmdb(path, {
+        "81.2.72.0/24": {"city": {"names": {"en": "Springfield"}}, "country": {"iso_code": "US"},
+                         "location": {"latitude": 39.80, "longitude": -89.64}, "subdivisions": [{"iso_code": "IL"}]},
+        "81.2.73.0/24": {"city": {"names": {"en": "Springfield"}}, "country": {"iso_code": "US"},
+                         "location": {"latitude": 37.21, "longitude": -93.29}, "subdivisions": [{"iso_code": "MO"}]},
+    })
+    settings.GEO_CITY_DB = str(path)
+    geo.reset()
+    try:
+        site, key = make_site()
+        day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
+        events = [{"url": "https://example.com/", "ts": (day + timedelta(minutes=n)).isoformat(), "visitor": f"v{n}",
+                   "ip": f"81.2.{72 + n % 3 // 2}.{n + 1}"} for n in range(9)]  # 6 in Illinois, 3 in Missouri
+        client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+        rows = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "city", "from": day.date().isoformat(),
+                          "to": day.date().isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+        assert {row["city"]: row["visitors"] for row in rows} == {"Springfield, US-IL": 6, "Springfield, US-MO": 3}
+        from analytics.store import keys
+
+        assert r.zcard(keys.places(site.id, day.date())) == 2
+    finally:
+        geo.reset()

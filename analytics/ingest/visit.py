@@ -60,9 +60,17 @@ def _country_fields(country: str) -> str:
 
 
 def _location_fields(location: geo.Location) -> str:
-    if location.city and location.longitude is not None and location.latitude is not None:
-        remember_place(location.city, location.longitude, location.latitude)
-    return _fields((("country", location.country), ("region", location.region), ("city", location.city)))
+    city = city_value(location)
+    if city and location.longitude is not None and location.latitude is not None:
+        remember_place(city, location.longitude, location.latitude)
+    return _fields((("country", location.country), ("region", location.region), ("city", city)))
+
+
+def city_value(location: geo.Location) -> str | None:
+    """A city as the `city` dimension names it: with its region (or country), "Springfield,
+    US-IL": cities of one name in different places stay apart."""
+    where = location.region or location.country
+    return f"{location.city}, {where}" if location.city and where else location.city
 
 
 # Where each city is, as the city database first placed it: ingest adds a day's cities to
