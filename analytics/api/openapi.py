@@ -293,8 +293,9 @@ DOCUMENT = {
                     "±0.81%), never above the row's visits or pageviews; visits, pageviews, bounce_rate (percent), "
                     "visit_duration (mean seconds) and views_per_visit: exact. Rows are ordered by visitors. Direct traffic is "
                     "`Direct / None` under source and referrer. Values past a site's daily quota of distinct values count "
-                    "under `(other)`. exit_page rows have visits (visits that ended there) only; page rows visitors and "
-                    "pageviews."
+                    "under `(other)` (for event:props:NAME, per property). City values carry their region or country "
+                    "(`Springfield, US-IL`). exit_page rows have visits (visits that ended there) only; page rows visitors "
+                    "and pageviews."
                 ),
                 "security": [{"apiKey": []}],
                 "parameters": [
