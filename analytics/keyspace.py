@@ -49,6 +49,21 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
         "realtime minutes": _usage(r, minutes),
         "daily pages": (count, size),
         "daily bitmaps and site HLL": _usage(r, daily),
-        "visitor ids (kept)": _usage(r, [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid),
-                                         *idmap.bucket_keys(r, sid)]),
+        "visitor ids (kept)": _id_map_usage(r, sid),
     }
+
+
+MAX_BUCKETS_MEASURED = 2000  # id-map buckets measured (evenly spread); the rest scaled from them
+
+
+def _id_map_usage(r: redis.Redis, sid: int) -> tuple[int, int]:
+    """The visitor-id map: its buckets (a big site has hundreds of thousands: a sample of
+    them, scaled), the map of before, the counter."""
+    buckets = idmap.bucket_keys(r, sid)
+    step = max(1, len(buckets) // MAX_BUCKETS_MEASURED)
+    count, size = _usage(r, buckets[::step])
+    if step > 1:
+        scale = len(buckets) / len(buckets[::step])
+        count, size = int(count * scale), int(size * scale)
+    rest = _usage(r, [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid)])
+    return count + rest[0], size + rest[1]
