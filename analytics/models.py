@@ -314,6 +314,31 @@ class DimensionDaily(models.Model):
         indexes = [models.Index(fields=["site", "dimension", "date"], name="dimension_daily_lookup")]
 
 
+class EventDaily(models.Model):
+    """A custom event's numbers on one day (what event goals convert on), and, when
+    `property` is set, one value of one of its properties: stored by the rollups so goals
+    and property breakdowns keep their counts once the day's raw keys expire."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="event_daily")
+    date = models.DateField()
+    name = models.CharField(max_length=255)
+    property = models.CharField(max_length=300, blank=True, default="")
+    value = models.TextField(blank=True, default="")
+    # The row's identity, hashed (name, property, value): values run to 2,000 characters,
+    # past what a unique index holds on PostgreSQL.
+    group = models.CharField(max_length=32)
+    visitors = models.PositiveIntegerField(default=0)
+    events = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "date", "group"], name="event_daily_unique")]
+        indexes = [models.Index(fields=["site", "name", "date"], name="event_daily_lookup")]
+
+    @staticmethod
+    def group_of(name: str, prop: str = "", value: str = "") -> str:
+        return hashlib.blake2b(f"{name}\x1f{prop}\x1f{value}".encode(), digest_size=16).hexdigest()
+
+
 class ImportedLog(models.Model):
     """An access log already imported into a site, by content hash: importing it again
     would count its visits twice, so `import_log` refuses."""

@@ -9,9 +9,10 @@ Revenue sums what the goal's events sent, per currency.
 from datetime import date
 
 import redis
+from django.db.models import Max, Sum
 
 from ..dimensions import SEP
-from ..models import Goal, page_pattern_regex
+from ..models import DailyMetrics, EventDaily, Goal, page_pattern_regex
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
@@ -40,13 +41,26 @@ def goals(r: redis.Redis, site: SiteInfo, start: date, end: date, visitors: int)
 
 
 def _event_goal(r: redis.Redis, site: SiteInfo, days: list[date], name: str) -> tuple[int, int]:
+    final = _final(site, days)
+    stored = EventDaily.objects.filter(site_id=site.id, name=name, property="", date__in=final).aggregate(
+        events=Sum("events"), most=Max("visitors"))
+    live = [day for day in days if day not in final]
     pipe = r.pipeline(transaction=False)
     pipe.pfcount(*(keys.event_visitors(site.id, day, name) for day in days))
-    for day in days:
+    for day in live:
         pipe.get(keys.event_count(site.id, day, name))
     union, *counts = pipe.execute()
-    events = sum(int(c or 0) for c in counts)
-    return min(union, events), events
+    events = (stored["events"] or 0) + sum(int(c or 0) for c in counts)
+    return min(max(union, stored["most"] or 0), events), events
+
+
+def _final(site: SiteInfo, days: list[date]) -> set[date]:
+    """The days of the range whose rows the rollups stored for good (their counts come from
+    the rows: the raw keys expire; a union leaves out the days whose HLLs are gone, and is
+    never shown below the largest such day's visitors)."""
+    if not days:
+        return set()
+    return set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(days[0], days[-1])).values_list("date", flat=True))
 
 
 def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -> tuple[int, int]:
@@ -116,11 +130,22 @@ def properties(
     (days stored before the quota was per property kept one "(other)" for all properties,
     which belongs to no one property and is left out)."""
     days = days_between(start, end)
+    final = _final(site, days)
+    groups: dict[str, list] = {}  # value -> [(day, group)]: the HLLs of its union
+    stored: dict[str, list[int]] = {}  # value -> [events, largest day's visitors] of the final days
+    query = EventDaily.objects.filter(site_id=site.id, property=prop, date__in=final)
+    if event is not None:
+        query = query.filter(name=event)
+    for row in query.values("name", "value", "date", "visitors", "events"):
+        total = stored.setdefault(row["value"], [0, 0])
+        total[0] += row["events"]
+        total[1] = max(total[1], row["visitors"])
+        groups.setdefault(row["value"], []).append((row["date"], f"{row['name']}{SEP}{prop}{SEP}{row['value']}"))
+    live = [day for day in days if day not in final]
     pipe = r.pipeline(transaction=False)
-    for day in days:
+    for day in live:
         pipe.smembers(keys.props_index(site.id, day))
-    groups: dict[str, list] = {}  # value -> [(day, group)]
-    for day, members in zip(days, pipe.execute()):
+    for day, members in zip(live, pipe.execute()):
         for raw in members:
             group = raw.decode()
             if group == "(other)":
@@ -134,12 +159,14 @@ def properties(
     for value in values:
         pipe.pfcount(*(keys.prop_visitors(site.id, day, group) for day, group in groups[value]))
         for day, group in groups[value]:
-            pipe.get(keys.prop_count(site.id, day, group))
+            if day not in final:
+                pipe.get(keys.prop_count(site.id, day, group))
     answers = iter(pipe.execute())
     rows = []
     for value in values:
         union = next(answers)
-        events = sum(int(next(answers) or 0) for _ in groups[value])
-        rows.append({prop: value, "visitors": min(union, events), "events": events})
+        events, most = stored.get(value, (0, 0))
+        events += sum(int(next(answers) or 0) for day, _ in groups[value] if day not in final)
+        rows.append({prop: value, "visitors": min(max(union, most), events), "events": events})
     rows.sort(key=lambda row: (-row["visitors"], -row["events"], row[prop]))
     return rows[(page - 1) * limit : page * limit], len(rows)

@@ -26,8 +26,9 @@ from .. import dimensions
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS, retention
 from ..counts.days import day_metrics
 from ..counts.dimensions import dimension_days
+from ..counts.events import event_days
 from ..counts.pages import page_days
-from ..models import DailyMetrics, DimensionDaily, PageDaily, Retention, Site
+from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily, Retention, Site
 from ..periods import days_between, monday
 from ..sites import SiteInfo
 from ..store import keys
@@ -62,6 +63,7 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
         _store_days(site, day_metrics(r, info, days, tmp), today)
         _store_pages(r, site, days)
         _store_dimensions(r, site, days)
+        _store_events(r, site, days)
 
         periods = merge_periods(r, site, info, days, today, tmp)
         summary.periods = len(periods)
@@ -118,6 +120,21 @@ def _store_dimensions(r: redis.Redis, site: Site, days: list[date]):
         DimensionDaily.objects.bulk_create(
             rows, batch_size=500, update_conflicts=True, unique_fields=["site", "date", "dimension", "value"],
             update_fields=["visitors", "pageviews", "visits", "bounces", "duration"],
+        )
+
+
+def _store_events(r: redis.Redis, site: Site, days: list[date]):
+    """Each custom event's, and each of its property values', numbers per day, as rows
+    (see analytics.queries.goals): goals and property breakdowns keep their counts once
+    the raw keys expire."""
+    for day, groups in event_days(r, site.pk, days).items():
+        rows = [
+            EventDaily(site=site, date=day, name=name, property=prop, value=value, group=EventDaily.group_of(name, prop, value),
+                       visitors=visitors, events=events)
+            for (name, prop, value), (visitors, events) in groups.items()
+        ]
+        EventDaily.objects.bulk_create(
+            rows, batch_size=500, update_conflicts=True, unique_fields=["site", "date", "group"], update_fields=["visitors", "events"],
         )
 
 
