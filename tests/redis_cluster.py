@@ -78,14 +78,7 @@ class RedisClusterServers:
         self.stop()
 
 
-if __name__ == "__main__":  # by hand: python -m tests.redis_cluster (Ctrl-C stops it)
-    import os
+if __name__ == "__main__":  # by hand: python -m tests.redis_cluster (Ctrl-C or kill stops it, and its nodes)
+    from tests.redis_server import serve_by_hand
 
-    with RedisClusterServers() as cluster:
-        print(cluster.url, cluster.version, "3 masters", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
-    os._exit(0)
+    serve_by_hand(RedisClusterServers(), "3 masters")

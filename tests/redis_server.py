@@ -92,12 +92,23 @@ class RedisServer:
         self.stop()
 
 
-if __name__ == "__main__":  # handy by hand: python -m tests.redis_server
-    with RedisServer() as server:
-        print(server.url, server.version, flush=True)
+def _interrupt(*_):
+    raise KeyboardInterrupt
+
+
+def serve_by_hand(servers, *about: str):
+    """Print where `servers` (a RedisServer or a cluster of them) listen, keep them until
+    Ctrl-C or SIGTERM, then stop them: for `python -m tests.redis_server` and the like."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    with servers:
+        print(servers.url, servers.version, *about, flush=True)
         try:
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
             pass
     os._exit(0)
+
+
+if __name__ == "__main__":  # handy by hand: python -m tests.redis_server
+    serve_by_hand(RedisServer())
