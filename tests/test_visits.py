@@ -152,6 +152,29 @@ def test_a_daily_salt_visit_survives_the_salt_change(site, r):
     assert "source\x1fGoogle" not in table(r, site.id, midnight.date(), "visits")
 
 
+def test_a_late_event_of_yesterday_does_not_continue_a_carried_visit_twice(site, r):
+    """Daily salt: a visit carried over midnight lives on under today's digest. An event of
+    yesterday that arrives after (a replayed spool, a backfill) reaches the visit under
+    yesterday's digest: it must find the visit as it is now, not as it was at midnight
+    (else its duration and its end of bounce count twice, and a bounce count goes below 0)."""
+    site.identity_mode = "daily"
+    site.save()
+    midnight = datetime(2026, 11, 21, 0, 0, tzinfo=UTC)
+    a = attrs("Google", "DE")
+    send(r, site, [(midnight - timedelta(minutes=10), 1, "p", "/a", a)], 1)
+    send(r, site, [(midnight + timedelta(minutes=5), 1, "p", "/b", a)], 1)  # carried over midnight
+    send(r, site, [(midnight - timedelta(minutes=5), 1, "p", "/c", a)], 1)  # yesterday's, late
+    yesterday = midnight.date() - timedelta(days=1)
+    assert table(r, site.id, yesterday, "visits")["source\x1fGoogle"] == 1
+    assert table(r, site.id, yesterday, "duration")["source\x1fGoogle"] == 15 * 60  # 23:50 to 00:05, once
+    raw = r.hgetall(keys.dimension_counts(site.id, yesterday))
+    assert all(n >= 0 for v in raw.values() for n in dimensions.COUNTS.unpack(v))  # no bounce count below 0
+    send(r, site, [(midnight + timedelta(minutes=8), 1, "p", "/d", a)], 1)  # the visit goes on today
+    assert table(r, site.id, yesterday, "exits") == {"exit_page\x1f/d": 1}  # the late /c was never its last pageview
+    raw = r.hgetall(keys.dimension_counts(site.id, yesterday))
+    assert all(n >= 0 for v in raw.values() for n in dimensions.COUNTS.unpack(v))
+
+
 def test_values_past_the_daily_quota_count_as_other(site, r):
     site.max_property_values = 3
     site.save()

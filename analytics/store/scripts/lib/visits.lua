@@ -7,9 +7,10 @@
 -- Plausible's definitions: a visit ends after `timeout` seconds without an event from the
 -- visitor; it is a bounce while it has at most one pageview and no interactive custom
 -- event; its duration is its last event's time minus its first's; its entry page is its
--- first event's path, its exit page its last pageview's. A visit carries the dimension
--- fields of its first event (source, device, location... and "entry_page"), and every
--- count of the visit goes under each of them:
+-- first event's path, its exit page its last pageview's (a pageview that arrives late,
+-- earlier than the visit's latest event, is counted but does not move the exit). A visit
+-- carries the dimension fields of its first event (source, device, location... and
+-- "entry_page"), and every count of the visit goes under each of them:
 --   pageviews, visitors (HLL)   on the day of the event
 --   visits, bounces, duration   on the day the visit started (a visit that crosses
 --                               midnight goes on adding to that day, marked dirty)
@@ -148,6 +149,10 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
   local ids = {}
   for k, vi in ipairs(order) do ids[k] = digests[vi] end
   local raw = redis.call('HMGET', sessions_now, unpack(ids))
+  -- A visit carried across a daily salt's change: k -> yesterday's digest, under which it
+  -- is saved too, so that a late event of yesterday finds it as it is now, not as it was
+  -- at midnight (it would count the visit's duration and its end of bounce again).
+  local carried = {}
   local missing, look = {}, {}
   for k = 1, #order do
     if not raw[k] then missing[#missing + 1] = k; look[#look + 1] = ids[k] end
@@ -162,7 +167,10 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
     if #again > 0 then
       local a = redis.call('HMGET', sessions_now, unpack(names))
       local b = redis.call('HMGET', sessions_before, unpack(names))
-      for x, k in ipairs(again) do raw[k] = a[x] or b[x] end
+      for x, k in ipairs(again) do
+        raw[k] = a[x] or b[x]
+        if raw[k] then carried[k] = names[x] end
+      end
     end
   end
 
@@ -244,12 +252,14 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
 
   -- One event of a visitor whose visit (or none) is `st`: returns the visit it belongs to.
   local function step(st, e, vi, ts, kind, path, pi)
+    local latest = true  -- (the visit's latest event so far: a pageview then is its exit)
     if not st or ts - st.last > timeout then
       st = {start = ts, last = ts, pv = 0, bounce = kind == INTERACTIVE and 0 or 1, start_day = day, seen_day = '',
             exit = '', ids = ids_string(ev_attrs[e], entries[pi])}
       add(day, 'visits', st.ids, 1)
       if st.bounce == 1 then add(day, 'bounces', st.ids, 1) end
     else
+      latest = ts >= st.last
       if ts > st.last then
         add(st.start_day, 'duration', st.ids, ts - st.last)
         st.last = ts
@@ -265,7 +275,7 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
     if kind == PAGEVIEW then
       st.pv = st.pv + 1
       add(day, 'pageviews', st.ids, 1)
-      if st.exit ~= path then
+      if st.exit ~= path and (latest or st.exit == '') then  -- (a late pageview is not the visit's last)
         if st.exit ~= '' then add_exit(st.start_day, st.exit, -1) end
         add_exit(st.start_day, path, 1)
         st.exit = path
@@ -321,7 +331,9 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
 
   local save, s = {}, 0
   for k, vi in ipairs(order) do
-    save[s + 1] = ids[k]; save[s + 2] = dump_state(states[vi]); s = s + 2
+    local state = dump_state(states[vi])
+    save[s + 1] = ids[k]; save[s + 2] = state; s = s + 2
+    if carried[k] then save[s + 1] = carried[k]; save[s + 2] = state; s = s + 2 end
   end
   call_sliced('HSET', sessions_now, save)
   redis.call('EXPIRE', sessions_now, session_ttl)
