@@ -19,7 +19,8 @@ import orjson
 from django.conf import settings
 from django.core.exceptions import SynchronousOnlyOperation
 
-from ..ingest.group_commit import SPOOLED, Entry, GroupCommit, StorageUnavailable
+from ..ingest.group_commit import SPOOLED, Entry, GroupCommit
+from ..ingest.spool import StorageUnavailable
 from ..store.limits import Limited
 from .http import CORS_HEADERS, ApiError, decode_body, forwarded_client
 from .ingest import DROPPED_HEADER, SPOOLED_HEADER, single_event

@@ -17,10 +17,10 @@ from .. import sites
 from ..ingest import schemas, spool
 from ..ingest.bots import is_bot
 from ..ingest.identity import identity_source
-from ..ingest.record import Hit, Mark, client_mark, new_mark, record
+from ..ingest.record import Hit, Mark, client_mark, new_mark
 from ..ingest.visit import visit_attrs
 from ..store import keys
-from ..store.connection import OUTAGE, get_redis
+from ..store.connection import get_redis
 from ..store.limits import Bucket, Limited, Rate
 from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
 
@@ -109,20 +109,14 @@ def _client_limit(site, ip: str) -> list[Bucket]:
 
 
 def _record_or_spool(site, hits, now: datetime, mark: Mark, limits: list[Bucket] = ()):
-    """Count the hits; if Redis is unreachable or times out, keep them in the local spool
-    instead (a beat job replays it; the mark makes sure a call Redis applied before the
-    timeout is not counted again). Returns the Recorded answer, or None when spooled.
-    Over a rate limit: 429, nothing counted."""
+    """spool.record_or_spool(): the Recorded answer, or None when spooled. Over a rate
+    limit: 429, nothing counted; no Redis and no spool either: 503."""
     try:
-        return record(get_redis(), site, hits, now=now, mark=mark, limits=limits)
+        return spool.record_or_spool(get_redis(), site, hits, now, mark, limits)
     except Limited as e:
         raise ApiError(429, str(e), {"Retry-After": str(e.retry_after)}) from None
-    except OUTAGE:
-        try:
-            spool.write(site, hits, received=now, mark=mark)
-        except OSError:
-            raise ApiError(503, "storage is unavailable; retry later", {"Retry-After": "5"}) from None
-        return None
+    except spool.StorageUnavailable:
+        raise ApiError(503, "storage is unavailable; retry later", {"Retry-After": "5"}) from None
 
 
 @csrf_exempt

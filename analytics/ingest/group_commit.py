@@ -17,7 +17,6 @@ alone, exactly as without grouping.
 """
 import asyncio
 import dataclasses
-import logging
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -28,9 +27,7 @@ from ..sites import SiteInfo
 from ..store.connection import OUTAGE, get_redis
 from ..store.limits import Bucket, Limited
 from . import spool
-from .record import Hit, execute, new_mark, prepare, record
-
-log = logging.getLogger(__name__)
+from .record import Hit, execute, new_mark, prepare
 
 MAX_GROUP = 500  # events per write: past this, the rest wait for the next one
 WRITTEN, SPOOLED = "written", "spooled"
@@ -40,10 +37,6 @@ class Entry(NamedTuple):
     site: SiteInfo
     hit: Hit
     limits: list[Bucket]
-
-
-class StorageUnavailable(Exception):
-    """Redis could not take the events and neither could the spool (the disk)."""
 
 
 class GroupCommit:
@@ -126,23 +119,19 @@ def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:
 
 
 def _write_alone(r: redis.Redis, entry: Entry, now: datetime):
-    mark = new_mark(entry.site, now)
     try:
-        record(r, entry.site, [entry.hit], now=now, mark=mark, limits=entry.limits)
-        return WRITTEN
-    except Limited as e:
+        recorded = spool.record_or_spool(r, entry.site, [entry.hit], now, new_mark(entry.site, now), entry.limits)
+    except (Limited, spool.StorageUnavailable) as e:
         return e
-    except OUTAGE:
-        return _spool(entry.site, [entry.hit], now, mark)
+    return SPOOLED if recorded is None else WRITTEN
 
 
 def _spool(site: SiteInfo, hits: list[Hit], now: datetime, mark):
     try:
-        spool.write(site, hits, received=now, mark=mark)
-        return SPOOLED
-    except OSError as e:
-        log.error("Redis and the spool both failed; %d events not kept: %s", len(hits), e)
-        return StorageUnavailable(str(e))
+        spool.keep(site, hits, now, mark)
+    except spool.StorageUnavailable as e:
+        return e
+    return SPOOLED
 
 
 def _merged(buckets: list[Bucket]) -> list[Bucket]:

@@ -29,13 +29,38 @@ from django.conf import settings
 from ..models import Site
 from ..sites import SiteInfo
 from ..store.connection import OUTAGE
-from .record import Hit, Mark, record
+from .record import Hit, Mark, Recorded, record
 
 log = logging.getLogger(__name__)
 
 
 def directory() -> Path:
     return Path(settings.VAR_DIR) / "spool"
+
+
+class StorageUnavailable(Exception):
+    """Redis could not take the events and neither could the spool (the disk)."""
+
+
+def record_or_spool(r: redis.Redis, site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark, limits=()) -> Recorded | None:
+    """Count the hits; if Redis is out (refused, timed out; a cluster's slot down or
+    moved), keep them in the spool instead: None. The mark makes sure a call Redis applied
+    before its answer was lost is not counted again on replay. Raises Limited over a rate
+    limit (nothing counted), StorageUnavailable when the spool cannot be written either."""
+    try:
+        return record(r, site, hits, now=now, mark=mark, limits=limits)
+    except OUTAGE:
+        keep(site, hits, now, mark)
+        return None
+
+
+def keep(site: SiteInfo, hits: list[Hit], received: datetime, mark: Mark):
+    """write(), or StorageUnavailable (logged: those events are lost)."""
+    try:
+        write(site, hits, received=received, mark=mark)
+    except OSError as e:
+        log.error("Redis and the spool both failed; %d events not kept: %s", len(hits), e)
+        raise StorageUnavailable(str(e)) from None
 
 
 def write(site: SiteInfo, hits: list[Hit], received: datetime | None = None, mark: Mark | None = None) -> int:
