@@ -31,10 +31,7 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
     paths = [p.decode() for p in r.srandmember(keys.pages_index(sid, today), MAX_PAGES_MEASURED) or []]
     total_pages = r.scard(keys.pages_index(sid, today))
     page_keys = [keys.page_visitors(sid, today, p) for p in paths] + [keys.page_pageviews(sid, today, p) for p in paths]
-    count, size = _usage(r, page_keys + [keys.pages_index(sid, today)])
-    if paths and total_pages > len(paths):
-        scale = total_pages / len(paths)
-        count, size = int(count * scale), int(size * scale)
+    count, size = _plus(_sampled(r, page_keys, total_pages / len(paths) if paths else 1), _usage(r, [keys.pages_index(sid, today)]))
     daily = keys.daily_family(sid, today)
     value_keys = [keys.dimension_visitors(sid, today, field.decode()) for field in r.smembers(keys.dimension_fields(sid, today))]
     tables = [keys.dimension_counts(sid, today)]
@@ -60,10 +57,16 @@ def _id_map_usage(r: redis.Redis, sid: int) -> tuple[int, int]:
     """The visitor-id map: its buckets (a big site has hundreds of thousands: a sample of
     them, scaled), the map of before, the counter."""
     buckets = idmap.bucket_keys(r, sid)
-    step = max(1, len(buckets) // MAX_BUCKETS_MEASURED)
-    count, size = _usage(r, buckets[::step])
-    if step > 1:
-        scale = len(buckets) / len(buckets[::step])
-        count, size = int(count * scale), int(size * scale)
-    rest = _usage(r, [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid)])
-    return count + rest[0], size + rest[1]
+    sample = buckets[:: max(1, len(buckets) // MAX_BUCKETS_MEASURED)]
+    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid)]
+    return _plus(_sampled(r, sample, len(buckets) / len(sample)), _usage(r, rest))
+
+
+def _sampled(r: redis.Redis, sample: list[str], scale: float) -> tuple[int, int]:
+    """_usage() of a sample of a family's keys, scaled to the whole family."""
+    count, size = _usage(r, sample)
+    return int(count * scale), int(size * scale)
+
+
+def _plus(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return a[0] + b[0], a[1] + b[1]
