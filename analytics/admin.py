@@ -15,6 +15,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
@@ -23,7 +24,7 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
-from .models import ApiKey, Goal, Site
+from .models import ApiKey, Funnel, Goal, Site
 
 admin.site.site_header = admin.site.site_title = "Tally admin"
 
@@ -33,6 +34,14 @@ class GoalInline(admin.TabularInline):
     extra = 0
     fields = ("name", "event_name", "page_pattern", "created")
     readonly_fields = ("created",)
+
+
+class FunnelInline(admin.TabularInline):
+    model = Funnel
+    extra = 0
+    fields = ("name", "steps", "created")
+    readonly_fields = ("created",)
+    formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 4, "cols": 50})}}
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -75,7 +84,7 @@ class SiteAdmin(admin.ModelAdmin):
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
     readonly_fields = ("created", "memory_today", "share_link", "bloom_memory")
-    inlines = [GoalInline, ApiKeyInline]
+    inlines = [GoalInline, FunnelInline, ApiKeyInline]
     actions = ["create_api_key", "enable_sharing", "revoke_sharing"]
     filter_horizontal = ("owners",)
     fieldsets = [
@@ -84,7 +93,7 @@ class SiteAdmin(admin.ModelAdmin):
         (
             "Limits",
             {
-                "fields": ("ingest_rate_per_minute", "max_pages_per_day", "max_event_names_per_day", "max_property_values"),
+                "fields": ("ingest_rate_per_minute", "max_pages_per_day", "max_event_names_per_day", "max_property_values", "segment_values"),
                 "description": "Over the rate limit, ingestion answers 429 with Retry-After (each client IP has its own "
                 "limit too: RATE_LIMIT_PER_IP). Past a daily quota, events still count in the site's totals, under "
                 "(other): one site, or one attacker, cannot fill Redis with new names.",

@@ -8,6 +8,7 @@ class AnalyticsConfig(AppConfig):
     def ready(self):
         from config import checks  # noqa: F401  (registers the system checks)
 
-        from . import sites
+        from . import pins, sites
 
         sites.connect_signals()
+        pins.connect_signals()

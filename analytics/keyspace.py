@@ -34,12 +34,16 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
     count, size = _plus(_sampled(r, page_keys, total_pages / len(paths) if paths else 1), _usage(r, [keys.pages_index(sid, today)]))
     daily = keys.daily_family(sid, today)
     value_keys = [keys.dimension_visitors(sid, today, field.decode()) for field in r.smembers(keys.dimension_fields(sid, today))]
+    bitmaps = [keys.dimension_bitmap(sid, today, field.decode()) for field in r.smembers(keys.dimension_bitmapped(sid, today))]
     tables = [keys.dimension_counts(sid, today)]
     sets = [keys.dimension_fields(sid, today), keys.dimension_sizes(sid, today)]
     generation = int(datetime.now(UTC).timestamp()) // dimensions.VISIT_TIMEOUT
     return {
         "visit dimensions (tables, value sets)": _usage(r, tables + sets),
         "visit dimensions (visitors per value, HLLs)": _usage(r, value_keys),
+        "filter bitmaps (per value, for exact filters)": _plus(
+            _usage(r, bitmaps), _usage(r, [keys.dimension_bitmapped(sid, today), keys.dimension_bitmap_sizes(sid, today)])
+        ),
         "open visits (sessions, their parts)": _usage(
             r, [keys.sessions(sid, g) for g in (generation, generation - 1)] + [keys.session_parts(sid, g) for g in (generation, generation - 1)]
         ),

@@ -93,6 +93,13 @@ class Site(models.Model):
         validators=[MinValueValidator(1)],
         help_text="values of one custom property past this many in a day are counted under (other)",
     )
+    segment_values = models.PositiveIntegerField(
+        "exact filter values a day",
+        default=10,
+        validators=[MaxValueValidator(1000)],
+        help_text="per dimension (source, country, page...), the first values of each day get a visitor bitmap: "
+        "filters on them count visitors exactly; others are estimated. Each costs up to (visitors ever seen) / 8 bytes a day",
+    )
     ingest_rate_per_minute = models.PositiveIntegerField(
         "ingest rate limit",
         default=0,
@@ -258,6 +265,49 @@ class Goal(models.Model):
 
     def matches(self, path: str) -> bool:
         return bool(self.page_pattern) and page_pattern_regex(self.page_pattern).fullmatch(path)
+
+
+class Funnel(models.Model):
+    """An ordered list of 2-8 steps, each a page (a path, or a pattern as goals have:
+    /blog/*) or a custom event (`event:Signup`). A visitor reaches step k when they did it
+    on a day of the range no earlier than the first day they reached step k-1 (days, not
+    moments: two steps on the same day count in either order; analytics.queries.funnels)."""
+
+    MIN_STEPS, MAX_STEPS = 2, 8
+    EVENT = "event:"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="funnels")
+    name = models.CharField(max_length=120)
+    steps = models.TextField(help_text="one step a line: a page path or pattern (/pricing, /blog/*) or event:Name (event:Signup)")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "name"], name="funnel_unique_name")]
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def step_list(self) -> list[tuple[str, str]]:
+        """[("page", "/pricing"), ("event", "Signup"), ...] in order."""
+        found = []
+        for line in self.steps.splitlines():
+            line = line.strip()
+            if line.startswith(self.EVENT):
+                found.append(("event", line[len(self.EVENT) :].strip()))
+            elif line:
+                found.append(("page", line))
+        return found
+
+    def clean(self):
+        steps = self.step_list()
+        if not self.MIN_STEPS <= len(steps) <= self.MAX_STEPS:
+            raise ValidationError({"steps": f"a funnel has {self.MIN_STEPS} to {self.MAX_STEPS} steps, one a line"})
+        for kind, value in steps:
+            if kind == "page" and not value.startswith("/"):
+                raise ValidationError({"steps": f"{value[:60]!r}: a page step starts with /, an event step with event:"})
+            if not value or len(value) > 1024:
+                raise ValidationError({"steps": "a step is empty or too long"})
 
 
 def page_pattern_regex(pattern: str):

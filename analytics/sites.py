@@ -28,6 +28,7 @@ class SiteInfo:
     max_pages_per_day: int = 10_000  # quotas: past them, names count under "(other)"
     max_event_names_per_day: int = 1_000
     max_property_values: int = 1_000
+    segment_values: int = 10  # values per dimension a day with a visitor bitmap (exact filters)
     keep_daily_days: int = 400  # raw day keys live this long after the rollup; older days are never rolled up
 
     @classmethod
@@ -45,6 +46,7 @@ class SiteInfo:
             max_event_names_per_day=site.max_event_names_per_day,
             max_property_values=site.max_property_values,
             keep_daily_days=site.keep_daily_days,
+            segment_values=site.segment_values,
         )
 
     def today(self) -> date:

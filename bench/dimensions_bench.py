@@ -70,3 +70,17 @@ def model(visitors: int, families: dict) -> tuple:
     day = sum(size for family, (_, size) in families.items() if family not in (OPEN_VISITS, IDS))
     ids = families[IDS][1]
     return (f"{visitors:,}", f"{day / 1e6:,.1f}", f"{ids / 1e6:,.1f}", f"{(365 * (day + ids)) / 1e9:,.2f}")
+
+
+BITMAPS = "filter bitmaps (per value, for exact filters)"
+EVER_SEEN = 10  # the model's site has seen this many times a day's visitors, ever
+
+
+def segments_model(visitors: int, families: dict) -> tuple:
+    """(daily visitors, filter bitmaps a day, MB measured (this day's visitors are ids
+    0..V), bytes per visitor, MB a day and GB a site-year when the ids span EVER_SEEN x V,
+    the worst case: a bitmap is as long as its highest id)."""
+    n, size = families[BITMAPS]
+    spread = n * EVER_SEEN * visitors / 8
+    return (f"{visitors:,}", f"{n:,}", f"{size / 1e6:,.2f}", f"{size / visitors:,.1f}", f"{spread / 1e6:,.1f}",
+            f"{365 * spread / 1e9:,.2f}")

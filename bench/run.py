@@ -423,7 +423,7 @@ def main():
         connection.reset()
 
         engine_rows, http_results, rollup_rows, dashboard_rows, bloom_rows, import_rows = {}, {}, [], [], [], []
-        quota_rows, draw_rows, dimension_rows, model_rows = [], [], [], []
+        quota_rows, draw_rows, dimension_rows, model_rows, segment_rows = [], [], [], [], []
         if want("ingest"):
             say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
             bodies_for_http = None
@@ -463,6 +463,7 @@ def main():
             for size in dimensions_bench.SIZES:
                 rows_, events_, visitors_, families_ = dimensions_bench.run(r, say, size)
                 model_rows.append(dimensions_bench.model(visitors_, families_))
+                segment_rows.append(dimensions_bench.segments_model(visitors_, families_))
                 if size == dimensions_bench.VISITORS or not dimension_rows:
                     dimension_rows, dimension_events, dimension_visitors = rows_, events_, visitors_
         if want("quota"):
@@ -504,6 +505,14 @@ def main():
             "ids as if each day's visitors were new: an upper bound; open visits left out, they expire in 1.5 h)",
             ("daily visitors", "MB per site-day", "MB of ids per day", "GB per site-year"),
             model_rows,
+        )
+    if segment_rows:
+        table(
+            f"{on} filter bitmaps per site-day (the first 10 values of each dimension, pages and events: segment_values=10); "
+            f"measured on a day of new visitors, modelled for a site that has seen {dimensions_bench.EVER_SEEN}x a day's "
+            "visitors (a bitmap is as long as its highest id), kept 400 days",
+            ("daily visitors", "bitmaps", "MB measured", "bytes/visitor", f"MB/day at {dimensions_bench.EVER_SEEN}x ids", "GB/site-year"),
+            segment_rows,
         )
     if quota_rows:
         table(

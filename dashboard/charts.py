@@ -147,3 +147,20 @@ def world_map(rows: list[dict]) -> dict:
         bgcolor="rgba(0,0,0,0)",
     )
     return figure([shapes], geo=geo, height=300, margin=dict(l=0, r=0, t=0, b=0), hovermode="closest", dragmode=False)
+
+
+def funnel(steps: list[dict]) -> dict:
+    """A funnel: one horizontal bar per step, first at the top, labelled with its visitors
+    and its share of the first step's (a bar trace: the vendored plotly.js has no funnel
+    trace, and bars draw the same thing)."""
+    names = [f"{n + 1}. {escape(step['step'])}" for n, step in enumerate(steps)]
+    return figure(
+        [dict(type="bar", orientation="h", y=names, x=[step["visitors"] for step in steps], marker=dict(color=ACCENT),
+              text=[f"{step['visitors']:,} · {step['conversion_rate']:g}%" for step in steps], textposition="auto",
+              hovertemplate="%{y}: %{x:,} visitors<extra></extra>")],
+        height=60 + 48 * len(steps),
+        hovermode="closest",
+        margin=dict(l=16, r=16, t=8, b=24),
+        yaxis=dict(autorange="reversed", automargin=True, gridcolor="rgba(0,0,0,0)"),
+        xaxis=dict(LAYOUT["xaxis"], rangemode="tozero"),
+    )

@@ -12,6 +12,7 @@ come from the breakdown endpoint when their tab is opened.
 from dataclasses import dataclass
 
 from analytics import queries
+from analytics.queries import segments
 
 from .countries import COUNTRIES
 from .templatetags.humanize_tally import metric, thousands
@@ -79,11 +80,15 @@ def label(prop: str, value: str) -> str:
     return value or "(none)"
 
 
-def panel_rows(prop: Property, rows: list[dict]) -> list[dict]:
-    """The rows a panel list shows, each with its bar (in percent of the top row's)."""
+def panel_rows(prop: Property, rows: list[dict], view=None) -> list[dict]:
+    """The rows a panel list shows, each with its bar (in percent of the top row's) and,
+    where the property can filter, the link that adds it to the view's filters."""
     top = max((row[prop.metric] for row in rows), default=0) or 1
+    filterable = view is not None and prop.key in segments.PROPERTIES
     return [
-        {"name": label(prop.key, row[prop.key]), "value": row[prop.key], "count": row[prop.metric], "bar": round(100 * row[prop.metric] / top, 1)}
+        {"name": label(prop.key, row[prop.key]), "value": row[prop.key], "count": row[prop.metric], "bar": round(100 * row[prop.metric] / top, 1),
+         "href": "?" + view.adding(prop.key, row[prop.key]) if filterable and row[prop.key] != segments.OTHER else "",
+         "estimate": row.get("estimate", False)}
         for row in rows
     ]
 
@@ -98,6 +103,19 @@ def fetch(r, info, start, end, prop: Property, limit: int = PANEL_ROWS, page: in
     return ranked[(page - 1) * limit : page * limit], len(ranked)
 
 
+def fetch_filtered(r, info, start, end, prop: Property, filters, limit: int = PANEL_ROWS, page: int = 1,
+                   search: str = "") -> tuple[list[dict], int, bool]:
+    """fetch() for a filtered audience: rows {key: value, "visitors"} (visitors are all a
+    filtered row has: analytics.queries.filtered), their number, and whether any is estimated.
+    Exit pages count visits, which filters cannot split: no rows."""
+    if prop.key == "exit_page":
+        return [], 0, False
+    candidates, _ = fetch(r, info, start, end, prop, limit=queries.filtered.MAX_ROWS, search=search)
+    rows, estimate = queries.filtered.breakdown(r, info, filters, start, end, prop.key, [row[prop.key] for row in candidates])
+    shown = [{prop.key: row["value"], "visitors": row["visitors"], "estimate": row["estimate"]} for row in rows]
+    return shown[(page - 1) * limit : page * limit], len(shown), estimate
+
+
 # The Details page's numbers: (field, header, shown on phones too)
 COLUMNS = {
     "page": (("visitors", "Visitors", True), ("pageviews", "Pageviews", True)),
@@ -109,9 +127,10 @@ VISIT_COLUMNS = (
 )
 
 
-def details_table(prop: Property, rows: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The Details page's header and rows: [{"label", "optional"}], [{"name", "cells"}]."""
-    columns = COLUMNS.get(prop.key, VISIT_COLUMNS)
+def details_table(prop: Property, rows: list[dict], filtered: bool = False) -> tuple[list[dict], list[dict]]:
+    """The Details page's header and rows: [{"label", "optional"}], [{"name", "cells"}].
+    A filtered audience's rows have visitors only (analytics.queries.filtered)."""
+    columns = (("visitors", "Visitors", True),) if filtered else COLUMNS.get(prop.key, VISIT_COLUMNS)
     header = [{"label": text, "optional": not always} for _, text, always in columns]
     body = [
         {

@@ -16,7 +16,7 @@ from analytics.sites import SiteInfo
 from analytics.store.connection import get_redis
 from config.middleware import live_origin
 
-from . import charts, panels, periods
+from . import charts, filtering, panels, periods
 
 CARDS = [
     ("visitors", "Visitors"),
@@ -76,9 +76,54 @@ def site(request, site, info, base, shared):
     if not queries.has_events(r, info):  # one clear state, not empty axes and a grid of 0%
         context = {"site": site, "info": info, "snippet": snippet, "event_url": request.build_absolute_uri(reverse("event"))}
         return render(request, "dashboard/waiting.html", context)
+    view = filtering.parse(request.GET, period.query)
+    numbers = (_filtered_numbers if view.filters else _numbers)(r, info, site, period, view)
+    totals, pages = numbers["totals"], numbers["pages"]
+    funnels = []
+    for found in site.funnels.all():
+        steps, estimate = queries.funnel(r, info, found, period.start, period.end, view.filters)
+        key = f"funnel-{found.pk}"
+        numbers["figures"][key] = charts.funnel(steps)
+        funnels.append({"name": found.name, "chart": f"chart-{key}", "estimate": estimate, "steps": steps})
+    cards = [_card(key, label, totals[key]) for key, label in CARDS if not (key == "new_visitors" and totals[key]["value"] is None)]
+    pageviews = totals["pageviews"]
+    return render(
+        request,
+        "dashboard/site.html",
+        {
+            "site": site,
+            "info": info,
+            "period": period,
+            "choices": periods.CHOICES,
+            "cards": cards,
+            "pages": pages,
+            "figures": numbers["figures"],
+            "actives_note": numbers["actives_note"],
+            "goals": numbers["goals"],
+            "panels": _panels(numbers["first"], base, view),
+            "view": view,
+            "estimate": numbers["estimate"],
+            "funnels": funnels,
+            "compared": queries.previous(view.compare, period.start, period.end),
+            "topojson_url": topojson_folder(),
+            "has_data": bool(pageviews["value"] or pageviews["change"] is not None or pages),
+            "shared": shared,
+            "base": base,
+            "live_url": _live_url(request, site, shared),
+            "snippet": snippet,
+            "event_url": request.build_absolute_uri(reverse("event")),
+            "daily_salt": info.daily_salt,
+            "export_formats": [("csv", "CSV"), ("xlsx", "Excel"), ("json", "JSON")],
+        },
+        status=400 if period.error else 200,  # (the page says what was wrong, and shows 30 days)
+    )
+
+
+def _numbers(r, info, site, period, view) -> dict:
+    """Everything the site page shows, for the whole audience."""
     values = queries.daily_values(r, info, period.start, period.end)
     rows = [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
-    totals = queries.aggregate(r, info, period.start, period.end, compare="previous_period", values=values)
+    totals = queries.aggregate(r, info, period.start, period.end, compare=view.compare, values=values)
     pages = queries.top_pages(r, info, period.start, period.end, limit=10)
     # Cohorts of the 30 days (12 weeks) up to the period's end, whatever its length: a
     # short period would leave a heatmap of one cell.
@@ -98,7 +143,6 @@ def site(request, site, info, base, shared):
         "retention-day": charts.retention(retention_day, "day"),
         "retention-week": charts.retention(retention_week, "week"),
     }
-    cards = [_card(key, label, totals[key]) for key, label in CARDS if not (key == "new_visitors" and totals[key]["value"] is None)]
     countries, _ = queries.breakdown(r, info, period.start, period.end, "country", limit=panels.MAP_ROWS)
     figures["map"] = charts.world_map(countries)
     first = {  # the first tab of each panel, in the first HTML
@@ -112,33 +156,45 @@ def site(request, site, info, base, shared):
     for goal in goals:
         if goal["goal"] in events:
             goal["properties"] = queries.event_properties(r, info, period.start, period.end, events[goal["goal"]])
-    pageviews = totals["pageviews"]
-    return render(
-        request,
-        "dashboard/site.html",
-        {
-            "site": site,
-            "info": info,
-            "period": period,
-            "choices": periods.CHOICES,
-            "cards": cards,
-            "pages": pages,
-            "figures": figures,
-            "actives_note": "last 30 days" if hourly else "",
-            "goals": goals,
-            "panels": _panels(first, base, period),
-            "topojson_url": topojson_folder(),
-            "has_data": bool(pageviews["value"] or pageviews["change"] is not None or pages),
-            "shared": shared,
-            "base": base,
-            "live_url": _live_url(request, site, shared),
-            "snippet": snippet,
-            "event_url": request.build_absolute_uri(reverse("event")),
-            "daily_salt": info.daily_salt,
-            "export_formats": [("csv", "CSV"), ("xlsx", "Excel"), ("json", "JSON")],
-        },
-        status=400 if period.error else 200,  # (the page says what was wrong, and shows 30 days)
-    )
+    return {"totals": totals, "pages": pages, "figures": figures, "first": first, "goals": goals,
+            "actives_note": "last 30 days" if hourly else "", "estimate": False}
+
+
+def _filtered_numbers(r, info, site, period, view) -> dict:
+    """Everything the site page shows, for the filtered audience (analytics.queries.filtered):
+    visitor numbers exact (or marked estimated), counts only where a single value has its own."""
+    filtered, filters, start, end = queries.filtered, view.filters, period.start, period.end
+    values, estimate = filtered.daily_values(r, info, filters, start, end)
+    rows = [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
+    totals, estimated = filtered.aggregate(r, info, filters, start, end, [key for key, _ in CARDS], compare=view.compare)
+    estimate = estimate or estimated
+    if period.days < 30:  # (as unfiltered: the actives of the 30 days to the period's end)
+        around, _ = filtered.daily_values(r, info, filters, end - timedelta(days=29), end)
+        active_rows = [{"date": day.isoformat(), **around[day]} for day in sorted(around)]
+    else:
+        active_rows = rows
+    retention = {}
+    for unit, first_cohort, n in (("day", end - timedelta(days=29), 30), ("week", end - timedelta(weeks=11), 12)):
+        retention[unit] = [] if info.daily_salt else filtered.retention(r, info, filters, unit, first_cohort, end, n)[0]
+    first, countries = {}, []
+    for key, prop in (("channel", "channel"), ("page", "page"), ("country", "country"), ("browser", "browser")):
+        found, _, estimated = panels.fetch_filtered(r, info, start, end, panels.PROPERTIES[prop], filters,
+                                                    limit=panels.MAP_ROWS if key == "country" else panels.PANEL_ROWS)
+        estimate = estimate or estimated
+        first[key] = found[: panels.PANEL_ROWS]
+        if key == "country":
+            countries = found
+    goals, estimated = filtered.goals(r, info, filters, start, end, totals["visitors"]["value"] or 0)
+    figures = {
+        "visitors": charts.visitors(rows),
+        "actives": charts.actives(active_rows),
+        "retention-day": charts.retention(retention["day"], "day"),
+        "retention-week": charts.retention(retention["week"], "week"),
+        "map": charts.world_map(countries),
+    }
+    pages = [{"page": row["page"], "visitors": row["visitors"], "pageviews": None} for row in first["page"]]
+    return {"totals": totals, "pages": pages, "figures": figures, "first": first, "goals": goals,
+            "actives_note": "last 30 days" if period.days < 30 else "", "estimate": estimate or estimated}
 
 
 def _until_now(rows: list[dict], info) -> list[dict]:
@@ -163,7 +219,7 @@ def _card(key: str, label: str, total: dict) -> dict:
     }
 
 
-def _panels(first: dict, base: str, period) -> list[dict]:
+def _panels(first: dict, base: str, view) -> list[dict]:
     """The panels for the template, with the rows of each first tab."""
     shown = []
     for key, title, tabs in panels.PANELS:
@@ -176,8 +232,8 @@ def _panels(first: dict, base: str, period) -> list[dict]:
                     "label": tab.label,
                     "choices": tab.choices,
                     "prop": tab.choices[0] if tab.choices else None,
-                    "rows": panels.panel_rows(tab.choices[0], first[tab.key]) if tab.key in first else None,
-                    "details": details_url(base, tab.choices[0].key, period) if tab.choices else "",
+                    "rows": panels.panel_rows(tab.choices[0], first[tab.key], view) if tab.key in first else None,
+                    "details": details_url(base, tab.choices[0].key, view) if tab.choices else "",
                     "active": n == 0,
                 }
                 for n, tab in enumerate(tabs)
@@ -186,8 +242,8 @@ def _panels(first: dict, base: str, period) -> list[dict]:
     return shown
 
 
-def details_url(base: str, prop: str, period) -> str:
-    return f"{base}pages?{period.query}" if prop == "page" else f"{base}details/{prop}?{period.query}"
+def details_url(base: str, prop: str, view) -> str:
+    return f"{base}pages?{view.query()}" if prop == "page" else f"{base}details/{prop}?{view.query()}"
 
 
 def topojson_folder() -> str:
@@ -204,15 +260,20 @@ def breakdown(request, site, info, base, shared):
     if prop is None:
         return JsonResponse({"error": f"property must be one of {', '.join(panels.PROPERTIES)}"}, status=400)
     period = periods.parse(request.GET, info.today())
-    rows, total = panels.fetch(get_redis(), info, period.start, period.end, prop)
+    view = filtering.parse(request.GET, period.query)
+    if view.filters:
+        rows, total, estimate = panels.fetch_filtered(get_redis(), info, period.start, period.end, prop, view.filters)
+    else:
+        (rows, total), estimate = panels.fetch(get_redis(), info, period.start, period.end, prop), False
     return JsonResponse({
         "property": prop.key,
         "column": prop.column,
         "metric": prop.metric,
         "path": prop.path,
-        "rows": panels.panel_rows(prop, rows),
+        "rows": panels.panel_rows(prop, rows, view),
         "total": total,
-        "details": details_url(base, prop.key, period),
+        "estimate": estimate,
+        "details": details_url(base, prop.key, view),
     })
 
 
@@ -277,22 +338,31 @@ def details(request, site, info, base, shared, prop):
 
 def _details(request, site, info, base, prop):
     period = periods.parse(request.GET, info.today())
+    view = filtering.parse(request.GET, period.query)
     search = request.GET.get("q", "").strip()[:200]
     try:
         number = max(1, int(request.GET.get("page", "1")))
     except ValueError:
         number = 1
     r = get_redis()
-    rows, total = panels.fetch(r, info, period.start, period.end, prop, limit=panels.DETAILS_ROWS, page=number, search=search)
+
+    def fetch(page):
+        if view.filters:
+            rows, total, _ = panels.fetch_filtered(r, info, period.start, period.end, prop, view.filters, panels.DETAILS_ROWS, page, search)
+            return rows, total
+        return panels.fetch(r, info, period.start, period.end, prop, limit=panels.DETAILS_ROWS, page=page, search=search)
+
+    rows, total = fetch(number)
     last = max(1, -(-total // panels.DETAILS_ROWS))
     if number > last:  # past the end: the last page
         number = last
-        rows, total = panels.fetch(r, info, period.start, period.end, prop, limit=panels.DETAILS_ROWS, page=number, search=search)
-    columns, shown = panels.details_table(prop, rows)
+        rows, total = fetch(number)
+    columns, shown = panels.details_table(prop, rows, filtered=bool(view.filters))
     context = {
         "site": site,
         "info": info,
         "period": period,
+        "view": view,
         "base": base,
         "prop": prop,
         "columns": columns,

@@ -36,10 +36,11 @@
       var bar = document.createElement("span");
       bar.className = "bar";
       bar.style.width = row.bar + "%";
-      var name = document.createElement("span");
+      var name = document.createElement(row.href ? "a" : "span");  // a row that can filter links to the filtered view
       name.className = body.path ? "name path" : "name";
       name.textContent = row.name;
-      name.title = row.name;
+      name.title = row.href ? "Filter by " + row.name : row.name;
+      if (row.href) name.href = row.href;
       var count = document.createElement("span");
       count.className = "count";
       count.textContent = row.count.toLocaleString("en-US");

@@ -3,7 +3,7 @@ import gzip
 import json
 import re
 from datetime import UTC, datetime, timedelta
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
@@ -335,7 +335,7 @@ def test_the_panels_first_tabs_come_with_the_page_escaped(client, sources_site, 
         assert f'id="panel-{panel}"' in html
     loaded = re.findall(r'<div class="list" data-property="([a-z_]+)" data-loaded>(.*?)</div>\s*<p class="more"', html, re.S)
     assert [prop for prop, _ in loaded] == ["channel", "page", "country", "browser"]
-    names = {prop: re.findall(r'<span class="name[^"]*" title="[^"]*">([^<]*)</span>', rows) for prop, rows in loaded}
+    names = {prop: re.findall(r'<(?:span|a) class="name[^"]*"[^>]*>([^<]*)</(?:span|a)>', rows) for prop, rows in loaded}
     assert names["channel"] == ["Organic Search", "Email", "Organic Social"]  # (Hacker News is social, by Matomo's lists)
     assert names["country"] == ["United States", "Australia"]
     assert names["browser"] == ["Chrome", "Firefox"]
@@ -348,7 +348,9 @@ def test_the_panels_first_tabs_come_with_the_page_escaped(client, sources_site, 
 def test_the_breakdown_endpoint_lists_a_tab(client, sources_site, owner):
     client.force_login(owner)
     body = client.get("/dashboard/example.com/breakdown", {"property": "utm_campaign", "period": "7d"}).json()
-    assert body["rows"] == [{"name": TAG, "value": TAG, "count": 1, "bar": 100.0}]  # as text: the page sets it with textContent
+    row = body["rows"][0]
+    assert len(body["rows"]) == 1 and {k: row[k] for k in ("name", "value", "count", "bar")} == {"name": TAG, "value": TAG, "count": 1, "bar": 100.0}  # as text: the page sets it with textContent
+    assert parse_qs(urlsplit(row["href"]).query)["filters"] == [f"utm_campaign=={TAG}"]  # (the row's link filters by it, URL-encoded)
     assert (body["column"], body["metric"], body["total"]) == ("Campaign", "visitors", 1)
     assert body["details"] == "/dashboard/example.com/details/utm_campaign?period=7d"
     sources = client.get("/dashboard/example.com/breakdown", {"property": "source", "period": "7d"}).json()["rows"]
@@ -425,3 +427,28 @@ def test_yesterday_is_drawn_by_the_hour_with_every_hour_filled(client, data_site
     lines = response.context["figures"]["visitors"]["data"]
     assert len(lines[0]["x"]) == 24 and None not in lines[1]["y"]  # a whole day: no hour still to come
     assert 'href="?period=yesterday" class="active"' in response.content.decode()
+
+
+def test_a_filtered_view_shows_its_chips_escaped_and_keeps_them_in_every_link(client, sources_site, owner):
+    client.force_login(owner)
+    html = client.get("/dashboard/example.com/", {"period": "7d", "filters": f"utm_campaign=={TAG};country!=AU"}).content.decode()
+    assert TAG not in html  # (the chip's label is escaped like every public string)
+    assert "Utm campaign is &lt;img" in html and "Country is not Australia" in html
+    chips = re.findall(r'<a class="chip" href="([^"]+)"', html)
+    assert len(chips) == 2 and all("period=7d" in href for href in chips)
+    assert 'href="?period=30d&amp;filters=' in html  # the period links keep the filters
+    # a single filter: its own visits; the panel rows link to narrower views
+    html = client.get("/dashboard/example.com/", {"period": "7d", "filters": "source==Google"}).content.decode()
+    assert re.search(r'data-metric="visits">\s*<div class="label">Visits</div>\s*<div class="value">3<', html)
+    assert re.search(r'data-metric="visitors">\s*<div class="label">Visitors</div>\s*<div class="value">3<', html)
+    assert "filters=source%3D%3DGoogle%3Bchannel%3D%3DOrganic+Search" in html
+
+
+def test_bad_filters_are_ignored_with_a_notice_and_compare_can_be_last_year(client, sources_site, owner):
+    client.force_login(owner)
+    html = client.get("/dashboard/example.com/", {"period": "7d", "filters": "colour==red"}).content.decode()
+    assert "Filters ignored: &#x27;colour&#x27;: unknown property" in html
+    today = datetime.now(UTC).date()
+    html = client.get("/dashboard/example.com/", {"period": "7d", "compare": "year"}).content.decode()
+    assert 'class="active" aria-current="true">Same dates last year' in html
+    assert f"{(today - timedelta(days=6)).replace(year=today.year - 1):%-d %b %Y}" in html

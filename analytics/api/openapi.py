@@ -21,6 +21,19 @@ def _param(name, description, schema, required=False):
 SITE = _param("site", "The site's domain.", {"type": "string"}, required=True)
 FROM = _param("from", "First day, the site's local date (default: 30 days before `to`); 2000-01-01 at the earliest.", {"type": "string", "format": "date"})
 TO = _param("to", "Last day, inclusive (default: today in the site's time zone); tomorrow at the latest. At most 731 days in all.", {"type": "string", "format": "date"})
+FILTERS = _param(
+    "filters",
+    "Only the visitors that match, e.g. `source==Google;country!=DE|FR;page~/blog`: `property==v1|v2` (one of), `!=` (none "
+    "of), `~` (contains, case-insensitive), joined by `;` (all must hold; at most 6). Properties: the visit dimensions, `page` "
+    "(viewed it that day) and `goal` (converted that day). A value holding `;`, `|` or `\\` escapes it with a backslash. "
+    "Visitor numbers (visitors, DAU, WAU, MAU, new visitors, retention, converters) are counted exactly from per-day visitor "
+    "bitmaps of each dimension's first values of the day (the site's `segment_values`, and its pinned goals and funnel "
+    "steps); a value without its bitmap that day is estimated from HyperLogLogs, and the answer then says "
+    "`\"estimate\": true`. Visits, pageviews, bounce rate and visit duration exist per value, not per combination: "
+    "under a single `dimension==value` filter they are that value's own, else null. A filtered answer carries "
+    "`filters` (as understood) and `estimate`.",
+    {"type": "string"},
+)
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}}
 INGEST_ERRORS = {
     "408": _error("The body took longer than the server waits for (10 s by default)."),
@@ -194,6 +207,7 @@ DOCUMENT = {
                     SITE,
                     FROM,
                     TO,
+                    FILTERS,
                     _param(
                         "metrics",
                         f"Comma-separated. Per day: {', '.join(METRICS)} (default {', '.join(DEFAULT_METRICS)}); "
@@ -246,11 +260,13 @@ DOCUMENT = {
                     SITE,
                     FROM,
                     TO,
+                    FILTERS,
                     _param("metrics", f"Comma-separated, from {', '.join(AGGREGATE_METRICS)} (default all).", {"type": "string"}),
                     _param(
                         "compare",
                         "`previous_period`: add each metric's change in percent against the period of the same length just before "
-                        "(null when that period had none of it).",
+                        "(null when that period had none of it); `year`: against the same dates a year earlier. The answer "
+                        "says which dates in `compared`.",
                         {"type": "string", "enum": list(COMPARISONS)},
                     ),
                 ],
@@ -285,6 +301,34 @@ DOCUMENT = {
                 },
             }
         },
+        "/api/v1/stats/funnel": {
+            "get": {
+                "summary": "A funnel's steps: visitors who reached each",
+                "description": (
+                    "A funnel (2 to 8 steps, each a page, a page pattern, or event:Name) is defined on the site's admin page. A "
+                    "visitor reaches step k when they did it on a day of the range no earlier than the first day they reached "
+                    "step k-1: days, not moments, so two steps done on the same day count in either order, and a visitor who "
+                    "reached step k-1 before the range starts begins again inside it. Exact from the per-day visitor bitmaps "
+                    "(`estimate` says when a step's value had none that day). conversion_rate is in percent of the first step; "
+                    "dropoff, the visitors lost since the step before."
+                ),
+                "security": [{"apiKey": []}],
+                "parameters": [SITE, FROM, TO, FILTERS, _param("funnel", "The funnel's name.", {"type": "string"}, required=True)],
+                "responses": {
+                    "200": {
+                        "description": "{funnel, filters, estimate, steps: [{step, visitors, conversion_rate, dropoff}]}",
+                        "content": {"application/json": {"schema": {"type": "object", "properties": {
+                            "funnel": {"type": "string"},
+                            "estimate": {"type": "boolean"},
+                            "steps": {"type": "array", "items": {"type": "object", "properties": {
+                                "step": {"type": "string"}, "visitors": {"type": "integer"},
+                                "conversion_rate": {"type": "number"}, "dropoff": {"type": "integer"}}}},
+                        }}}},
+                    },
+                    **READ_ERRORS,
+                },
+            }
+        },
         "/api/v1/stats/breakdown": {
             "get": {
                 "summary": "Rows by one dimension: sources, campaigns, devices, locations, entry and exit pages",
@@ -302,6 +346,7 @@ DOCUMENT = {
                     SITE,
                     FROM,
                     TO,
+                    FILTERS,
                     _param(
                         "property",
                         f"The dimension: one of {', '.join(DIMENSIONS)}, page, goal (rows: goal, visitors = converters, events, "
@@ -388,7 +433,7 @@ DOCUMENT = {
             "get": {
                 "summary": "Top pages by unique visitors over the range",
                 "security": [{"apiKey": []}],
-                "parameters": [SITE, FROM, TO, _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10})],
+                "parameters": [SITE, FROM, TO, FILTERS, _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10})],
                 "responses": {
                     "200": {
                         "description": "Pages with visitors (HLL union over the range) and pageviews.",
@@ -418,6 +463,7 @@ DOCUMENT = {
                     SITE,
                     FROM,
                     TO,
+                    FILTERS,
                     _param("unit", "Day cohorts or ISO-week cohorts.", {"type": "string", "enum": ["day", "week"], "default": "day"}),
                     _param("periods", f"Largest n in retained (at most {DAY_PERIODS} days or {WEEK_PERIODS} weeks).", {"type": "integer", "minimum": 0, "maximum": DAY_PERIODS}),
                 ],

@@ -4,7 +4,7 @@ from datetime import date, timedelta
 
 from .. import sites
 from ..periods import out_of_bounds
-from ..queries import access
+from ..queries import access, segments
 from .http import ApiError, bearer_site
 
 MAX_RANGE_DAYS = 731
@@ -85,3 +85,11 @@ def choice_param(request, name: str, choices: tuple, default: str) -> str:
     if value not in choices:
         raise ApiError(400, f"{name}: must be one of {', '.join(choices)}")
     return value
+
+
+def filters_param(request) -> tuple:
+    """`filters=source==Google;country!=DE` (analytics.queries.segments), () when absent."""
+    try:
+        return segments.parse(request.GET.get("filters", ""))
+    except ValueError as e:
+        raise ApiError(400, f"filters: {e}") from None

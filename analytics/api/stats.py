@@ -7,9 +7,10 @@ Query parameters are checked by params.py: every mistake is a 400 naming the par
 from datetime import UTC, datetime
 
 from .. import dimensions, queries
+from ..models import Funnel
 from ..store.connection import get_redis
 from .http import ApiError, json_errors, json_response, methods
-from .params import choice_param, date_range, float_param, int_param, site_param
+from .params import choice_param, date_range, filters_param, float_param, int_param, site_param
 
 MAX_LIMIT = 1000  # pages per answer
 PROPS = "event:props:"  # property=event:props:NAME breaks down a custom property (Plausible's name)
@@ -40,13 +41,26 @@ def timeseries(request):
             400,
             f"metrics: unknown {', '.join(unknown) or '(none)'} for interval={interval}; choose from {', '.join(allowed)}",
         )
+    filters = filters_param(request)
+    extra = {}
+    if filters and interval == "hour":
+        raise ApiError(400, "filters: not available with interval=hour (filters count visitors by day)")
     if interval == "hour":
         results = queries.hourly(get_redis(), site, start, end, metrics)
+    elif filters:
+        results, estimate = queries.filtered.timeseries(get_redis(), site, filters, start, end, metrics, interval)
+        extra = _filtered(filters, estimate)
     else:
         results = queries.timeseries(get_redis(), site, start, end, metrics, interval)
     return json_response(
-        {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "interval": interval, "results": results}
+        {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "interval": interval, **extra, "results": results}
     )
+
+
+def _filtered(filters, estimate: bool) -> dict:
+    """What a filtered answer says about itself: its filters, and whether any number in it
+    is an estimate (a value past the day's bitmaps: analytics.queries.segments)."""
+    return {"filters": ";".join(str(f) for f in filters), "estimate": estimate}
 
 
 @methods("GET")
@@ -63,8 +77,16 @@ def aggregate(request):
     compare = request.GET.get("compare") or None
     if compare is not None and compare not in queries.COMPARISONS:
         raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
-    results = queries.aggregate(get_redis(), site, start, end, metrics, compare)
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
+    filters, extra = filters_param(request), {}
+    if filters:
+        results, estimate = queries.filtered.aggregate(get_redis(), site, filters, start, end, metrics, compare)
+        extra = _filtered(filters, estimate)
+    else:
+        results = queries.aggregate(get_redis(), site, start, end, metrics, compare)
+    if compare:
+        before_start, before_end = queries.previous(compare, start, end)
+        extra["compared"] = {"from": before_start.isoformat(), "to": before_end.isoformat()}
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), **extra, "results": results})
 
 
 @methods("GET")
@@ -78,6 +100,12 @@ def breakdown(request):
     limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
     page = int_param(request, "page", 1, 1, 10_000)
     r = get_redis()
+    filters = filters_param(request)
+    if filters:
+        results, total, estimate = _filtered_breakdown(r, site, filters, start, end, prop, request)
+        body = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page,
+                **_filtered(filters, estimate), "results": results[(page - 1) * limit : page * limit], "total": total}
+        return json_response(body)
     if prop.startswith(PROPS):
         event = request.GET.get("event") or None
         results, total = queries.properties(r, site, start, end, prop[len(PROPS) :][:300], event, limit, page)
@@ -101,6 +129,46 @@ def breakdown(request):
     if total is not None:
         body["total"] = total
     return json_response(body)
+
+
+def _filtered_breakdown(r, site, filters, start, end, prop: str, request) -> tuple[list[dict], int, bool]:
+    """Every row of a breakdown for a filtered audience (visitors only: the other counts
+    exist per value, not per combination), and whether any is estimated."""
+    wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
+    allowed = ("visitors", "conversion_rate") if prop == "goal" else ("visitors",)
+    if any(m not in allowed for m in wanted):
+        raise ApiError(400, f"metrics: under filters, rows have {', '.join(allowed)} only")
+    if prop.startswith(PROPS) or prop == dimensions.EXIT:
+        raise ApiError(400, f"filters: not available with property={prop} (its rows count events or visits, not visitors)")
+    if prop == "goal":
+        summary, _ = queries.filtered.summary(r, site, filters, start, end)
+        rows, estimate = queries.filtered.goals(r, site, filters, start, end, summary["visitors"])
+        return rows, len(rows), estimate
+    if prop == "page":
+        candidates = [row["page"] for row in queries.top_pages(r, site, start, end, queries.filtered.MAX_ROWS)]
+    else:
+        unfiltered, _ = queries.breakdown(r, site, start, end, prop, queries.filtered.MAX_ROWS, 1, request.GET.get("search", "")[:200])
+        candidates = [row[prop] for row in unfiltered]
+    rows, estimate = queries.filtered.breakdown(r, site, filters, start, end, prop, candidates)
+    results = [{prop: row["value"], "visitors": row["visitors"], **({"estimate": True} if row["estimate"] else {})} for row in rows]
+    return results, len(results), estimate
+
+
+@methods("GET")
+@json_errors
+def funnel(request):
+    """A funnel's steps over the range: visitors who reached each (analytics.queries.funnels)."""
+    site = site_param(request)
+    start, end = date_range(request, site)
+    name = request.GET.get("funnel", "")
+    found = Funnel.objects.filter(site_id=site.id, name=name).first()
+    if found is None:
+        names = list(Funnel.objects.filter(site_id=site.id).values_list("name", flat=True))
+        raise ApiError(400, f"funnel: no funnel {name[:120]!r} on this site; it has: {', '.join(names) or '(none: add one in the admin)'}")
+    filters = filters_param(request)
+    steps, estimate = queries.funnel(get_redis(), site, found, start, end, filters)
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "funnel": found.name,
+                          **_filtered(filters, estimate), "steps": steps})
 
 
 @methods("GET")
@@ -127,9 +195,15 @@ def retention(request):
     top = queries.DAY_PERIODS if unit == "day" else queries.WEEK_PERIODS
     periods = int_param(request, "periods", top, 0, top)
     start, end = date_range(request, site)
-    cohorts = queries.retention(get_redis(), site, unit, start, end, periods)
+    filters, extra = filters_param(request), {}
+    if filters:
+        cohorts, estimate = queries.filtered.retention(get_redis(), site, filters, unit, start, end, periods)
+        extra = _filtered(filters, estimate)
+    else:
+        cohorts = queries.retention(get_redis(), site, unit, start, end, periods)
     return json_response(
-        {"site": site.domain, "unit": unit, "from": start.isoformat(), "to": end.isoformat(), "periods": periods, "cohorts": cohorts}
+        {"site": site.domain, "unit": unit, "from": start.isoformat(), "to": end.isoformat(), "periods": periods, **extra,
+         "cohorts": cohorts}
     )
 
 
@@ -139,8 +213,17 @@ def pages(request):
     site = site_param(request)
     start, end = date_range(request, site)
     limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
-    results = queries.top_pages(get_redis(), site, start, end, limit)
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "results": results})
+    filters, extra = filters_param(request), {}
+    r = get_redis()
+    if filters:
+        candidates = [row["page"] for row in queries.top_pages(r, site, start, end, max(limit, queries.filtered.MAX_ROWS))]
+        rows, estimate = queries.filtered.breakdown(r, site, filters, start, end, "page", candidates)
+        results = [{"page": row["value"], "visitors": row["visitors"], "pageviews": None,
+                    **({"estimate": True} if row["estimate"] else {})} for row in rows[:limit]]
+        extra = _filtered(filters, estimate)
+    else:
+        results = queries.top_pages(r, site, start, end, limit)
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), **extra, "results": results})
 
 
 @methods("GET")

@@ -8,6 +8,7 @@ urlpatterns = [
     path("api/v1/stats/timeseries", stats.timeseries, name="stats-timeseries"),
     path("api/v1/stats/aggregate", stats.aggregate, name="stats-aggregate"),
     path("api/v1/stats/breakdown", stats.breakdown, name="stats-breakdown"),
+    path("api/v1/stats/funnel", stats.funnel, name="stats-funnel"),
     path("api/v1/stats/near", stats.near, name="stats-near"),
     path("api/v1/stats/pages", stats.pages, name="stats-pages"),
     path("api/v1/stats/retention", stats.retention, name="stats-retention"),

@@ -13,13 +13,15 @@ WEEK_PERIODS = 12  # weeks after a week cohort
 
 
 def retention(
-    r: redis.Redis, site: SiteInfo, unit: str, cohorts: list[date], last: date, tmp: Scratch, live: bool = False
+    r: redis.Redis, site: SiteInfo, unit: str, cohorts: list[date], last: date, tmp: Scratch, live: bool = False,
+    cohort_of=None,
 ) -> list:
     """(cohort, size, retained) for each cohort, retained[n] for every period n that has
     begun by `last` (today, or this week's Monday), up to 30 days or 12 weeks.
 
     Week cohorts use the week unions `week_unions()` keeps; with `live`, they are made
-    in scratch keys instead (a read for weeks no rollup has covered yet)."""
+    in scratch keys instead (a read for weeks no rollup has covered yet). `cohort_of`
+    (site id, cohort) -> key names other cohorts (a filtered audience's new visitors)."""
     sid = site.id
     if unit == "day":
         cohort_key, active_key, step, periods = keys.new_visitors, keys.active, timedelta(days=1), DAY_PERIODS
@@ -27,6 +29,7 @@ def retention(
         cohort_key, active_key, step, periods = keys.new_week, keys.active_week, timedelta(weeks=1), WEEK_PERIODS
         if live and cohorts:
             cohort_key, active_key = _scratch_week_unions(r, sid, min(cohorts), last, tmp)
+    cohort_key = cohort_of or cohort_key
     result = []
     for start in range(0, len(cohorts), 8):  # a few cohorts per round trip
         pipe = r.pipeline(transaction=False)

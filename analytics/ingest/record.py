@@ -416,7 +416,8 @@ def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, scr
     generation = int(now.timestamp()) // dimensions.VISIT_TIMEOUT
     script_keys += (keys.sessions(sid, generation), keys.sessions(sid, generation - 1),
                     keys.session_parts(sid, generation), keys.session_parts(sid, generation - 1))
-    args += (3 * dimensions.VISIT_TIMEOUT, dimensions.VISIT_TIMEOUT, site.max_property_values, keys.dimensions_prefix(sid))
+    args += (3 * dimensions.VISIT_TIMEOUT, dimensions.VISIT_TIMEOUT, site.max_property_values, keys.dimensions_prefix(sid),
+             site.segment_values, keys.pinned_fields(sid))
     args.append(len(chunk.previous))
     for index, previous in chunk.previous.items():
         args += (index, previous)

@@ -9,6 +9,9 @@ the package's surface; the dashboard reads through them and the models only.
     pages.py            top pages of a range, one page's days, path search
     breakdown.py        rows by a visit dimension (sources, devices, countries...), visit totals
     goals.py            goal conversions, custom property breakdowns, revenue
+    segments.py         filters: a filtered audience's visitors day by day, as bitmaps
+    filtered.py         every number above for a filtered audience (exact, or marked estimated)
+    funnels.py          a funnel's steps: visitors who reached each, day by day
     places.py           visitors within some distance of a place (with a city database)
     retention.py        retention cohorts
     realtime.py         visitors in the last five minutes
@@ -17,6 +20,7 @@ the package's surface; the dashboard reads through them and the models only.
     access.py           who may read which site
 """
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS
+from . import filtered, segments
 from .breakdown import breakdown, visit_totals
 from .days import (
     AGGREGATE_METRICS,
@@ -29,9 +33,11 @@ from .days import (
     daily_values,
     has_events,
     percent_change,
+    previous,
     summary,
     timeseries,
 )
+from .funnels import funnel
 from .goals import event_properties, goals, properties
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
 from .pages import page_timeseries, search_pages, top_pages
@@ -40,6 +46,10 @@ from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
 
 __all__ = [
+    "funnel",
+    "filtered",
+    "segments",
+    "previous",
     "breakdown",
     "goals",
     "visitors_near",

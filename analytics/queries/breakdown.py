@@ -102,3 +102,28 @@ def _rates(s: dict[str, int]) -> dict:
         "visit_duration": round(s["duration"] / visits) if visits else None,
         "views_per_visit": round(s["pageviews"] / visits, 2) if visits else None,
     }
+
+
+def field_days(r: redis.Redis, site: SiteInfo, days: list[date], field: str) -> dict[date, dict[str, int]]:
+    """One visit dimension field's exact counts each day ({"pageviews", "visits",
+    "bounces", "duration"}): stored rows for final days, the day's counts hash otherwise."""
+    dimension, value = dimensions.split(field)
+    result = {day: dict.fromkeys(COUNTS[1:], 0) for day in days}
+    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__in=days).values_list("date", flat=True))
+    for row in DimensionDaily.objects.filter(site_id=site.id, dimension=dimension, value=value, date__in=final):
+        result[row.date] = {c: getattr(row, c) for c in COUNTS[1:]}
+    live = [day for day in days if day not in final]
+    if live:
+        pipe = r.pipeline(transaction=False)
+        for day in live:
+            pipe.hget(keys.dimension_counts(site.id, day), field)
+        for day, packed in zip(live, pipe.execute()):
+            if packed:
+                numbers = dict(zip(dimensions.TABLES, dimensions.COUNTS.unpack(packed)))
+                result[day] = {c: numbers[c] for c in COUNTS[1:]}
+    return result
+
+
+def rates(sums: dict[str, int]) -> dict:
+    """visits, bounce_rate, visit_duration, views_per_visit of summed counts."""
+    return _rates(sums)

@@ -107,7 +107,7 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
 
 VISIT_METRICS = ("visits", "bounce_rate", "visit_duration", "views_per_visit")
 AGGREGATE_METRICS = ("visitors", "pageviews", "dau", "wau", "mau", "stickiness", "new_visitors", *VISIT_METRICS)
-COMPARISONS = ("previous_period",)
+COMPARISONS = ("previous_period", "year")
 
 
 def aggregate(
@@ -117,19 +117,20 @@ def aggregate(
     `compare="previous_period"` adding each metric's "change" in percent against the
     period of the same length just before (None when there is nothing to compare with:
     the dashboard says "new"). Today alone is compared with yesterday up to the same hour
-    (visitors, DAU and pageviews; new visitors get no change). The numbers are summary()'s; `values`, the period's
+    (visitors, DAU and pageviews; new visitors get no change); `compare="year"`, against
+    the same dates a year before. The numbers are summary()'s; `values`, the period's
     daily_values() when the caller has them already."""
     visits = any(metric in VISIT_METRICS for metric in metrics)
     now = summary(r, site, start, end, values)
     if visits:
         now.update(visit_totals(r, site, start, end))
     results = {metric: {"value": now[metric]} for metric in metrics}
-    if compare == "previous_period":
-        length = end - start
-        before = summary(r, site, start - length - timedelta(days=1), start - timedelta(days=1))
+    if compare in COMPARISONS:
+        before_start, before_end = previous(compare, start, end)
+        before = summary(r, site, before_start, before_end)
         if visits:
-            before.update(visit_totals(r, site, start - length - timedelta(days=1), start - timedelta(days=1)))
-        if start == end == site.today():
+            before.update(visit_totals(r, site, before_start, before_end))
+        if compare == "previous_period" and start == end == site.today():
             # Today so far against yesterday up to the same hour, where hours are kept;
             # new visitors and visits are not kept by the hour: no change for them.
             before.update(_yesterday_until_now(r, site))
@@ -139,6 +140,22 @@ def aggregate(
             if before[metric] is not None or now[metric] is None:
                 results[metric]["change"] = percent_change(now[metric], before[metric])
     return results
+
+
+def previous(compare: str, start: date, end: date) -> tuple[date, date]:
+    """The range a comparison sets against start..end: "previous_period", the same length
+    just before; "year", the same dates a year earlier (29 February becomes the 28th)."""
+    if compare == "previous_period":
+        length = end - start
+        return start - length - timedelta(days=1), start - timedelta(days=1)
+
+    def year_before(day: date) -> date:
+        try:
+            return day.replace(year=day.year - 1)
+        except ValueError:
+            return day.replace(year=day.year - 1, day=28)
+
+    return year_before(start), year_before(end)
 
 
 def _yesterday_until_now(r: redis.Redis, site: SiteInfo) -> dict:

@@ -22,7 +22,7 @@ from datetime import date, timedelta
 
 import redis
 
-from .. import dimensions
+from .. import dimensions, pins
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS, retention
 from ..counts.days import day_metrics
 from ..counts.dimensions import dimension_days
@@ -204,6 +204,7 @@ def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
     """Closed days not yet final, oldest first: yesterday on a normal night, every missed
     day after an outage (it looks back to the last final day)."""
     today = SiteInfo.from_model(site).today()
+    pins.sync(r, site.pk)  # (a restored or flushed Redis gets its pinned values back within a night)
     start = first_unfinished_day(site)
     end = today - timedelta(days=1)
     if start > end:

@@ -55,6 +55,12 @@ dim:<day>:fields   set     the "<dimension>\x1f<value>" fields kept that day (ca
                            dimension; past the cap, "<dimension>\x1f(other)")
 dim:<day>:sizes    hash    dimension -> its number of values in dim:<day>:fields
 dim:<day>:v:<field> HLL    visitors of "<dimension>\x1f<value>" that day
+dim:<day>:b:<field> bitmap the same visitors by dense id, for the day's first values of
+                           each dimension (pages as "page\x1f<path>", custom events as
+                           "event\x1f<name>" too): exact filters (lib/segments.lua)
+dim:<day>:bitmapped set    the fields that have such a bitmap that day
+dim:<day>:bitmap-sizes hash dimension -> its number of bitmaps that day
+pinned             set     fields that always get a bitmap (goals, funnel steps)
 page-search        zset    page paths, score 0, for prefix search (ZRANGEBYLEX); capped
 page-rank          zset    the same paths scored by pageviews: the least visited leave first
 tick               string  set for a second after ingest published a live tick
@@ -237,6 +243,28 @@ def dimension_sizes(site_id: int, day: date) -> str:
 
 def dimension_visitors(site_id: int, day: date, field: str) -> str:
     return f"{dimensions_prefix(site_id)}{day.isoformat()}:v:{field}"
+
+
+def dimension_bitmap(site_id: int, day: date, field: str) -> str:
+    """The visitors (bit per dense id) of a field that day: "<dimension>SEP<value>", where
+    pages are "page" and custom events "event" (lib/segments.lua)."""
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:b:{field}"
+
+
+def dimension_bitmapped(site_id: int, day: date) -> str:
+    """Set of the fields that have a bitmap that day."""
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:bitmapped"
+
+
+def dimension_bitmap_sizes(site_id: int, day: date) -> str:
+    """Hash: dimension -> its number of bitmaps that day (at most the site's segment_values)."""
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:bitmap-sizes"
+
+
+def pinned_fields(site_id: int) -> str:
+    """Set of fields that get a bitmap every day past the limit: the site's goals' events
+    and pages, and its funnels' steps (analytics.segments_pins keeps it)."""
+    return f"{PREFIX}:{{{site_id}}}:pinned"
 
 
 def new_visitors_prefix(site_id: int) -> str:

@@ -4,12 +4,15 @@ ASGI live-stream server in a thread.
 No Chromium: the browser tests skip with a message, except under CI=true, where a
 missing browser fails the run (.ci/run installs it).
 """
+import io
 import os
+import re
 import shutil
 import threading
 import time
 
 import pytest
+from django.core.management import call_command
 
 from tests.redis_server import free_port
 
@@ -74,3 +77,29 @@ def context(browser):
     context = browser.new_context(user_agent=USER_AGENT, viewport={"width": 1280, "height": 900})
     yield context
     context.close()
+
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def demo(r, db):
+    call_command("demo", "--visitors", "60", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+@pytest.fixture
+def user_page(r, live_server, live_stream, django_user_model, context, demo):
+    """A logged-in tab that records every request's URL and every console error."""
+    django_user_model.objects.create_superuser("admin", "", PASSWORD)
+    page = context.new_page()
+    page.problems, page.requested = [], []
+    page.on("console", lambda m: page.problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.problems.append(str(e)))
+    page.on("response", lambda resp: page.problems.append(f"{resp.status} {resp.url}") if resp.status >= 400 else None)
+    page.on("request", lambda req: page.requested.append(req.url))
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/$"))
+    return page

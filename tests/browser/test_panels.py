@@ -2,39 +2,13 @@
 (1440 px) and a phone (390 px), the four panels list rows, every tab shows its list, the
 world map draws from the vendored outlines with no request leaving our servers, no
 console error, nothing wider than the screen."""
-import io
 import re
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-PASSWORD = "correct horse battery"
 PANELS = ("sources", "pages", "locations", "devices")
-
-
-@pytest.fixture
-def demo(r, db):
-    call_command("demo", "--visitors", "60", stdout=io.StringIO(), stderr=io.StringIO())
-
-
-@pytest.fixture
-def user_page(r, live_server, live_stream, django_user_model, context, demo):
-    """A logged-in tab that records every request's URL and every console error."""
-    django_user_model.objects.create_superuser("admin", "", PASSWORD)
-    page = context.new_page()
-    page.problems, page.requested = [], []
-    page.on("console", lambda m: page.problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.problems.append(str(e)))
-    page.on("response", lambda resp: page.problems.append(f"{resp.status} {resp.url}") if resp.status >= 400 else None)
-    page.on("request", lambda req: page.requested.append(req.url))
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/$"))
-    return page
 
 
 def overflow(page) -> int:

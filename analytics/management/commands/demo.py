@@ -16,7 +16,7 @@ from analytics import rollups
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.ingest.visit import visit_attrs
-from analytics.models import Goal, Site
+from analytics.models import Funnel, Goal, Site
 from analytics.sites import SiteInfo
 from analytics.store.connection import get_redis
 
@@ -121,6 +121,7 @@ class Command(BaseCommand):
         info = SiteInfo.from_model(site)
         for name, event, pattern in (("Signup", "Signup", ""), ("Read the docs", "", "/docs/**"), ("Pricing", "", "/pricing")):
             Goal.objects.get_or_create(site=site, name=name, defaults={"event_name": event, "page_pattern": pattern})
+        Funnel.objects.get_or_create(site=site, name="Signup journey", defaults={"steps": "/\n/pricing\n/signup\nevent:Signup"})
         r = get_redis()
         pages = _pages(rng)
         crowd = People(rng)

@@ -33,7 +33,7 @@ class Script:
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
 
-RECORD_BATCH = Script("record_batch", libs=("gcra", "idmap", "visits"))
+RECORD_BATCH = Script("record_batch", libs=("gcra", "idmap", "visits", "segments"))
 LOCK_RELEASE = Script("lock_release")
 LOCK_RENEW = Script("lock_renew")
 BLOOM = Script("bloom")

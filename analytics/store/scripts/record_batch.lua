@@ -74,7 +74,10 @@
 -- then     the realtime TTL in seconds, then R, then R minutes: visitors
 -- then     H, then H hours: pageviews, visitors
 -- then     the page-search cap, then the live channel to publish a tick on ("" for none)
--- then     the visits section (lib/visits.lua), whose two session hashes are the last KEYS
+-- then     the visits section (lib/visits.lua), whose two session hashes are the last KEYS;
+--          its fifth and sixth values are the day's bitmaps per dimension and the key of
+--          the site's pinned fields (lib/segments.lua: the bitmaps of kept pages, custom
+--          events and visit fields, for exact filters)
 --
 -- Returns {ids newly assigned, pageviews added, new visitors moved to this day};
 -- {-1, 0, 0} when the mark was there already; {-2, ms to wait, 0} when a rate limit
@@ -245,7 +248,16 @@ end
 -- counts.
 local OTHER = '(other)'
 local key_index = 17 + limits
-local function groups(index_key)
+local segment_candidates = {}  -- {field, dense ids} of the kept pages and events (lib/segments.lua)
+local function listed_ids(listed)
+  local out = {}
+  for k = 1, #listed, 2 do
+    local high, low = byte(listed, k, k + 1)
+    out[#out + 1] = ids[high * 256 + low]
+  end
+  return out
+end
+local function groups(index_key, dimension)
   local count, quota = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1])
   pos = pos + 2
   local other_hll, other_counter = KEYS[key_index], KEYS[key_index + 1]
@@ -270,6 +282,7 @@ local function groups(index_key)
     if fits then
       pfadd_listed(KEYS[key_index], listed)
       redis.call('INCRBY', KEYS[key_index + 1], n)
+      segment_candidates[#segment_candidates + 1] = {dimension .. SEP .. name, listed_ids(listed)}
       kept[#kept + 1] = name
       counts[#counts + 1] = n
     else
@@ -287,8 +300,8 @@ local function groups(index_key)
   end
   return kept, counts
 end
-local pages, page_counts = groups(KEYS[7])
-groups(KEYS[8])
+local pages, page_counts = groups(KEYS[7], 'page')
+groups(KEYS[8], 'event')
 
 -- Property groups ("event SEP property SEP value"): the quota is per property (an
 -- unbounded property must not take the others' room), and past it a value counts under
@@ -421,7 +434,11 @@ if #pages > 0 then
 end
 
 -- Visits and the visit dimensions.
-record_visits(digests, ARGV[6], pos + 2, {KEYS[key_index], KEYS[key_index + 1], KEYS[key_index + 2], KEYS[key_index + 3]}, KEYS[12])
+local visits_at = pos + 2
+for _, c in ipairs(record_visits(digests, ids, ARGV[6], visits_at, {KEYS[key_index], KEYS[key_index + 1], KEYS[key_index + 2], KEYS[key_index + 3]}, KEYS[12])) do
+  segment_candidates[#segment_candidates + 1] = c
+end
+mark_segments(ARGV[visits_at + 3], ARGV[6], segment_candidates, tonumber(ARGV[visits_at + 4]), ARGV[visits_at + 5])
 if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")
   local kept_fields = ARGV[pos + 2 + 3] .. ARGV[6] .. ':fields'
   local add = {}

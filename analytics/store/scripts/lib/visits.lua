@@ -89,8 +89,10 @@ local function dump_state(st)
 end
 
 -- Count this chunk's visits. `digests` are the chunk's visitor digests (1-based indexes
--- as in the event list); `day` its ISO day; `pos` where the visits section starts in ARGV:
---   session TTL (s), timeout (s), quota, the dimension keys' prefix,
+-- as in the event list), `dense_ids` their dense ids; `day` its ISO day; `pos` where the visits
+-- section starts in ARGV:
+--   session TTL (s), timeout (s), quota, the dimension keys' prefix, then two read by
+--   record_batch.lua (lib/segments.lua): the day's bitmaps per dimension, the pinned set,
 --   P, then P pairs: visitor index, the same visitor's digest under yesterday's salt
 --       (daily-salt sites: a visit goes on across the salt change),
 --   Q, then Q pairs: part id, part text (every part the events below name),
@@ -102,10 +104,12 @@ end
 --       "n" other), attribute index, path index
 -- `keys_` are the open visits of this half hour and of the one before, then the parts'
 -- texts of the same two; `dirty_key` the set of days the rollups must compute again.
-local function record_visits(digests, day, pos, keys_, dirty_key)
+-- Returns the day's {field, dense ids} of the visitors counted under each kept field
+-- (for lib/segments.lua).
+local function record_visits(digests, dense_ids, day, pos, keys_, dirty_key)
   local sessions_now, sessions_before, parts_now, parts_before = keys_[1], keys_[2], keys_[3], keys_[4]
   local session_ttl, timeout, quota, prefix = ARGV[pos], tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), ARGV[pos + 3]
-  pos = pos + 4
+  pos = pos + 6
   local previous = {}
   local np = tonumber(ARGV[pos])
   for j = 1, np do previous[tonumber(ARGV[pos + 2 * j - 1])] = ARGV[pos + 2 * j] end
@@ -129,7 +133,8 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
   -- The events, as columns.
   local packed, unpack_event = ARGV[pos], struct.unpack
   local ne = #packed / 13
-  if ne == 0 then return end
+  local segment_candidates = {}
+  if ne == 0 then return segment_candidates end
   local ev_visitor, ev_time, ev_kind, ev_attrs, ev_path = {}, {}, {}, {}, {}
   local at = 1
   for e = 1, ne do
@@ -222,7 +227,7 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
   -- visit's event costs an addition per part, not one per field.
   local by_id = {}      -- day -> table -> part id -> number
   local exits = {}      -- day -> exit page field -> number
-  local seen_by_id = {} -- part id -> digests of visitors to count on this day
+  local seen_by_id = {} -- part id -> indexes of visitors to count on this day
   local dirty = {}
   local function add(on, tbl, s, n)
     local t = child(child(by_id, on), tbl)
@@ -237,11 +242,11 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
     local f = 'exit_page' .. SEP .. path
     t[f] = (t[f] or 0) + n
   end
-  local function count_visitor(s, digest)
+  local function count_visitor(s, vi)
     local list = ids_of(s)
     for i = 1, #list - 1 do  -- (not TOTAL_ID, the last: the site's visitors are its own HLL)
       local into = child(seen_by_id, list[i])
-      into[#into + 1] = digest
+      into[#into + 1] = vi
     end
   end
   -- A new visit's part ids: its first event's, and its entry page's.
@@ -283,7 +288,7 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
     end
     if st.seen_day ~= day then
       st.seen_day = day
-      count_visitor(st.ids, digests[vi])
+      count_visitor(st.ids, vi)
     end
     return st
   end
@@ -319,7 +324,7 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
   for on, t in pairs(exits) do
     child(counts, on)['exits'] = t
   end
-  local visitors = {}  -- field -> digests (this day)
+  local visitors = {}  -- field -> visitor indexes (this day)
   for id, list in pairs(seen_by_id) do
     local fields = fields_of(id)
     for i = 1, #fields do
@@ -429,11 +434,24 @@ local function record_visits(digests, day, pos, keys_, dirty_key)
       call_sliced('HSET', key, set)
     end
     if on == day then
+      local by_name = {}  -- (fields renamed to "(other)" share its HLL)
       for f, list in pairs(visitors) do
-        call_sliced('PFADD', prefix .. on .. ':v:' .. (rename[f] or f), list)
+        local name = rename[f] or f
+        local into = child(by_name, name)
+        local n = #into
+        for j = 1, #list do into[n + j] = list[j] end
+      end
+      for name, list in pairs(by_name) do
+        local chosen, dense = {}, {}
+        for j = 1, #list do chosen[j] = digests[list[j]]; dense[j] = dense_ids[list[j]] end
+        call_sliced('PFADD', prefix .. on .. ':v:' .. name, chosen)
+        if string.sub(name, -#OTHER_VALUE - 1) ~= SEP .. OTHER_VALUE then
+          segment_candidates[#segment_candidates + 1] = {name, dense}
+        end
       end
     end
     if on ~= day then dirty[on] = true end
   end
   for d in pairs(dirty) do redis.call('SADD', dirty_key, d) end
+  return segment_candidates
 end

@@ -1,0 +1,287 @@
+"""The numbers of a filtered audience (analytics.queries.segments): what the dashboard's
+cards, chart and panels and the read API show once filters are set.
+
+Visitor numbers come from the segment's day bitmaps: visitors and DAU (BITCOUNT), new
+visitors (AND the day's new-visitor bitmap), WAU and MAU (OR over 7 and 30 days of the
+segment), unions over any range, the visitors of each row of a breakdown (AND the value's
+day bitmap, OR over the days), goal converters, retention cohorts (AND the new visitors).
+They are exact unless a day had to be estimated, and every answer says which.
+
+Counts of visits and pageviews exist per value, not per combination of values: under a
+single `dimension==value` filter the visits, pageviews, bounce rate and visit duration are
+that value's own exact numbers (and a `page==path` filter has the page's pageviews);
+under anything else they are None, not guessed.
+"""
+from datetime import date, timedelta
+
+import redis
+
+from .. import dimensions
+from ..counts.cohorts import retention as live_retention
+from ..models import Goal, page_pattern_regex
+from ..periods import days_between, monday, period_start
+from ..sites import SiteInfo
+from ..store import keys
+from ..store.scratch import queue_union, scratch
+from . import segments
+from .breakdown import field_days, rates
+from .days import percent_change, previous
+
+WINDOWS = (("wau", 7), ("mau", 30))
+COUNT_METRICS = ("pageviews", "visits", "bounce_rate", "visit_duration", "views_per_visit")
+MAX_ROWS = 200  # breakdown values whose filtered visitors are counted (the most visitors first)
+
+
+def daily_values(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windows: bool = True) -> tuple[dict[date, dict], bool]:
+    """({day: visitors, dau, new_visitors, wau, mau, stickiness, pageviews}, estimate)."""
+    days = days_between(start, end)
+    first = start - timedelta(days=29) if windows else start
+    with scratch(r, site.id) as tmp:
+        segment = segments.build(r, site, filters, days_between(first, end), tmp)
+        pipe = r.pipeline(transaction=False)
+        at = {}
+        for day in days:
+            if not site.daily_salt:
+                dest = segments.queue_and(pipe, segment, day, keys.new_visitors(site.id, day), f"new:{day}")
+                at[day, "new_visitors"] = len(pipe)
+                pipe.bitcount(dest)
+            for metric, window in WINDOWS if windows else ():
+                dest = tmp.key(f"{metric}:{day}")
+                queue_union(pipe, dest, [segment.keys[day - timedelta(days=n)] for n in range(window)])
+                at[day, metric] = len(pipe)
+                pipe.bitcount(dest)
+                pipe.unlink(dest)
+        answers = pipe.execute()
+    pageviews = _pageviews(r, site, filters, days)
+    values = {}
+    for day in days:
+        row = {"visitors": segment.sizes[day], "dau": segment.sizes[day], "pageviews": pageviews.get(day),
+               "new_visitors": None if site.daily_salt else int(answers[at[day, "new_visitors"]])}
+        for metric, _ in WINDOWS if windows else ():
+            row[metric] = int(answers[at[day, metric]])
+        if windows:
+            row["stickiness"] = round(row["dau"] / row["mau"], 4) if row["mau"] else 0.0
+        values[day] = row
+    estimated = bool(segment.estimated.intersection(days_between(first, end)))
+    return values, estimated
+
+
+def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, metrics, interval: str = "day") -> tuple[list[dict], bool]:
+    """Rows as queries.timeseries() gives them, for the filtered audience; and whether
+    any number is an estimate."""
+    windows = bool({"wau", "mau", "stickiness"} & set(metrics))
+    values, estimated = daily_values(r, site, filters, start, end, windows)
+    days = days_between(start, end)
+    if interval == "day":
+        return [{"date": day.isoformat(), **{m: values[day][m] for m in metrics}} for day in days], estimated
+    groups: dict[date, list[date]] = {}
+    for day in days:
+        groups.setdefault(period_start(interval, day), []).append(day)
+    with scratch(r, site.id) as tmp:
+        segment = segments.build(r, site, filters, days, tmp)
+        unions = segments.visitors(r, segment, groups)
+    rows = []
+    for first, members in groups.items():
+        row = {"date": first.isoformat()}
+        for metric in metrics:
+            if metric == "visitors":
+                row[metric] = unions[first]
+            else:
+                row[metric] = _sum(values[day][metric] for day in members)
+        rows.append(row)
+    return rows, estimated or segment.estimate_over(days)
+
+
+def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> tuple[dict, bool]:
+    """queries.summary()'s numbers for the filtered audience, and whether any is estimated."""
+    values, estimated = daily_values(r, site, filters, start, end)
+    days = days_between(start, end)
+    rows = [values[day] for day in days]
+    last = values[min(end, site.today())] if start <= site.today() else rows[-1]
+    dau = int(sum(row["dau"] for row in rows) / len(rows) + 0.5)
+    with scratch(r, site.id) as tmp:
+        segment = segments.build(r, site, filters, days, tmp)
+        union = segments.visitors(r, segment, {"period": days})["period"]
+    result = {
+        "visitors": union,
+        "pageviews": _sum(row["pageviews"] for row in rows),
+        "dau": dau,
+        "wau": last["wau"],
+        "mau": last["mau"],
+        "stickiness": round(dau / last["mau"], 4) if last["mau"] else 0.0,
+        "new_visitors": None if site.daily_salt else sum(row["new_visitors"] for row in rows),
+    }
+    result.update(_visit_totals(r, site, filters, days))
+    return result, estimated or segment.estimate_over(days)
+
+
+def aggregate(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, metrics, compare: str | None = None) -> tuple[dict, bool]:
+    """{metric: {"value"[, "change"]}} as queries.aggregate(), for the filtered audience."""
+    now, estimated = summary(r, site, filters, start, end)
+    results = {metric: {"value": now[metric]} for metric in metrics}
+    if compare:
+        before_start, before_end = previous(compare, start, end)
+        before, _ = summary(r, site, filters, before_start, before_end)
+        for metric in metrics:
+            results[metric]["change"] = percent_change(now[metric], before[metric])
+    return results, estimated
+
+
+def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, dimension: str, candidates: list[str]) -> tuple[list[dict], bool]:
+    """The filtered visitors of each candidate value of `dimension` ("page", "event" or a
+    visit dimension), most first, values with nobody left out: [{"value", "visitors",
+    "estimate"}]. A value's visitors over the range are the union over the days of (its
+    day bitmap AND the segment's); a value without a bitmap on some day it had visitors
+    is estimated: its visitors scaled by the share of the site's visitors in the segment.
+    A filter on the same dimension also picks the rows: under source==Google the sources
+    list Google alone, not the other sources its visitors also came from that day."""
+    days = days_between(start, end)
+    candidates = [value for value in candidates if all(f.admits(value) for f in filters if f.prop == dimension)][:MAX_ROWS]
+    with scratch(r, site.id) as tmp:
+        segment = segments.build(r, site, filters, days, tmp)
+        present = segments.present(r, site, days, dimension, candidates)
+        pipe = r.pipeline(transaction=False)
+        at, estimated = {}, []
+        for n, value in enumerate(candidates):
+            name = dimensions.field(dimension, value)
+            with_bitmap = [day for day in days if name in segment.bitmapped[day]]
+            parts = [segments.queue_and(pipe, segment, day, keys.dimension_bitmap(site.id, day, name), f"row:{n}:{day}")
+                     for day in with_bitmap]
+            if parts:
+                dest = tmp.key(f"row:{n}")
+                queue_union(pipe, dest, parts)
+                at[value] = len(pipe)
+                pipe.bitcount(dest)
+                pipe.unlink(dest, *parts)
+            hidden = any(value in present[day] or dimensions.OTHER in present[day] for day in days if day not in with_bitmap)
+            if hidden or segment.estimate_over(days):
+                estimated.append(value)
+        answers = pipe.execute()
+        rows = {value: {"value": value, "visitors": int(answers[at[value]]) if value in at else 0, "estimate": False} for value in candidates}
+        if estimated:
+            share = _share(r, site, segment, days)
+            hll = _value_visitors(r, site, days, dimension, estimated)
+            for value in estimated:
+                guess = round(hll[value] * share)
+                row = rows[value]
+                if guess > row["visitors"]:  # (a lower bound counted from bitmaps stays, when larger)
+                    row["visitors"], row["estimate"] = guess, True
+                row["estimate"] = row["estimate"] or value not in at
+    ranked = sorted((row for row in rows.values() if row["visitors"] > 0), key=lambda row: (-row["visitors"], row["value"]))
+    return ranked, any(row["estimate"] for row in ranked)
+
+
+def goals(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, visitors: int) -> tuple[list[dict], bool]:
+    """Each goal's converters in the filtered audience: [{"goal", "visitors",
+    "conversion_rate"}] (conversion rate over the audience's `visitors`)."""
+    days = days_between(start, end)
+    rows, estimated = [], False
+    goal_list = list(Goal.objects.filter(site_id=site.id))
+    with scratch(r, site.id) as tmp:
+        segment = segments.build(r, site, filters, days, tmp)
+        pipe = r.pipeline(transaction=False)
+        at = {}
+        for n, goal in enumerate(goal_list):
+            parts = []
+            for day in days:
+                if goal.event_name:
+                    names = [dimensions.field("event", goal.event_name)]
+                else:
+                    match = page_pattern_regex(goal.page_pattern).fullmatch
+                    names = [f for f in segment.bitmapped[day] if f.startswith("page" + dimensions.SEP) and match(dimensions.split(f)[1])]
+                names = [f for f in names if f in segment.bitmapped[day]]
+                if names:
+                    union = tmp.key(f"goal:{n}:{day}:any")
+                    queue_union(pipe, union, [keys.dimension_bitmap(site.id, day, f) for f in names])
+                    parts.append(segments.queue_and(pipe, segment, day, union, f"goal:{n}:{day}"))
+            if parts:
+                dest = tmp.key(f"goal:{n}")
+                queue_union(pipe, dest, parts)
+                at[n] = len(pipe)
+                pipe.bitcount(dest)
+        answers = pipe.execute()
+    for n, goal in enumerate(goal_list):
+        converters = int(answers[at[n]]) if n in at else 0
+        rows.append({"goal": goal.name, "visitors": converters, "events": None,
+                     "conversion_rate": round(100 * converters / visitors, 2) if visitors else 0.0})
+    estimated = segment.estimate_over(days)
+    rows.sort(key=lambda row: (-row["visitors"], row["goal"]))
+    return rows, estimated
+
+
+def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, end: date, periods: int) -> tuple[list[dict], bool]:
+    """Cohorts of the filtered audience's new visitors (those first seen on the cohort's
+    day, and in the segment that day), and how many were active n days (weeks) later."""
+    today = site.today()
+    if unit == "day":
+        cohorts = [day for day in days_between(start, end) if day <= today]
+        last = today
+        cohort_days = cohorts
+    else:
+        cohorts = sorted({monday(day) for day in days_between(start, end) if monday(day) <= monday(today)})
+        last = monday(today)
+        cohort_days = [w + timedelta(days=n) for w in cohorts for n in range(7)]
+    if not cohorts:
+        return [], False
+    with scratch(r, site.id) as tmp:
+        segment = segments.build(r, site, filters, cohort_days, tmp)
+        pipe = r.pipeline(transaction=False)
+        by_day = {day: segments.queue_and(pipe, segment, day, keys.new_visitors(site.id, day), f"cohort:{day}") for day in cohort_days}
+        made = by_day
+        if unit == "week":
+            made = {week: tmp.key(f"cohort-week:{week}") for week in cohorts}
+            for week in cohorts:
+                queue_union(pipe, made[week], [by_day[week + timedelta(days=n)] for n in range(7)])
+        pipe.execute()
+        rows = live_retention(r, site, unit, cohorts, last, tmp, live=True, cohort_of=lambda _, cohort: made[cohort])
+    return ([{"cohort": c.isoformat(), "size": size, "retained": retained[: periods + 1]} for c, size, retained in rows],
+            segment.estimate_over(cohort_days))
+
+
+def _visit_totals(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict:
+    """visits, bounce_rate, visit_duration, views_per_visit: a single value's own, else None."""
+    single = segments.single_field(filters)
+    if single is None:
+        return dict.fromkeys(("visits", "bounce_rate", "visit_duration", "views_per_visit"))
+    sums = {c: 0 for c in ("pageviews", "visits", "bounces", "duration")}
+    for counts in field_days(r, site, days, single).values():
+        for c in sums:
+            sums[c] += counts[c]
+    return rates(sums)
+
+
+def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict[date, int]:
+    """Exact pageviews a day where the filters say what they are: a single visit value's
+    own, or a single page's; else {} (None in the rows)."""
+    single = segments.single_field(filters)
+    if single is not None:
+        return {day: counts["pageviews"] for day, counts in field_days(r, site, days, single).items()}
+    if len(filters) == 1 and filters[0].prop == "page" and filters[0].op == "==" and len(filters[0].values) == 1:
+        pipe = r.pipeline(transaction=False)
+        for day in days:
+            pipe.get(keys.page_pageviews(site.id, day, filters[0].values[0]))
+        return {day: int(v or 0) for day, v in zip(days, pipe.execute())}
+    return {}
+
+
+def _share(r: redis.Redis, site: SiteInfo, segment: segments.Segment, days: list[date]) -> float:
+    """The segment's visitors over the range, as a share of the site's."""
+    inside = segments.visitors(r, segment, {"all": days})["all"]
+    pipe = r.pipeline(transaction=False)
+    pipe.pfcount(*(keys.site_visitors(site.id, day) for day in days))
+    everyone = pipe.execute()[0]
+    return min(1.0, inside / everyone) if everyone else 0.0
+
+
+def _value_visitors(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, values: list[str]) -> dict[str, int]:
+    """Each value's visitors over the range, unfiltered (HLL unions)."""
+    pipe = r.pipeline(transaction=False)
+    for value in values:
+        name = dimensions.field(dimension, value)
+        pipe.pfcount(*(segments.visitors_key(site.id, day, name) for day in days))
+    return dict(zip(values, pipe.execute()))
+
+
+def _sum(numbers):
+    numbers = list(numbers)
+    return None if any(n is None for n in numbers) else sum(numbers)

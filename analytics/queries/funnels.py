@@ -1,0 +1,95 @@
+"""Funnels: how many visitors went through each step of a site's funnel over a range.
+
+A step is a page (a path, or a pattern: /blog/*) or a custom event (analytics.models
+.Funnel). Each day, a step's visitors are the OR of its values' day bitmaps (the same ones
+filters use; a filter narrows them with the segment's day). Reached-by-day sets are built
+one day at a time:
+
+    R1(d) = R1(d-1) OR step1(d)
+    Rk(d) = Rk(d-1) OR (stepk(d) AND Rk-1(d))
+
+so a visitor reaches step k when they did it on some day of the range no earlier than the
+first day they reached step k-1; the answer for step k is BITCOUNT(Rk(last day)), exact
+under that meaning. Order inside a day is not known: two steps done the same day count in
+either order (a visitor who signed up at 9:00 and saw the pricing page at 17:00 passes
+"pricing, then signup"). A step that needs a value without a bitmap that day (a page
+pattern's page past the day's first pages) makes the answer an estimate, and it says so.
+"""
+from datetime import date
+
+import redis
+
+from .. import dimensions
+from ..models import Funnel, page_pattern_regex
+from ..periods import days_between
+from ..sites import SiteInfo
+from ..store import keys
+from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
+from . import segments
+
+
+def funnel(r: redis.Redis, site: SiteInfo, funnel_: Funnel, start: date, end: date, filters=()) -> tuple[list[dict], bool]:
+    """[{"step", "visitors", "conversion_rate" (% of step 1), "dropoff" (left since the
+    step before)}], and whether any number is estimated."""
+    steps = funnel_.step_list()
+    days = days_between(start, end)
+    with scratch(r, site.id) as tmp:
+        segment = segments.build(r, site, filters, days, tmp)
+        pages = _pages_by_day(r, site, days) if any(kind == "page" and "*" in value for kind, value in steps) else {}
+        present = {kind: segments.present(r, site, days, kind, [v for k, v in steps if k == kind and "*" not in v])
+                   for kind in ("page", "event")}
+        estimated = segment.estimate_over(days) or site.daily_salt and len(days) > 1
+        reached = [tmp.key(f"reached:{k}") for k in range(len(steps))]
+        pipe = r.pipeline(transaction=False)
+        for day in days:
+            for k, (kind, value) in enumerate(steps):
+                names, complete = _step_fields(kind, value, segment.bitmapped[day], pages.get(day, ()), present[kind][day])
+                estimated = estimated or not complete
+                if not names:
+                    continue
+                did = tmp.key(f"did:{k}:{day}")
+                queue_union(pipe, did, [keys.dimension_bitmap(site.id, day, name) for name in names])
+                if filters:
+                    pipe.bitop("AND", did, did, segment.keys[day])
+                if k > 0:
+                    pipe.bitop("AND", did, did, reached[k - 1])
+                pipe.bitop("OR", reached[k], reached[k], did)
+                pipe.pexpire(reached[k], SCRATCH_TTL_MS)
+                pipe.unlink(did)
+            if len(pipe) > 2000:
+                pipe.execute()
+                pipe = r.pipeline(transaction=False)
+        for key in reached:
+            pipe.bitcount(key)
+        counts = [int(n) for n in pipe.execute()[-len(steps) :]]
+    rows = []
+    for k, ((kind, value), n) in enumerate(zip(steps, counts)):
+        rows.append({
+            "step": value if kind == "page" else f"{Funnel.EVENT}{value}",
+            "visitors": n,
+            "conversion_rate": round(100 * n / counts[0], 2) if counts[0] else 0.0,
+            "dropoff": counts[k - 1] - n if k else 0,
+        })
+    return rows, estimated
+
+
+def _step_fields(kind: str, value: str, bitmapped: set[str], pages, present: set[str]) -> tuple[list[str], bool]:
+    """The fields with a bitmap that make a step that day, and whether they are all of
+    them: a value that had visitors that day may have none (past the day's first values,
+    and not pinned yet), or hide under "(other)"."""
+    if kind == "event" or "*" not in value:
+        name = dimensions.field(kind, value)
+        if name in bitmapped:
+            return [name], True
+        return [], value not in present and dimensions.OTHER not in present
+    match = page_pattern_regex(value).fullmatch
+    matching = [dimensions.field("page", p) for p in pages if match(p)]
+    with_bitmap = [name for name in matching if name in bitmapped]
+    return with_bitmap, len(with_bitmap) == len(matching) and dimensions.OTHER not in pages
+
+
+def _pages_by_day(r: redis.Redis, site: SiteInfo, days: list[date]) -> dict[date, list[str]]:
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.smembers(keys.pages_index(site.id, day))
+    return {day: [p.decode() for p in paths] for day, paths in zip(days, pipe.execute())}

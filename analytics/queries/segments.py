@@ -1,0 +1,407 @@
+"""Segments: the visitors that match filters ("source is Google; country is not DE"), day
+by day, as bitmaps, so every visitor number of a filtered view is a BITCOUNT.
+
+Filters are `property op value` joined by ";" (all must hold). Properties are the visit
+dimensions (source, country, browser, entry_page...), `page` (visited the page that day)
+and `goal` (converted that day: a goal's custom event, or a pageview its pattern matches;
+a name that is no goal of the site is taken as a custom event's name). Ops: `==` (one of
+the values, "|" between them), `!=` (none of them), `~` (the value contains the text,
+case-insensitive). Plausible's `visit:` and `event:` prefixes are accepted and ignored.
+
+Ingest keeps a bitmap of each value's visitors a day for the day's first values of each
+dimension (lib/segments.lua: nearly always the day's top values), and for the values the
+site pins (its goals and funnel steps). A day's segment is then
+
+    AND over the filters of:  OR(bitmaps of the matching values)            (== and ~)
+                              active AND NOT OR(bitmaps of the values)      (!=)
+
+exact when every matching value of that day has its bitmap. `!=` is BITOP DIFF on servers
+that have it (Redis 8.2+); elsewhere `active XOR (active AND values)`, which needs no
+padding: BITOP NOT of a bitmap shorter than the day's active one would leave the ids past
+its end unset (tests/test_segments.py shows both).
+
+A day where some matching value has no bitmap (it came after the day's first values, or
+the day's quota put it under "(other)") is *estimated*: inclusion-exclusion over the
+values' HyperLogLogs, |A and B| = |A| + |B| - |A or B|, and everything computed from that
+day says `"estimate": true`. Daily-salt sites give a visitor a new id every day, so their
+day segments are exact and their unions over several days are estimates.
+"""
+from dataclasses import dataclass, field
+from datetime import date
+from itertools import combinations
+
+import redis
+
+from .. import dimensions
+from ..models import Goal, page_pattern_regex
+from ..sites import SiteInfo
+from ..store import keys
+from ..store.scratch import SCRATCH_TTL_MS, Scratch, queue_union
+
+PROPERTIES = (*dimensions.VISIT_DIMENSIONS, "page", "goal")
+OPS = ("==", "!=", "~")
+OTHER = dimensions.OTHER  # the row of values past a day's quota: no filter can name them
+MAX_FILTERS = 6  # (an estimate costs 2^filters HLL counts a day)
+MAX_VALUES = 20
+MAX_VALUE_LENGTH = 1024
+
+
+@dataclass(frozen=True)
+class Filter:
+    prop: str
+    op: str
+    values: tuple[str, ...]
+
+    def admits(self, value: str) -> bool:
+        """Does a value of this filter's property pass it?"""
+        if self.op == "~":
+            return any(v.lower() in value.lower() for v in self.values)
+        return (value in self.values) == (self.op == "==")
+
+    def __str__(self):
+        return f"{self.prop}{self.op}{'|'.join(escape(v) for v in self.values)}"
+
+
+def escape(value: str) -> str:
+    """A value as filters text holds it: "\\", ";" and "|" behind a backslash."""
+    return value.replace("\\", "\\\\").replace(";", "\\;").replace("|", "\\|")
+
+
+def _split(text: str, sep: str, unescape: bool) -> list[str]:
+    """Split on `sep` where no backslash escapes it."""
+    parts, current, chars = [], [], iter(text)
+    for c in chars:
+        if c == "\\":
+            following = next(chars, "")
+            current.append(following if unescape else c + following)
+        elif c == sep:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+    parts.append("".join(current))
+    return parts
+
+
+def parse(text: str) -> tuple[Filter, ...]:
+    """`source==Google;country!=DE|FR;page~blog` as Filters; ValueError says what is wrong.
+    A value holding ";", "|" or "\\" has it escaped by a backslash (escape())."""
+    found = []
+    for part in _split(text or "", ";", unescape=False):
+        if not part.strip():
+            continue
+        at = [(part.find(op), op) for op in OPS if op in part]
+        if not at:
+            raise ValueError(f"{part[:60]!r}: expected property==value, property!=value or property~text")
+        where, op = min(at)
+        prop = part[:where].strip().removeprefix("visit:").removeprefix("event:")
+        if prop not in PROPERTIES:
+            raise ValueError(f"{prop[:60]!r}: unknown property; choose from {', '.join(PROPERTIES)}")
+        if prop == "goal" and op == "~":
+            raise ValueError("goal~: goals are matched by name (== or !=)")
+        values = tuple(v.strip() for v in _split(part[where + len(op) :], "|", unescape=True))
+        if not all(values):
+            raise ValueError(f"{prop}{op}: a value is empty")
+        if len(values) > MAX_VALUES or any(len(v) > MAX_VALUE_LENGTH for v in values):
+            raise ValueError(f"{prop}{op}: at most {MAX_VALUES} values of {MAX_VALUE_LENGTH} characters")
+        found.append(Filter(prop, op, values))
+    if len(found) > MAX_FILTERS:
+        raise ValueError(f"at most {MAX_FILTERS} filters")
+    return tuple(found)
+
+
+def single_field(filters: tuple[Filter, ...]) -> str | None:
+    """The one visit dimension field the filters name, if that is all they say
+    (`source==Google`): its own counts (pageviews, visits, bounces) are then exact too."""
+    if len(filters) == 1 and filters[0].op == "==" and len(filters[0].values) == 1 and filters[0].prop in dimensions.VISIT_DIMENSIONS:
+        return dimensions.field(filters[0].prop, filters[0].values[0])
+    return None
+
+
+@dataclass
+class _Term:
+    """One filter on one day: the fields it matches, which of them have a bitmap, and
+    whether it subtracts them."""
+    negate: bool
+    fields: list[str]            # "<dimension>SEP<value>" (pages "page", custom events "event")
+    bitmaps: list[str]           # those of them with a bitmap that day
+    complete: bool = True        # no "(other)" of the day may hide a matching value
+
+
+@dataclass
+class Segment:
+    """A filtered audience over some days: each day's bitmap key (a scratch key, or a
+    value's own bitmap; a key that does not exist holds nobody), its size, and the days
+    that are estimated."""
+    site: SiteInfo
+    filters: tuple[Filter, ...]
+    tmp: Scratch
+    keys: dict[date, str] = field(default_factory=dict)
+    sizes: dict[date, int] = field(default_factory=dict)
+    estimated: set[date] = field(default_factory=set)
+    terms: dict[date, list[_Term]] = field(default_factory=dict)
+    bitmapped: dict[date, set[str]] = field(default_factory=dict)  # the fields with a bitmap each day
+
+    def estimate_over(self, days) -> bool:
+        """Is a number over these days an estimate? (Daily-salt ids mean nothing across days.)"""
+        return any(day in self.estimated for day in days) or (self.site.daily_salt and len(days) > 1)
+
+
+def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: list[date], tmp: Scratch) -> Segment:
+    """The segment on each of these days: two round trips (three with estimated days)."""
+    segment = Segment(site, filters, tmp)
+    days = sorted(set(days))
+    if not days:
+        return segment
+    sid = site.id
+    goal_names = [v for f in filters if f.prop == "goal" for v in f.values]
+    goals = {g.name: g for g in Goal.objects.filter(site_id=sid, name__in=goal_names)} if goal_names else {}
+    # 1. Which fields each filter matches each day, and which have bitmaps.
+    pipe = r.pipeline(transaction=False)
+    plan = []
+    for day in days:
+        pipe.smembers(keys.dimension_bitmapped(sid, day))
+        day_plan = []
+        for f in filters:
+            for dimension, names, matches in _lookups(f, goals):
+                index = _index_key(sid, day, dimension)
+                if matches is not None:
+                    pipe.smembers(index)
+                else:
+                    pipe.smismember(index, [*(_member(dimension, n) for n in names), _member(dimension, dimensions.OTHER)])
+                day_plan.append((f, dimension, names, matches))
+        plan.append(day_plan)
+    answers = iter(pipe.execute())
+    for day, day_plan in zip(days, plan):
+        bitmapped = segment.bitmapped[day] = {m.decode() for m in next(answers)}
+        terms: dict[Filter, _Term] = {}
+        for f, dimension, names, matches in day_plan:
+            term = terms.setdefault(f, _Term(negate=f.op == "!=", fields=[], bitmaps=[]))
+            answer = next(answers)
+            if matches is not None:
+                prefix = _member(dimension, "")
+                values = [m.decode()[len(prefix) :] for m in answer if m.decode().startswith(prefix)]
+                found = [v for v in values if v != dimensions.OTHER and matches(v)]
+                has_other = dimensions.OTHER in values
+            else:
+                found = [n for n, present in zip(names, answer) if present]
+                has_other = bool(answer[-1])
+            for value in found:
+                name = dimensions.field(dimension, value)
+                term.fields.append(name)
+                if name in bitmapped:
+                    term.bitmaps.append(name)
+            term.complete = term.complete and not has_other
+        segment.terms[day] = list(terms.values())
+        if not all(t.complete and len(t.bitmaps) == len(t.fields) for t in terms.values()):
+            segment.estimated.add(day)
+    # 2. Each day's bitmap, and its size.
+    diff = has_bitop_diff(r, sid)
+    pipe = r.pipeline(transaction=False)
+    at = []
+    for day in days:
+        segment.keys[day] = _queue_day(pipe, sid, day, segment.terms[day], tmp, diff)
+        at.append(len(pipe))
+        pipe.bitcount(segment.keys[day])
+    answers = pipe.execute()
+    segment.sizes = {day: int(answers[i]) for day, i in zip(days, at)}
+    # 3. Estimates for the days that need them.
+    if segment.estimated:
+        late = sorted(segment.estimated)
+        for day, value in zip(late, estimate(r, segment, [[day] for day in late])):
+            segment.sizes[day] = value
+    return segment
+
+
+def visitors(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
+    """{name: the segment's visitors over its days} for named lists of days (built days):
+    exact unions of the day bitmaps, or estimates (estimate_over)."""
+    result, exact = {}, {}
+    for name, days in ranges.items():
+        if not days:
+            result[name] = 0
+        elif segment.estimate_over(days):
+            result[name] = None
+        elif len(days) == 1:
+            result[name] = segment.sizes[days[0]]
+        else:
+            exact[name] = days
+    if exact:
+        pipe = r.pipeline(transaction=False)
+        at = {}
+        for n, (name, days) in enumerate(exact.items()):
+            dest = segment.tmp.key(f"seg-union:{n}")
+            queue_union(pipe, dest, [segment.keys[day] for day in days])
+            at[name] = len(pipe)
+            pipe.bitcount(dest)
+            pipe.unlink(dest)
+        answers = pipe.execute()
+        result.update({name: int(answers[i]) for name, i in at.items()})
+    late = [name for name, value in result.items() if value is None]
+    for name, value in zip(late, estimate(r, segment, [ranges[name] for name in late])):
+        result[name] = value
+    return result
+
+
+def present(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, values: list[str]) -> dict[date, set[str]]:
+    """Which of these values of a dimension had visitors each day, and "(other)" if the
+    day's quota hid some values there (a value absent then may be among them)."""
+    if not values:
+        return {day: set() for day in days}
+    pipe = r.pipeline(transaction=False)
+    names = [*values, dimensions.OTHER]
+    for day in days:
+        pipe.smismember(_index_key(site.id, day, dimension), [_member(dimension, v) for v in names])
+    return {day: {v for v, found in zip(names, answer) if found} for day, answer in zip(days, pipe.execute())}
+
+
+def queue_and(pipe, segment: Segment, day: date, key: str, name: str) -> str:
+    """Queue BITOP AND of the segment's day and `key` into a scratch key; returns its name."""
+    dest = segment.tmp.key(name)
+    pipe.bitop("AND", dest, segment.keys[day], key)
+    pipe.pexpire(dest, SCRATCH_TTL_MS)
+    return dest
+
+
+def estimate(r: redis.Redis, segment: Segment, ranges: list[list[date]]) -> list[int]:
+    """The segment's visitors over each list of days, from HLLs by inclusion-exclusion:
+    |A and B and not C| = I(A, B) - I(A, B, C), I(the sets) = the sum over every nonempty
+    subset S of (-1)^(|S|+1) |union of S| (one PFCOUNT each), I() = the site's visitors."""
+    sid = segment.site.id
+    pipe = r.pipeline(transaction=False)
+    plans = []
+    for days in ranges:
+        positives: list[list[str]] = []
+        negative: list[str] = []
+        for i in range(len(segment.filters)):
+            hlls = [visitors_key(sid, day, name) for day in days for name in segment.terms[day][i].fields]
+            if segment.terms[days[0]][i].negate:
+                negative += hlls
+            else:
+                positives.append(hlls)
+        universe = [keys.site_visitors(sid, day) for day in days]
+        plan = {}
+        for sets in ([*positives], [*positives, negative] if negative else None):
+            if sets is None:
+                continue
+            for k in range(1, len(sets) + 1):
+                for chosen in combinations(range(len(sets)), k):
+                    union = sorted({key for c in chosen for key in sets[c]})
+                    signature = (len(sets), chosen)
+                    if union:
+                        plan[signature] = len(pipe)
+                        pipe.pfcount(*union)
+        plan["universe"] = len(pipe)
+        pipe.pfcount(*universe)
+        plans.append((plan, len(positives), bool(negative)))
+    answers = pipe.execute()
+    result = []
+    for plan, p, negated in plans:
+        universe = int(answers[plan["universe"]])
+
+        def intersection(n):
+            if n == 0:
+                return universe
+            total = 0
+            for k in range(1, n + 1):
+                for chosen in combinations(range(n), k):
+                    position = plan.get((n, chosen))
+                    total += (-1) ** (k + 1) * (int(answers[position]) if position is not None else 0)
+            return total
+
+        value = intersection(p) - (intersection(p + 1) if negated else 0)
+        result.append(max(0, min(round(value), universe)))
+    return result
+
+
+_diff_support: dict[int, bool] = {}
+
+
+def has_bitop_diff(r: redis.Redis, site_id: int) -> bool:
+    """Does the server have BITOP DIFF (Redis 8.2+)? Asked once per client."""
+    known = _diff_support.get(id(r))
+    if known is None:
+        probe = keys.temporary(site_id, "probe", "diff")
+        try:
+            r.execute_command("BITOP", "DIFF", probe, probe, probe)
+            known = True
+        except redis.exceptions.ResponseError:
+            known = False
+        _diff_support[id(r)] = known
+    return known
+
+
+def _queue_day(pipe, sid: int, day: date, terms: list[_Term], tmp: Scratch, diff: bool) -> str:
+    """Queue the BITOPs of a day's segment; returns the key that will hold it."""
+    dest = tmp.key(f"seg:{day.isoformat()}")
+    positive = [[keys.dimension_bitmap(sid, day, name) for name in t.bitmaps] for t in terms if not t.negate]
+    negative = [keys.dimension_bitmap(sid, day, name) for t in terms if t.negate for name in t.bitmaps]
+    if any(not group for group in positive):
+        return dest  # a filter nobody matched that day: the key stays empty
+    sources = []
+    for n, group in enumerate(positive):
+        if len(group) == 1:
+            sources.append(group[0])
+        else:
+            sources.append(tmp.key(f"seg:{day.isoformat()}:{n}"))
+            queue_union(pipe, sources[-1], group)
+    if len(sources) == 1 and not negative:
+        return sources[0]
+    base = keys.active(sid, day)
+    if sources:
+        pipe.bitop("AND", dest, *sources)
+        base = dest
+    if negative:
+        if diff:
+            pipe.bitop("DIFF", dest, base, *negative)
+        else:  # base - values = base XOR (base AND values): no NOT, so no padding
+            values = tmp.key(f"seg:{day.isoformat()}:not")
+            queue_union(pipe, values, negative)
+            pipe.bitop("AND", values, base, values)
+            pipe.bitop("XOR", dest, base, values)
+    elif base != dest:
+        pipe.bitop("OR", dest, base)
+    pipe.pexpire(dest, SCRATCH_TTL_MS)
+    return dest
+
+
+def _lookups(f: Filter, goals: dict):
+    """(dimension, names, matches) to look a filter up by: names to check in the day's
+    index, or (`matches` not None) a test of every value the index holds."""
+    if f.prop == "goal":
+        events = []
+        for value in f.values:
+            goal = goals.get(value)
+            if goal is not None and goal.page_pattern:
+                yield "page", (), page_pattern_regex(goal.page_pattern).fullmatch
+            else:
+                events.append(goal.event_name if goal is not None else value)
+        if events:
+            yield "event", events, None
+    elif f.op == "~":
+        needles = [v.lower() for v in f.values]
+        yield f.prop, (), lambda value: any(n in value.lower() for n in needles)
+    else:
+        yield f.prop, list(f.values), None
+
+
+def _index_key(sid: int, day: date, dimension: str) -> str:
+    if dimension == "page":
+        return keys.pages_index(sid, day)
+    if dimension == "event":
+        return keys.events_index(sid, day)
+    return keys.dimension_fields(sid, day)
+
+
+def _member(dimension: str, value: str) -> str:
+    """How a value is named in its day index (pages and events by name alone)."""
+    return value if dimension in ("page", "event") else dimensions.field(dimension, value)
+
+
+def visitors_key(sid: int, day: date, name: str) -> str:
+    dimension, value = dimensions.split(name)
+    if dimension == "page":
+        return keys.page_visitors(sid, day, value)
+    if dimension == "event":
+        return keys.event_visitors(sid, day, value)
+    return keys.dimension_visitors(sid, day, name)

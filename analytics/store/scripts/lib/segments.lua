@@ -1,0 +1,93 @@
+-- lib/segments.lua: the per-value visitor bitmaps that make filtered counts exact, for
+-- record_batch.lua.
+--
+-- Why bitmaps: a filter ("source is Google and country is Germany") is a set of visitors;
+-- with one bit per dense visitor id a day, the set is a BITOP AND of the values' bitmaps
+-- and its size a BITCOUNT, exact, where HLLs can only estimate intersections. A bitmap
+-- costs up to (largest id) / 8 bytes whatever its number of visitors, so a day keeps one
+-- for only the first `limit` values of each dimension (pages, custom events, and each visit
+-- dimension); the values that arrive first in a day are nearly always its top values (the
+-- big sources, countries and browsers show up within minutes), and the rest are served
+-- from HLLs and marked as estimates (analytics/queries/segments.py). Values the site
+-- pins (its goals' pages and events, its funnels' steps) always get one.
+--
+-- Keys, named from the dimension keys' prefix and the ISO day (all in the site's slot):
+--   <prefix><day>:bitmapped       set   the fields that have a bitmap that day
+--   <prefix><day>:bitmap-sizes    hash  dimension -> its number of bitmaps that day
+--   <prefix><day>:b:<field>       bitmap bit <dense id> set: that visitor counted under
+--                                 the field that day
+--   `pinned`                      set   fields that always get a bitmap (no day)
+
+-- `candidates`: a list of {field, ids} (ids: dense visitor ids, maybe repeated); adds
+-- each visitor to its field's bitmap where the field has one, or may have one now.
+local function mark_segments(prefix, day, candidates, limit, pinned)
+  local n = #candidates
+  if n == 0 then return end
+  local base = prefix .. day
+  local set_key, sizes_key = base .. ':bitmapped', base .. ':bitmap-sizes'
+  local fields = {}
+  for i = 1, n do fields[i] = candidates[i][1] end
+  local has, new_by_dim, dims = {}, {}, {}
+  for i = 1, n, SLICE do
+    local known = redis.call('SMISMEMBER', set_key, unpack(fields, i, math.min(i + SLICE - 1, n)))
+    for k = 1, #known do
+      local f = fields[i + k - 1]
+      if known[k] == 1 then
+        has[f] = true
+      elseif not new_by_dim[f] then
+        local dim = string.sub(f, 1, string.find(f, SEP, 1, true) - 1)
+        local list = new_by_dim[dim]
+        if not list then list = {}; new_by_dim[dim] = list; dims[#dims + 1] = dim end
+        list[#list + 1] = f
+        new_by_dim[f] = true  -- (a field named twice in the candidates is listed once)
+      end
+    end
+  end
+  if #dims > 0 then
+    local sizes = redis.call('HMGET', sizes_key, unpack(dims))
+    local add = {}
+    for d, dim in ipairs(dims) do
+      local new = new_by_dim[dim]
+      table.sort(new)  -- (which values of one call still fit: decided the same way every time)
+      local room = limit - (tonumber(sizes[d]) or 0)
+      local late = {}
+      for _, f in ipairs(new) do
+        if room > 0 then
+          room = room - 1
+          has[f] = true
+          add[#add + 1] = f
+        else
+          late[#late + 1] = f
+        end
+      end
+      if #late > 0 and pinned ~= '' then  -- past the limit: only the site's pinned values
+        local is_pinned = redis.call('SMISMEMBER', pinned, unpack(late))
+        for k, f in ipairs(late) do
+          if is_pinned[k] == 1 then has[f] = true; add[#add + 1] = f end
+        end
+      end
+      local granted = #new - #late
+      if granted > 0 then redis.call('HINCRBY', sizes_key, dim, granted) end
+    end
+    if #add > 0 then call_sliced('SADD', set_key, add) end
+  end
+  local bits = {}  -- field -> BITFIELD arguments
+  for i = 1, n do
+    local f, ids = candidates[i][1], candidates[i][2]
+    if has[f] then
+      local args = bits[f]
+      if not args then args = {}; bits[f] = args end
+      local a = #args
+      for j = 1, #ids do
+        args[a + 1] = 'SET'; args[a + 2] = 'u1'; args[a + 3] = ids[j]; args[a + 4] = 1
+        a = a + 4
+      end
+    end
+  end
+  for f, args in pairs(bits) do
+    local key = base .. ':b:' .. f
+    for i = 1, #args, 4 * 1000 do
+      redis.call('BITFIELD', key, unpack(args, i, math.min(i + 4 * 1000 - 1, #args)))
+    end
+  end
+end

@@ -1,0 +1,78 @@
+"""The dashboard's filters: `?filters=source==Google;country==DE` in the URL (the read
+API's syntax, analytics.queries.segments), shown as chips that each remove themselves,
+added by clicking a row of any panel. Everything here builds links: the URL is the state,
+so a reload, a bookmark or a shared link shows the same filtered view."""
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from analytics.queries import segments
+
+from .countries import COUNTRIES
+
+
+COMPARISONS = (("previous_period", "Previous period"), ("year", "Same dates last year"))
+
+
+@dataclass(frozen=True)
+class View:
+    """A period, filters and what the cards compare with: what every number of the page is for."""
+    period_query: str
+    filters: tuple = ()
+    error: str = ""
+    compare: str = COMPARISONS[0][0]
+
+    @property
+    def text(self) -> str:
+        return ";".join(str(f) for f in self.filters)
+
+    def query(self, filters=None) -> str:
+        """The query string of this view, or of the same period with other filters."""
+        filters = self.filters if filters is None else filters
+        extra = {}
+        if filters:
+            extra["filters"] = ";".join(str(f) for f in filters)
+        if self.compare != COMPARISONS[0][0]:
+            extra["compare"] = self.compare
+        return f"{self.period_query}&{urlencode(extra)}" if extra else self.period_query
+
+    def comparing(self, compare: str) -> str:
+        """The query string of this view compared with something else."""
+        return View(self.period_query, self.filters, compare=compare).query()
+
+    @property
+    def compare_choices(self) -> list[dict]:
+        return [{"key": key, "label": label, "href": "?" + self.comparing(key), "active": key == self.compare}
+                for key, label in COMPARISONS]
+
+    def adding(self, prop: str, value: str) -> str:
+        """The query string with `prop == value` added (replacing an `==` on the same
+        property: clicking Bing while Google is set shows Bing, as Plausible does)."""
+        kept = tuple(f for f in self.filters if not (f.prop == prop and f.op == "=="))
+        return self.query((*kept, segments.Filter(prop, "==", (value,))))
+
+    def chips(self) -> list[dict]:
+        """{"label", "href"} per filter: the link leaves that one out."""
+        return [
+            {"label": _chip_label(f), "href": "?" + self.query(tuple(g for g in self.filters if g is not f))}
+            for f in self.filters
+        ]
+
+    @property
+    def clear_href(self) -> str:
+        return "?" + self.query(())
+
+
+def parse(params, period_query: str) -> View:
+    compare = params.get("compare") if params.get("compare") in dict(COMPARISONS) else COMPARISONS[0][0]
+    try:
+        return View(period_query, segments.parse(params.get("filters", "")), compare=compare)
+    except ValueError as e:
+        return View(period_query, (), f"Filters ignored: {e}", compare=compare)
+
+
+OPS = {"==": "is", "!=": "is not", "~": "contains"}
+
+
+def _chip_label(f: segments.Filter) -> str:
+    values = [COUNTRIES[v][1] if f.prop == "country" and v in COUNTRIES else v for v in f.values]
+    return f"{f.prop.replace('_', ' ').capitalize()} {OPS[f.op]} {' or '.join(values)}"

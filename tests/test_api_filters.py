@@ -1,0 +1,94 @@
+"""`filters=` on the read API: the same numbers as brute force over the same events, the
+answer says its filters and whether any number is an estimate, and a bad filter is a 400
+naming the problem."""
+import random
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from analytics.periods import days_between
+from analytics.queries import segments
+from tests.test_segments import DAYS, Brute, make_events, send
+
+
+@pytest.fixture
+def world(make_site, r):
+    site, key = make_site()
+    first_day = datetime.now(UTC).date() - timedelta(days=DAYS + 2)
+    events = make_events(random.Random(3), first_day)
+    send(r, site, events)
+    return key, Brute(events), days_between(first_day, first_day + timedelta(days=DAYS - 1))
+
+
+def get(client, key, path, **params):
+    response = client.get(f"/api/v1/stats/{path}", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    return response
+
+
+def test_timeseries_and_aggregate_under_filters_match_brute_force(world, client):
+    key, brute, days = world
+    text = "source==Google|newsletter;country!=FR"
+    filters = segments.parse(text)
+    body = get(client, key, "timeseries", filters=text, metrics="visitors,dau,new_visitors,wau",
+               **{"from": days[0].isoformat(), "to": days[-1].isoformat()}).json()
+    assert body["filters"] == text and body["estimate"] is False
+    for row in body["results"]:
+        day = date.fromisoformat(row["date"])
+        people = brute.segment(day, filters)
+        assert (row["visitors"], row["dau"], row["new_visitors"]) == (len(people), len(people), len(people & brute.new[day]))
+        assert row["wau"] == len(set().union(*(brute.segment(day - timedelta(days=n), filters) for n in range(7))))
+    week = get(client, key, "timeseries", filters=text, interval="week", **{"from": days[0].isoformat(), "to": days[-1].isoformat()}).json()
+    for row in week["results"]:
+        first = max(date.fromisoformat(row["date"]), days[0])
+        members = [d for d in days if first <= d < date.fromisoformat(row["date"]) + timedelta(days=7)]
+        assert row["visitors"] == len(set().union(*(brute.segment(d, filters) for d in members)))
+    aggregate = get(client, key, "aggregate", filters=text, compare="previous_period",
+                    **{"from": days[0].isoformat(), "to": days[-1].isoformat()}).json()
+    assert aggregate["results"]["visitors"]["value"] == len(set().union(*(brute.segment(d, filters) for d in days)))
+    assert aggregate["results"]["visits"]["value"] is None  # (visits exist per value, not per combination)
+    assert aggregate["compared"] == {"from": (days[0] - timedelta(days=DAYS)).isoformat(), "to": (days[0] - timedelta(days=1)).isoformat()}
+
+
+def test_a_single_value_filter_has_its_own_exact_counts(world, client):
+    key, brute, days = world
+    span = {"from": days[0].isoformat(), "to": days[-1].isoformat()}
+    one = get(client, key, "aggregate", filters="source==Google", **span).json()["results"]
+    rows = get(client, key, "breakdown", property="source", **span).json()["results"]
+    google = next(row for row in rows if row["source"] == "Google")
+    assert one["visits"]["value"] == google["visits"] and one["bounce_rate"]["value"] == google["bounce_rate"]
+    assert one["pageviews"]["value"] == google["pageviews"]
+
+
+def test_breakdowns_pages_and_retention_under_filters(world, client):
+    key, brute, days = world
+    span = {"from": days[0].isoformat(), "to": days[-1].isoformat()}
+    filters = segments.parse("country==DE")
+    body = get(client, key, "breakdown", property="source", filters="country==DE", **span).json()
+    assert body["estimate"] is False
+    expected = {s: len(set().union(*(brute.by[d, "source", s] & brute.segment(d, filters) for d in days))) for s in
+                {s for (_, p, s) in brute.by if p == "source"}}
+    assert {row["source"]: row["visitors"] for row in body["results"]} == {s: n for s, n in expected.items() if n}
+    pages = get(client, key, "pages", filters="country==DE", **span).json()["results"]
+    assert pages[0]["visitors"] == max(len(set().union(*(brute.by[d, "page", p] & brute.segment(d, filters) for d in days)))
+                                       for p in {p for (_, k, p) in brute.by if k == "page"})
+    cohorts = get(client, key, "retention", filters="country==DE", periods=3, **span).json()["cohorts"]
+    for row in cohorts:
+        day = date.fromisoformat(row["cohort"])
+        cohort = brute.new[day] & brute.segment(day, filters)
+        assert row["size"] == len(cohort)
+        assert row["retained"] == [len(cohort & brute.active[day + timedelta(days=n)]) for n in range(len(row["retained"]))]
+
+
+@pytest.mark.parametrize("path, params, problem", [
+    ("timeseries", {"filters": "colour==red"}, "filters: 'colour': unknown property"),
+    ("timeseries", {"filters": "source==Google", "interval": "hour", "from": date.today().isoformat()}, "not available with interval=hour"),
+    ("breakdown", {"filters": "source==Google", "property": "exit_page"}, "not available with property=exit_page"),
+    ("breakdown", {"filters": "source==Google", "property": "country", "metrics": "visits"}, "rows have visitors only"),
+    ("aggregate", {"filters": "source=Google"}, "expected property==value"),
+    ("aggregate", {"compare": "decade"}, "compare: must be one of previous_period, year"),
+])
+def test_bad_filters_are_a_400_naming_the_problem(world, client, path, params, problem):
+    key, _, _ = world
+    response = get(client, key, path, **params)
+    assert response.status_code == 400
+    assert problem in response.json()["error"]

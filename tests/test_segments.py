@@ -1,0 +1,261 @@
+"""Filters (analytics.queries.segments, .filtered) against brute force over the same
+events: filtered visitors, DAU, WAU, MAU, new visitors, breakdowns, goals and retention
+are exact where every value named has its day bitmap; `!=` is exact with BITOP DIFF and
+without it; values past the day's bitmaps are estimated, and say so."""
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, time, timedelta
+
+import pytest
+
+from analytics.dimensions import FIELD_SEP, field
+from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
+from analytics.models import Goal
+from analytics.periods import days_between
+from analytics.queries import filtered, segments
+from analytics.sites import SiteInfo
+from analytics.store import keys
+from analytics.store.scratch import scratch
+
+SOURCES = ["Google", "Hacker News", "Direct / None", "newsletter"]
+COUNTRIES = ["DE", "US", "FR"]
+PAGES = ["/", "/pricing", "/blog/a", "/blog/b", "/signup"]
+DAYS = 12
+
+
+def make_events(rng, first_day, visitors=90):
+    """(ts, visitor, kind, path, source, country): visitors come back on some days, from
+    a source and country of that visit (a visitor can have several in the range)."""
+    events = []
+    for v in range(visitors):
+        joined = rng.randrange(DAYS)
+        for d in range(joined, DAYS):
+            if d != joined and rng.random() < 0.6:
+                continue
+            day = first_day + timedelta(days=d)
+            t = datetime.combine(day, time(1), tzinfo=UTC) + timedelta(seconds=rng.randrange(20 * 3600))
+            source, country = rng.choice(SOURCES), rng.choice(COUNTRIES)
+            for _ in range(rng.randint(1, 4)):
+                kind = rng.choices(["p", "i"], weights=[6, 1])[0]
+                events.append((t, v, kind, rng.choice(PAGES), source, country))
+                t += timedelta(seconds=rng.choice([10, 120, 900]))
+    events.sort(key=lambda e: (e[0], e[1]))
+    return events
+
+
+def send(r, site, events, batch=50):
+    info = SiteInfo.from_model(site)
+    now = datetime.now(UTC)  # (one half hour of open visits for the whole test: visits end by their events' times)
+    for i in range(0, len(events), batch):
+        hits = [Hit(ts, path, "pageview" if kind == "p" else "Signup", identity_source(None, f"v{v}", None, None),
+                    attrs=FIELD_SEP.join([field("source", s), field("country", c)]))
+                for ts, v, kind, path, s, c in events[i : i + batch]]
+        record(r, info, hits, now=now)
+    return SiteInfo.from_model(site)
+
+
+class Brute:
+    """The sets the slow, obvious way: who was active, new, and under each value, a day."""
+
+    def __init__(self, events):
+        self.active = defaultdict(set)
+        self.by = defaultdict(set)  # (day, "<prop>", value) -> visitors
+        first_seen = {}
+        visit_of = {}  # visitor -> (last ts, source, country) of their visit
+        for ts, v, kind, path, source, country in events:
+            day = ts.date()
+            self.active[day].add(v)
+            first_seen.setdefault(v, day)
+            last = visit_of.get(v)
+            if last is None or (ts - last[0]).total_seconds() > 1800:
+                visit_of[v] = (ts, source, country)
+            else:
+                visit_of[v] = (ts, last[1], last[2])
+            _, s, c = visit_of[v]
+            self.by[day, "source", s].add(v)
+            self.by[day, "country", c].add(v)
+            if kind == "p":
+                self.by[day, "page", path].add(v)
+            else:
+                self.by[day, "goal", "Signup"].add(v)
+        self.new = defaultdict(set)
+        for v, day in first_seen.items():
+            self.new[day].add(v)
+
+    def segment(self, day, filters):
+        people = set(self.active[day])
+        for f in filters:
+            matching = set().union(*(self.by[day, f.prop, value] for value in f.values)) if f.op != "~" else set()
+            if f.op == "~":
+                matching = set().union(*(s for (d, p, value), s in self.by.items()
+                                         if d == day and p == f.prop and any(n.lower() in value.lower() for n in f.values)))
+            people = people - matching if f.op == "!=" else people & matching
+        return people
+
+
+@pytest.fixture
+def world(site, r):
+    first_day = datetime.now(UTC).date() - timedelta(days=DAYS + 2)
+    events = make_events(random.Random(7), first_day)
+    info = send(r, site, events)
+    return info, Brute(events), days_between(first_day, first_day + timedelta(days=DAYS - 1))
+
+
+FILTER_CASES = [
+    "source==Google",
+    "source==Google|newsletter",
+    "source!=Google",
+    "source==Google;country!=DE",
+    "country!=DE|FR;source!=Direct / None",
+    "page==/pricing",
+    "page~blog;country==US",
+    "goal==Signup;source!=Hacker News",
+    "visit:source==Hacker News;event:page!=/",
+]
+
+
+@pytest.mark.parametrize("text", FILTER_CASES)
+def test_it_counts_filtered_visitor_metrics_exactly(world, r, text):
+    site, brute, days = world
+    filters = segments.parse(text)
+    values, estimated = filtered.daily_values(r, site, filters, days[0], days[-1])
+    assert not estimated
+    for day in days:
+        people = brute.segment(day, filters)
+        assert values[day]["dau"] == len(people), (day, text)
+        assert values[day]["new_visitors"] == len(people & brute.new[day]), (day, text)
+        week = set().union(*(brute.segment(day - timedelta(days=n), filters) for n in range(7)))
+        month = set().union(*(brute.segment(day - timedelta(days=n), filters) for n in range(30)))
+        assert (values[day]["wau"], values[day]["mau"]) == (len(week), len(month)), (day, text)
+    summary, estimated = filtered.summary(r, site, filters, days[0], days[-1])
+    assert summary["visitors"] == len(set().union(*(brute.segment(day, filters) for day in days)))
+    assert not estimated
+
+
+def test_a_breakdown_under_a_filter_is_exact_per_day(world, r):
+    site, brute, days = world
+    filters = segments.parse("source==Google")
+    rows, estimated = filtered.breakdown(r, site, filters, days[0], days[-1], "country", COUNTRIES)
+    assert not estimated
+    expected = {c: len(set().union(*(brute.by[d, "country", c] & brute.segment(d, filters) for d in days))) for c in COUNTRIES}
+    assert {row["value"]: row["visitors"] for row in rows} == {c: n for c, n in expected.items() if n}
+    pages, _ = filtered.breakdown(r, site, segments.parse("country==FR"), days[0], days[-1], "page", PAGES)
+    fr = segments.parse("country==FR")
+    assert {row["value"]: row["visitors"] for row in pages} == {
+        p: len(set().union(*(brute.by[d, "page", p] & brute.segment(d, fr) for d in days))) for p in PAGES
+    }
+
+
+def test_goals_under_a_filter_count_converters_exactly(world, r):
+    site, brute, days = world
+    Goal.objects.create(site_id=site.id, name="Signup", event_name="Signup")
+    Goal.objects.create(site_id=site.id, name="Read the blog", page_pattern="/blog/*")
+    filters = segments.parse("country==DE")
+    rows, estimated = filtered.goals(r, site, filters, days[0], days[-1], visitors=100)
+    got = {row["goal"]: row["visitors"] for row in rows}
+    union = lambda sets: len(set().union(*sets))  # noqa: E731
+    assert got["Signup"] == union(brute.by[d, "goal", "Signup"] & brute.segment(d, filters) for d in days)
+    assert got["Read the blog"] == union((brute.by[d, "page", "/blog/a"] | brute.by[d, "page", "/blog/b"]) & brute.segment(d, filters) for d in days)
+    # a goal as a filter: its page pattern
+    converted = segments.parse("goal==Read the blog")
+    values, _ = filtered.daily_values(r, site, converted, days[0], days[-1], windows=False)
+    for day in days:
+        assert values[day]["dau"] == len(brute.by[day, "page", "/blog/a"] | brute.by[day, "page", "/blog/b"])
+
+
+def test_retention_of_a_filtered_cohort_is_exact(world, r):
+    site, brute, days = world
+    filters = segments.parse("source==Google")
+    cohorts, estimated = filtered.retention(r, site, filters, "day", days[0], days[-1], 30)
+    assert not estimated
+    for row in cohorts:
+        day = datetime.fromisoformat(row["cohort"]).date()
+        cohort = brute.new[day] & brute.segment(day, filters)
+        assert row["size"] == len(cohort)
+        assert row["retained"] == [len(cohort & brute.active[day + timedelta(days=n)]) for n in range(len(row["retained"]))]
+    weeks, _ = filtered.retention(r, site, filters, "week", days[0], days[-1], 12)
+    for row in weeks:
+        monday = datetime.fromisoformat(row["cohort"]).date()
+        cohort = set().union(*(brute.new[monday + timedelta(days=n)] & brute.segment(monday + timedelta(days=n), filters) for n in range(7)))
+        assert row["size"] == len(cohort)
+        for n, kept in enumerate(row["retained"]):
+            week = set().union(*(brute.active[monday + timedelta(days=7 * n + k)] for k in range(7)))
+            assert kept == len(cohort & week)
+
+
+@pytest.mark.parametrize("diff", [False, True])
+def test_not_equal_is_exact_with_and_without_bitop_diff(world, r, diff):
+    site, brute, days = world
+    if diff and not _server_has_diff(r, site.id):
+        pytest.skip("this server has no BITOP DIFF (Redis 8.2+): the CI matrix runs it on Redis 8.2")
+    segments._diff_support[id(r)] = diff
+    try:
+        filters = segments.parse("source!=Google;country!=US")
+        values, _ = filtered.daily_values(r, site, filters, days[0], days[-1], windows=False)
+        assert [values[d]["dau"] for d in days] == [len(brute.segment(d, filters)) for d in days]
+    finally:
+        segments._diff_support.pop(id(r), None)
+
+
+def _server_has_diff(r, site_id):
+    segments._diff_support.pop(id(r), None)
+    return segments.has_bitop_diff(r, site_id)
+
+
+def test_an_unpadded_not_drops_the_visitors_past_the_shorter_bitmap(site, r):
+    """Why `!=` does not use BITOP NOT: NOT of a value's bitmap is as long as that bitmap,
+    so visitors with higher ids (new ones, mostly) fall out of `active AND NOT value`."""
+    active, value = keys.active(site.id, datetime.now(UTC).date()), keys.temporary(site.id, "t", "value")
+    for visitor in (1, 5, 200):
+        r.setbit(active, visitor, 1)
+    r.setbit(value, 5, 1)  # one byte long: ids 8 and up are past its end
+    naive = keys.temporary(site.id, "t", "naive")
+    r.bitop("NOT", naive, value)
+    r.bitop("AND", naive, active, naive)
+    assert r.bitcount(naive) == 1  # visitor 200 is lost
+    with scratch(r, site.id) as tmp:
+        pipe = r.pipeline(transaction=False)
+        term = segments._Term(negate=True, fields=["source\x1fX"], bitmaps=[])
+        dest = segments._queue_day(pipe, site.id, datetime.now(UTC).date(), [term], tmp, diff=False)
+        pipe.execute()
+        assert r.bitcount(dest) == 3  # (no bitmap for the value: nobody is subtracted)
+
+
+def test_values_past_the_days_bitmaps_are_estimated_and_say_so(site, r):
+    site.segment_values = 1
+    site.save()
+    first_day = datetime.now(UTC).date() - timedelta(days=DAYS + 2)
+    events = make_events(random.Random(11), first_day, visitors=400)
+    info = send(r, site, events)
+    brute = Brute(events)
+    days = days_between(first_day, first_day + timedelta(days=DAYS - 1))
+    with scratch(r, info.id) as tmp:
+        bitmapped = segments.build(r, info, (), days, tmp).bitmapped
+    assert all(sum(f.startswith("source\x1f") for f in bitmapped[d]) <= 1 for d in days)  # one source a day
+    for text in ("source==Hacker News", "source==newsletter;country==FR", "source!=Google"):
+        filters = segments.parse(text)
+        values, estimated = filtered.daily_values(r, info, filters, days[0], days[-1], windows=False)
+        assert estimated, text
+        for day in days:
+            truth = len(brute.segment(day, filters))
+            assert abs(values[day]["dau"] - truth) <= max(3, 0.15 * truth), (text, day, values[day]["dau"], truth)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("source", "expected property==value"),
+    ("colour==red", "unknown property"),
+    ("source==", "a value is empty"),
+    ("goal~Sign", "goals are matched by name"),
+    (";".join(["source==a"] * 7), "at most 6 filters"),
+])
+def test_bad_filters_are_refused_with_the_reason(text, problem):
+    with pytest.raises(ValueError, match=problem):
+        segments.parse(text)
+
+
+def test_values_holding_the_separators_round_trip_escaped():
+    f = segments.Filter("utm_campaign", "==", ("a;b", "c|d", "e\\f"))
+    assert segments.parse(str(f)) == (f,)
+    assert segments.parse("source==Google;country==DE|FR") == (
+        segments.Filter("source", "==", ("Google",)), segments.Filter("country", "==", ("DE", "FR")))
