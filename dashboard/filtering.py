@@ -9,7 +9,6 @@ from analytics.queries import segments
 
 from .countries import COUNTRIES
 
-
 COMPARISONS = (("previous_period", "Previous period"), ("year", "Same dates last year"))
 
 

@@ -259,3 +259,18 @@ def test_values_holding_the_separators_round_trip_escaped():
     assert segments.parse(str(f)) == (f,)
     assert segments.parse("source==Google;country==DE|FR") == (
         segments.Filter("source", "==", ("Google",)), segments.Filter("country", "==", ("DE", "FR")))
+
+
+def test_a_goal_without_its_bitmaps_says_its_converters_are_estimated(site, r):
+    site.segment_values = 1
+    site.save()
+    first_day = datetime.now(UTC).date() - timedelta(days=DAYS + 2)
+    info = send(r, site, make_events(random.Random(13), first_day, visitors=200))
+    days = days_between(first_day, first_day + timedelta(days=DAYS - 1))
+    Goal.objects.create(site_id=site.id, name="Blog", page_pattern="/blog/*")  # (made after the events: nothing was pinned)
+    _, estimated = filtered.goals(r, info, (), days[0], days[-1], visitors=100)
+    assert estimated
+    Goal.objects.filter(site_id=site.id).delete()
+    Goal.objects.create(site_id=site.id, name="Signup", event_name="Signup")  # (one event name a day: its bitmap, first come)
+    _, estimated = filtered.goals(r, info, (), days[0], days[-1], visitors=100)
+    assert not estimated

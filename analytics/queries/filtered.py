@@ -179,6 +179,8 @@ def goals(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, visit
     goal_list = list(Goal.objects.filter(site_id=site.id))
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
+        events = segments.present(r, site, days, "event", [g.event_name for g in goal_list if g.event_name])
+        pages = segments.day_members(r, site, days, "page") if any(g.page_pattern for g in goal_list) else {}
         pipe = r.pipeline(transaction=False)
         at = {}
         for n, goal in enumerate(goal_list):
@@ -186,13 +188,17 @@ def goals(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, visit
             for day in days:
                 if goal.event_name:
                     names = [dimensions.field("event", goal.event_name)]
+                    hidden = goal.event_name in events[day] or dimensions.OTHER in events[day]
                 else:
                     match = page_pattern_regex(goal.page_pattern).fullmatch
-                    names = [f for f in segment.bitmapped[day] if f.startswith("page" + dimensions.SEP) and match(dimensions.split(f)[1])]
-                names = [f for f in names if f in segment.bitmapped[day]]
-                if names:
+                    names = [dimensions.field("page", p) for p in pages[day] if p != dimensions.OTHER and match(p)]
+                    hidden = dimensions.OTHER in pages[day]
+                kept = [f for f in names if f in segment.bitmapped[day]]
+                if len(kept) < len(names) or (not kept and hidden):
+                    estimated = True  # (a converting value without its bitmap that day)
+                if kept:
                     union = tmp.key(f"goal:{n}:{day}:any")
-                    queue_union(pipe, union, [keys.dimension_bitmap(site.id, day, f) for f in names])
+                    queue_union(pipe, union, [keys.dimension_bitmap(site.id, day, f) for f in kept])
                     parts.append(segments.queue_and(pipe, segment, day, union, f"goal:{n}:{day}"))
             if parts:
                 dest = tmp.key(f"goal:{n}")
@@ -204,9 +210,8 @@ def goals(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, visit
         converters = int(answers[at[n]]) if n in at else 0
         rows.append({"goal": goal.name, "visitors": converters, "events": None,
                      "conversion_rate": round(100 * converters / visitors, 2) if visitors else 0.0})
-    estimated = segment.estimate_over(days)
     rows.sort(key=lambda row: (-row["visitors"], row["goal"]))
-    return rows, estimated
+    return rows, estimated or segment.estimate_over(days)
 
 
 def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, end: date, periods: int) -> tuple[list[dict], bool]:

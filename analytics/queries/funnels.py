@@ -35,7 +35,7 @@ def funnel(r: redis.Redis, site: SiteInfo, funnel_: Funnel, start: date, end: da
     days = days_between(start, end)
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
-        pages = _pages_by_day(r, site, days) if any(kind == "page" and "*" in value for kind, value in steps) else {}
+        pages = segments.day_members(r, site, days, "page") if any(kind == "page" and "*" in value for kind, value in steps) else {}
         present = {kind: segments.present(r, site, days, kind, [v for k, v in steps if k == kind and "*" not in v])
                    for kind in ("page", "event")}
         estimated = segment.estimate_over(days) or site.daily_salt and len(days) > 1
@@ -86,10 +86,3 @@ def _step_fields(kind: str, value: str, bitmapped: set[str], pages, present: set
     matching = [dimensions.field("page", p) for p in pages if match(p)]
     with_bitmap = [name for name in matching if name in bitmapped]
     return with_bitmap, len(with_bitmap) == len(matching) and dimensions.OTHER not in pages
-
-
-def _pages_by_day(r: redis.Redis, site: SiteInfo, days: list[date]) -> dict[date, list[str]]:
-    pipe = r.pipeline(transaction=False)
-    for day in days:
-        pipe.smembers(keys.pages_index(site.id, day))
-    return {day: [p.decode() for p in paths] for day, paths in zip(days, pipe.execute())}

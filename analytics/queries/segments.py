@@ -255,6 +255,15 @@ def present(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, va
     return {day: {v for v, found in zip(names, answer) if found} for day, answer in zip(days, pipe.execute())}
 
 
+def day_members(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str) -> dict[date, set[str]]:
+    """Every value of a dimension that had visitors each day (and "(other)"), by name."""
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.smembers(_index_key(site.id, day, dimension))
+    prefix = _member(dimension, "")
+    return {day: {m.decode()[len(prefix) :] for m in found if m.decode().startswith(prefix)} for day, found in zip(days, pipe.execute())}
+
+
 def queue_and(pipe, segment: Segment, day: date, key: str, name: str) -> str:
     """Queue BITOP AND of the segment's day and `key` into a scratch key; returns its name."""
     dest = segment.tmp.key(name)
