@@ -92,3 +92,30 @@ def test_bad_filters_are_a_400_naming_the_problem(world, client, path, params, p
     response = get(client, key, path, **params)
     assert response.status_code == 400
     assert problem in response.json()["error"]
+
+
+def test_an_export_of_a_filtered_view_has_the_filtered_numbers(world, client):
+    key, brute, days = world
+    text = "country==DE"
+    filters = segments.parse(text)
+    response = client.get("/api/v1/reports/json", {"site": "example.com", "from": days[0].isoformat(), "to": days[-1].isoformat(),
+                                                    "filters": text}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    report = response.json()
+    assert report["filters"] == text and report["estimate"] is False
+    summary = dict((row[0], row[1]) for row in report["tables"]["summary"]["rows"])
+    assert summary["visitors"] == len(set().union(*(brute.segment(d, filters) for d in days)))
+    daily = {row[0]: row[3] for row in report["tables"]["daily"]["rows"]}  # (date, visitors, pageviews, dau, ...)
+    assert daily == {d.isoformat(): len(brute.segment(d, filters)) for d in days}
+    sources = {row[0]: row[1] for row in report["tables"]["source"]["rows"]}
+    assert sources["Google"] == len(set().union(*(brute.by[d, "source", "Google"] & brute.segment(d, filters) for d in days)))
+
+
+def test_a_filtered_export_job_keeps_its_filters(world, client):
+    key, brute, days = world
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    response = client.get("/api/v1/reports/json", {"site": "example.com", "from": days[0].isoformat(), "to": days[-1].isoformat(),
+                                                    "filters": "source!=Google", "async": "1"}, **auth)
+    assert response.status_code == 202
+    report = client.get(response.json()["file_url"], **auth).json()  # (the job ran at once: Celery is eager in tests)
+    assert report["filters"] == "source!=Google"
+    assert {row[0]: row[1] for row in report["tables"]["source"]["rows"]}.get("Google") is None

@@ -568,6 +568,7 @@ DOCUMENT = {
                     FROM,
                     TO,
                     _param("async", "1 to run as a job whatever the length.", {"type": "string", "enum": ["1"]}),
+                    FILTERS,
                 ],
                 "responses": {
                     "200": {"description": "The file.", "content": {"application/zip": {}, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": {}, "application/json": {}}},

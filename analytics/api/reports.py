@@ -1,4 +1,4 @@
-"""Report exports: `GET /api/v1/reports/<csv|xlsx|json>?site=&from=&to=`.
+"""Report exports: `GET /api/v1/reports/<csv|xlsx|json>?site=&from=&to=[&filters=]`.
 
 Up to 31 days the file comes back at once; longer periods (or `async=1`) answer `202`
 with a job whose progress `GET /api/v1/reports/jobs/<job>` reports and whose file
@@ -11,7 +11,7 @@ from ..queries import access
 from ..reports import exports, tables
 from ..store.connection import get_redis
 from .http import ApiError, bearer_site, json_errors, json_response, methods
-from .params import date_range, site_param
+from .params import date_range, filters_param, site_param
 
 
 def _file_response(body: bytes, fmt: str, name: str) -> HttpResponse:
@@ -34,11 +34,12 @@ def report(request, fmt):
         raise ApiError(404, f"unknown format {fmt!r}; use csv, xlsx or json")
     site = site_param(request)
     start, end = date_range(request, site)
+    filters = filters_param(request)
     r = get_redis()
     if tables.is_small(start, end) and request.GET.get("async") != "1":
-        body = tables.write(tables.build(r, site, start, end), fmt)
+        body = tables.write(tables.build(r, site, start, end, filters=filters), fmt)
         return _file_response(body, fmt, tables.filename(site, start, end, fmt))
-    job = exports.create(r, site, fmt, start, end)
+    job = exports.create(r, site, fmt, start, end, ";".join(str(f) for f in filters))
     tasks.build_export.delay(job, site.id)
     return json_response({"job": job, "state": "queued", **_links(request, job)}, status=202)
 

@@ -8,6 +8,7 @@ from datetime import date
 import redis
 from django.conf import settings
 
+from ..queries import segments
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.semaphore import Semaphore
@@ -21,7 +22,7 @@ def semaphore(r: redis.Redis) -> Semaphore:
     return Semaphore(r, settings.EXPORT_CONCURRENCY, SEMAPHORE_TIMEOUT)
 
 
-def create(r: redis.Redis, site: SiteInfo, fmt: str, start: date, end: date) -> str:
+def create(r: redis.Redis, site: SiteInfo, fmt: str, start: date, end: date, filters: str = "") -> str:
     job = secrets.token_urlsafe(16)
     r.hset(
         keys.export_job(job),
@@ -34,6 +35,7 @@ def create(r: redis.Redis, site: SiteInfo, fmt: str, start: date, end: date) -> 
             "progress": 0,
             "position": 0,
             "filename": tables.filename(site, start, end, fmt),
+            "filters": filters,
         },
     )
     r.expire(keys.export_job(job), FILE_TTL)
@@ -56,6 +58,7 @@ def status(r: redis.Redis, job: str) -> dict | None:
         "to": data["to"],
         "filename": data["filename"],
         "error": data.get("error"),
+        "filters": data.get("filters", ""),
     }
 
 
@@ -79,7 +82,8 @@ def try_build(r: redis.Redis, job: str, site: SiteInfo) -> bool:
         info = status(r, job)
         r.hset(keys.export_job(job), mapping={"state": "running", "position": 0})
         start, end = date.fromisoformat(info["from"]), date.fromisoformat(info["to"])
-        report = tables.build(r, site, start, end, progress=lambda share: r.hset(keys.export_job(job), "progress", share))
+        report = tables.build(r, site, start, end, progress=lambda share: r.hset(keys.export_job(job), "progress", share),
+                              filters=segments.parse(info["filters"]))
         body = tables.write(report, info["format"])
         r.set(keys.export_file(job), body, ex=FILE_TTL)
         r.hset(keys.export_job(job), mapping={"state": "done", "progress": 1})

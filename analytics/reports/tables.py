@@ -21,8 +21,11 @@ MAX_ROWS = 10_000  # values per dimension in a report
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None) -> dict:
-    """The report's tables: {name: {"columns": [...], "rows": [[...], ...]}}."""
+def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None, filters=()) -> dict:
+    """The report's tables: {name: {"columns": [...], "rows": [[...], ...]}}; with
+    `filters`, for the filtered audience (filtered_tables)."""
+    if filters:
+        return filtered_tables(r, site, start, end, filters, progress)
     daily = queries.timeseries(r, site, start, end, queries.METRICS)
     progress(0.3)
     pages = queries.top_pages(r, site, start, end, limit=TOP_PAGES)
@@ -67,6 +70,49 @@ def breakdown_tables(r, site: SiteInfo, start: date, end: date, visitors: int) -
                   "; ".join(f"{amount:.2f} {currency}" for currency, amount in g.get("revenue", {}).items())] for g in goals],
     }
     return tables
+
+
+def filtered_tables(r, site: SiteInfo, start: date, end: date, filters, progress=lambda share: None) -> dict:
+    """The report of a filtered audience (analytics.queries.filtered): the same tables,
+    with visitors alone in the breakdowns (the other counts exist per value, not per
+    combination), and the filters and whether any number is estimated in the report."""
+    filtered = queries.filtered
+    daily, estimate = filtered.timeseries(r, site, filters, start, end, queries.METRICS)
+    totals, estimated = filtered.aggregate(r, site, filters, start, end, queries.AGGREGATE_METRICS, compare="previous_period")
+    estimate = estimate or estimated
+    progress(0.3)
+    tables = {
+        "summary": {
+            "columns": ["metric", "value", "change_percent"],
+            "rows": [[metric, result["value"], result.get("change")] for metric, result in totals.items()],
+        },
+        "daily": {"columns": ["date", *queries.METRICS], "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily]},
+    }
+    candidates = [p["page"] for p in queries.top_pages(r, site, start, end, limit=filtered.MAX_ROWS)]
+    rows, estimated = filtered.breakdown(r, site, filters, start, end, "page", candidates)
+    estimate = estimate or estimated
+    tables["pages"] = {"columns": ["page", "visitors"], "rows": [[row["value"], row["visitors"]] for row in rows]}
+    progress(0.5)
+    if not site.daily_salt:
+        for unit, periods in (("day", queries.DAY_PERIODS), ("week", queries.WEEK_PERIODS)):
+            cohorts, estimated = filtered.retention(r, site, filters, unit, start, end, periods)
+            estimate = estimate or estimated
+            tables[f"retention_{unit}"] = {
+                "columns": ["cohort", "size", *(f"{unit[0]}{n}" for n in range(periods + 1))],
+                "rows": [[c["cohort"], c["size"], *c["retained"]] for c in cohorts],
+            }
+    progress(0.7)
+    for dimension in dimensions.VISIT_DIMENSIONS:
+        values = [row[dimension] for row in queries.breakdown(r, site, start, end, dimension, limit=filtered.MAX_ROWS)[0]]
+        rows, estimated = filtered.breakdown(r, site, filters, start, end, dimension, values)
+        estimate = estimate or estimated
+        tables[dimension] = {"columns": [dimension, "visitors"], "rows": [[row["value"], row["visitors"]] for row in rows]}
+    goals, estimated = filtered.goals(r, site, filters, start, end, totals["visitors"]["value"] or 0)
+    tables["goals"] = {"columns": ["goal", "visitors", "conversion_rate"], "rows": [[g["goal"], g["visitors"], g["conversion_rate"]] for g in goals]}
+    progress(0.9)
+    text = ";".join(str(f) for f in filters)
+    return {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "filters": text, "estimate": estimate or estimated,
+            "tables": tables}
 
 
 def safe_cell(value):
