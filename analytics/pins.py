@@ -1,18 +1,24 @@
 """Pinned values: the fields that get a visitor bitmap every day, past the day's first
-`segment_values` values of their dimension (lib/segments.lua), so that goals and funnels
-stay exact on a busy day: each goal's custom event and literal page, each funnel step's.
-(A page pattern such as /blog/* names no field; its matching pages are exact while they
-are among the day's first pages.)
+`segment_values` values of their dimension (lib/segments.lua):
+
+* each goal's custom event and literal page, each funnel step's, so that goals and
+  funnels stay exact on a busy day (a page pattern such as /blog/* names no field; its
+  matching pages are exact while they are among the day's first pages);
+* the top `segment_values` values of each dimension (and pages) on the last rolled-up
+  day, so that today's top values keep their bitmaps even when junk values arrive first
+  (one anonymous request per value could otherwise take a day's first places).
 
 The set lives in Redis beside the bitmaps (keys.pinned_fields), rewritten whenever a goal
-or a funnel changes, and by the nightly rollup (a restored or flushed Redis gets it back).
+or a funnel changes, and after each nightly rollup (which also brings it back to a
+restored or flushed Redis).
 """
 import logging
 
 import redis
+from django.db.models import Max
 
 from . import dimensions
-from .models import Funnel, Goal
+from .models import DailyMetrics, DimensionDaily, Funnel, Goal, PageDaily, Site
 from .store import keys
 from .store.connection import OUTAGE, get_redis
 
@@ -20,8 +26,9 @@ log = logging.getLogger(__name__)
 
 
 def pinned(site_id: int) -> set[str]:
-    """The fields a site pins: its goals' and funnels' events and literal pages."""
-    fields = set()
+    """The fields a site pins: its goals' and funnels' events and literal pages, and the
+    last rolled-up day's top values."""
+    fields = _recent_top(site_id)
     for goal in Goal.objects.filter(site_id=site_id):
         if goal.event_name:
             fields.add(dimensions.field("event", goal.event_name))
@@ -31,6 +38,23 @@ def pinned(site_id: int) -> set[str]:
         for kind, value in funnel.step_list():
             if kind == "event" or "*" not in value:
                 fields.add(dimensions.field(kind, value))
+    return fields
+
+
+def _recent_top(site_id: int) -> set[str]:
+    """The top values of each visit dimension and the top pages, by visitors, on the
+    latest final day that had visitors (as many as the site's segment_values)."""
+    site = Site.objects.filter(pk=site_id).first()
+    latest = DailyMetrics.objects.filter(site_id=site_id, final=True, visitors__gt=0).aggregate(day=Max("date"))["day"]
+    if site is None or latest is None or not site.segment_values:
+        return set()
+    top, fields = site.segment_values, set()
+    for dimension in dimensions.VISIT_DIMENSIONS:
+        values = (DimensionDaily.objects.filter(site_id=site_id, date=latest, dimension=dimension).exclude(value=dimensions.OTHER)
+                  .order_by("-visitors", "value").values_list("value", flat=True)[:top])
+        fields.update(dimensions.field(dimension, v) for v in values)
+    pages = PageDaily.objects.filter(site_id=site_id, date=latest).exclude(path=dimensions.OTHER).order_by("-visitors", "path")
+    fields.update(dimensions.field("page", p) for p in pages.values_list("path", flat=True)[:top])
     return fields
 
 

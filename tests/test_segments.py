@@ -274,3 +274,24 @@ def test_a_goal_without_its_bitmaps_says_its_converters_are_estimated(site, r):
     Goal.objects.create(site_id=site.id, name="Signup", event_name="Signup")  # (one event name a day: its bitmap, first come)
     _, estimated = filtered.goals(r, info, (), days[0], days[-1], visitors=100)
     assert not estimated
+
+
+def test_the_last_rolled_up_days_top_values_keep_their_bitmaps_when_junk_comes_first(site, r):
+    from analytics.rollups.jobs import roll_closed
+
+    site.segment_values = 1
+    site.save()
+    type(site).objects.filter(pk=site.pk).update(created=datetime.now(UTC) - timedelta(days=5))
+    site.refresh_from_db()
+    today = datetime.now(UTC).date()
+    before = datetime.combine(today - timedelta(days=2), time(12), tzinfo=UTC)
+    events = [(before + timedelta(minutes=v), v, "p", "/", "Google", "DE") for v in range(20)]
+    events.append((before + timedelta(hours=1), 99, "p", "/x", "Bing", "US"))
+    send(r, site, events)
+    roll_closed(r, site)  # (rolls the closed days up, then pins their top values)
+    assert "source\x1fGoogle" in {m.decode() for m in r.smembers(keys.pinned_fields(site.id))}
+    now = datetime.combine(today, time(0, 5), tzinfo=UTC)
+    junk = [(now + timedelta(seconds=n), 200 + n, "p", "/", f"junk{n}", "ZZ") for n in range(5)]
+    send(r, site, junk + [(now + timedelta(minutes=1), 300, "p", "/", "Google", "DE")], batch=1)  # (junk first, call by call)
+    bitmapped = {m.decode() for m in r.smembers(keys.dimension_bitmapped(site.id, today))}
+    assert "source\x1fGoogle" in bitmapped and "source\x1fjunk0" in bitmapped and "source\x1fjunk1" not in bitmapped

@@ -204,12 +204,14 @@ def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
     """Closed days not yet final, oldest first: yesterday on a normal night, every missed
     day after an outage (it looks back to the last final day)."""
     today = SiteInfo.from_model(site).today()
-    pins.sync(r, site.pk)  # (a restored or flushed Redis gets its pinned values back within a night)
     start = first_unfinished_day(site)
     end = today - timedelta(days=1)
     if start > end:
+        pins.sync(r, site.pk)  # (a restored or flushed Redis gets its pinned values back within a night)
         return Summary()
     with held(r, keys.lock(site.pk, "rollup-closed")) as lock:
         if lock is None:
             return None
-        return rollup(r, site, start, end, today=today)
+        summary = rollup(r, site, start, end, today=today)
+        pins.sync(r, site.pk)  # (the day just rolled up names the top values to pin)
+        return summary
