@@ -39,6 +39,10 @@ class View:
         return View(self.period_query, self.filters, compare=compare).query()
 
     @property
+    def compare_label(self) -> str:
+        return "last year" if self.compare == "year" else "previous period"
+
+    @property
     def compare_choices(self) -> list[dict]:
         return [{"key": key, "label": label, "href": "?" + self.comparing(key), "active": key == self.compare}
                 for key, label in COMPARISONS]

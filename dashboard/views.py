@@ -138,7 +138,7 @@ def _numbers(r, info, site, period, view) -> dict:
     figures = {
         "visitors": charts.visitors(_until_now(queries.hourly(r, info, period.start, period.end), info), hourly=True)
         if hourly
-        else charts.visitors(rows),
+        else charts.visitors(rows, compared=_compared_rows(r, info, period, view), compared_label=view.compare_label),
         "actives": charts.actives(active_rows),
         "retention-day": charts.retention(retention_day, "day"),
         "retention-week": charts.retention(retention_week, "week"),
@@ -186,7 +186,7 @@ def _filtered_numbers(r, info, site, period, view) -> dict:
             countries = found
     goals, estimated = filtered.goals(r, info, filters, start, end, totals["visitors"]["value"] or 0)
     figures = {
-        "visitors": charts.visitors(rows),
+        "visitors": charts.visitors(rows, compared=_compared_rows(r, info, period, view), compared_label=view.compare_label),
         "actives": charts.actives(active_rows),
         "retention-day": charts.retention(retention["day"], "day"),
         "retention-week": charts.retention(retention["week"], "week"),
@@ -195,6 +195,16 @@ def _filtered_numbers(r, info, site, period, view) -> dict:
     pages = [{"page": row["page"], "visitors": row["visitors"], "pageviews": None} for row in first["page"]]
     return {"totals": totals, "pages": pages, "figures": figures, "first": first, "goals": goals,
             "actives_note": "last 30 days" if period.days < 30 else "", "estimate": estimate or estimated}
+
+
+def _compared_rows(r, info, period, view) -> list[dict]:
+    """The compared period's days (the view's comparison, its filters), for the chart."""
+    start, end = queries.previous(view.compare, period.start, period.end)
+    if view.filters:
+        values, _ = queries.filtered.daily_values(r, info, view.filters, start, end, windows=False)
+    else:
+        values = queries.daily_values(r, info, start, end, windows=False)
+    return [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
 
 
 def _until_now(rows: list[dict], info) -> list[dict]:

@@ -119,3 +119,10 @@ def test_a_filtered_export_job_keeps_its_filters(world, client):
     report = client.get(response.json()["file_url"], **auth).json()  # (the job ran at once: Celery is eager in tests)
     assert report["filters"] == "source!=Google"
     assert {row[0]: row[1] for row in report["tables"]["source"]["rows"]}.get("Google") is None
+
+
+@pytest.mark.parametrize("path, params", [("realtime", {}), ("near", {"lat": "52.5", "lon": "13.4", "km": "50"})])
+def test_endpoints_that_cannot_filter_refuse_filters_rather_than_ignore_them(world, client, path, params):
+    key, _, _ = world
+    response = get(client, key, path, filters="source==Google", **params)
+    assert response.status_code == 400 and f"filters: not available on /{path}" in response.json()["error"]

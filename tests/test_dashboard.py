@@ -452,3 +452,17 @@ def test_bad_filters_are_ignored_with_a_notice_and_compare_can_be_last_year(clie
     html = client.get("/dashboard/example.com/", {"period": "7d", "compare": "year"}).content.decode()
     assert 'class="active" aria-current="true">Same dates last year' in html
     assert f"{(today - timedelta(days=6)).replace(year=today.year - 1):%-d %b %Y}" in html
+
+
+def test_the_visitors_chart_draws_the_compared_period_beside_this_one(client, data_site, owner):
+    client.force_login(owner)
+    for params, label, offset in (({"period": "7d"}, "Visitors, previous period", 7), ({"period": "7d", "compare": "year"}, "Visitors, last year", None)):
+        traces = client.get("/dashboard/example.com/", params).context["figures"]["visitors"]["data"]
+        compared = next(t for t in traces if t["name"] == label)
+        assert len(compared["x"]) == 7 and compared["x"] == traces[1]["x"]
+        first = datetime.fromisoformat(traces[1]["x"][0]).date()
+        expected = first - timedelta(days=offset) if offset else first.replace(year=first.year - 1)
+        assert compared["customdata"][0] == expected.isoformat()
+    # the days before hold the site's visits of 7-9 days ago: the previous week is not empty
+    traces = client.get("/dashboard/example.com/", {"period": "7d"}).context["figures"]["visitors"]["data"]
+    assert sum(traces[2]["y"]) > 0

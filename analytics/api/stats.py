@@ -57,6 +57,12 @@ def timeseries(request):
     )
 
 
+def _no_filters(request, endpoint: str):
+    """An endpoint that cannot filter says so, rather than answer for everyone."""
+    if request.GET.get("filters"):
+        raise ApiError(400, f"filters: not available on /{endpoint} (its visitors are counted in HyperLogLogs, which cannot be intersected exactly)")
+
+
 def _filtered(filters, estimate: bool) -> dict:
     """What a filtered answer says about itself: its filters, and whether any number in it
     is an estimate (a value past the day's bitmaps: analytics.queries.segments)."""
@@ -177,6 +183,7 @@ def near(request):
     """Visitors within `km` of a place (needs a city database: TALLY_GEO_CITY_DB)."""
     site = site_param(request)
     start, end = date_range(request, site)
+    _no_filters(request, "near")
     latitude = float_param(request, "lat", -85.05, 85.05)
     longitude = float_param(request, "lon", -180.0, 180.0)
     km = float_param(request, "km", 0.001, 20_000.0)
@@ -230,5 +237,6 @@ def pages(request):
 @json_errors
 def realtime(request):
     site = site_param(request)
+    _no_filters(request, "realtime")
     visitors = queries.realtime_visitors(get_redis(), site, datetime.now(UTC))
     return json_response({"site": site.domain, "visitors": visitors, "minutes": queries.REALTIME_MINUTES})
