@@ -10,6 +10,7 @@ the package's surface; the dashboard reads through them and the models only.
     breakdown.py        rows by a visit dimension (sources, devices, countries...), visit totals
     goals.py            goal conversions, custom property breakdowns, revenue
     segments.py         filters: a filtered audience's visitors day by day, as bitmaps
+    estimates.py        where the bitmaps cannot say: HLL inclusion-exclusion
     filtered.py         every number above for a filtered audience (exact, or marked estimated)
     funnels.py          a funnel's steps: visitors who reached each, day by day
     places.py           visitors within some distance of a place (with a city database)

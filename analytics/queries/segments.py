@@ -28,7 +28,6 @@ day segments are exact and their unions over several days are estimates.
 """
 from dataclasses import dataclass, field
 from datetime import date
-from itertools import combinations
 
 import redis
 
@@ -37,6 +36,7 @@ from ..models import Goal, page_pattern_regex
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, Scratch, queue_union
+from .estimates import estimate
 
 PROPERTIES = (*dimensions.VISIT_DIMENSIONS, "page", "goal")
 OPS = ("==", "!=", "~")
@@ -272,57 +272,6 @@ def queue_and(pipe, segment: Segment, day: date, key: str, name: str) -> str:
     return dest
 
 
-def estimate(r: redis.Redis, segment: Segment, ranges: list[list[date]]) -> list[int]:
-    """The segment's visitors over each list of days, from HLLs by inclusion-exclusion:
-    |A and B and not C| = I(A, B) - I(A, B, C), I(the sets) = the sum over every nonempty
-    subset S of (-1)^(|S|+1) |union of S| (one PFCOUNT each), I() = the site's visitors."""
-    sid = segment.site.id
-    pipe = r.pipeline(transaction=False)
-    plans = []
-    for days in ranges:
-        positives: list[list[str]] = []
-        negative: list[str] = []
-        for i in range(len(segment.filters)):
-            hlls = [visitors_key(sid, day, name) for day in days for name in segment.terms[day][i].fields]
-            if segment.terms[days[0]][i].negate:
-                negative += hlls
-            else:
-                positives.append(hlls)
-        universe = [keys.site_visitors(sid, day) for day in days]
-        plan = {}
-        for sets in ([*positives], [*positives, negative] if negative else None):
-            if sets is None:
-                continue
-            for k in range(1, len(sets) + 1):
-                for chosen in combinations(range(len(sets)), k):
-                    union = sorted({key for c in chosen for key in sets[c]})
-                    signature = (len(sets), chosen)
-                    if union:
-                        plan[signature] = len(pipe)
-                        pipe.pfcount(*union)
-        plan["universe"] = len(pipe)
-        pipe.pfcount(*universe)
-        plans.append((plan, len(positives), bool(negative)))
-    answers = pipe.execute()
-    result = []
-    for plan, p, negated in plans:
-        universe = int(answers[plan["universe"]])
-
-        def intersection(n):
-            if n == 0:
-                return universe
-            total = 0
-            for k in range(1, n + 1):
-                for chosen in combinations(range(n), k):
-                    position = plan.get((n, chosen))
-                    total += (-1) ** (k + 1) * (int(answers[position]) if position is not None else 0)
-            return total
-
-        value = intersection(p) - (intersection(p + 1) if negated else 0)
-        result.append(max(0, min(round(value), universe)))
-    return result
-
-
 _diff_support: dict[int, bool] = {}
 
 
@@ -405,12 +354,3 @@ def _index_key(sid: int, day: date, dimension: str) -> str:
 def _member(dimension: str, value: str) -> str:
     """How a value is named in its day index (pages and events by name alone)."""
     return value if dimension in ("page", "event") else dimensions.field(dimension, value)
-
-
-def visitors_key(sid: int, day: date, name: str) -> str:
-    dimension, value = dimensions.split(name)
-    if dimension == "page":
-        return keys.page_visitors(sid, day, value)
-    if dimension == "event":
-        return keys.event_visitors(sid, day, value)
-    return keys.dimension_visitors(sid, day, name)
