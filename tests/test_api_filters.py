@@ -126,3 +126,18 @@ def test_endpoints_that_cannot_filter_refuse_filters_rather_than_ignore_them(wor
     key, _, _ = world
     response = get(client, key, path, filters="source==Google", **params)
     assert response.status_code == 400 and f"filters: not available on /{path}" in response.json()["error"]
+
+
+def test_a_timeseries_can_carry_its_comparison(world, client):
+    key, brute, days = world
+    text = "source==Google"
+    filters = segments.parse(text)
+    half = days[6:]
+    body = get(client, key, "timeseries", filters=text, compare="previous_period", metrics="visitors",
+               **{"from": half[0].isoformat(), "to": half[-1].isoformat()}).json()
+    before = body["comparison"]
+    assert (before["from"], before["to"]) == (days[0].isoformat(), days[5].isoformat())
+    assert [row["visitors"] for row in before["results"]] == [len(brute.segment(d, filters)) for d in days[:6]]
+    year = get(client, key, "timeseries", compare="year", **{"from": half[0].isoformat(), "to": half[-1].isoformat()}).json()
+    assert year["comparison"]["from"] == half[0].replace(year=half[0].year - 1).isoformat()
+    assert all(row["visitors"] == 0 for row in year["comparison"]["results"])

@@ -209,6 +209,12 @@ DOCUMENT = {
                     TO,
                     FILTERS,
                     _param(
+                        "compare",
+                        "`previous_period` or `year`: add `comparison` {from, to, results}, the same series over the period of "
+                        "the same length just before, or over the same dates a year earlier (row n against row n).",
+                        {"type": "string", "enum": list(COMPARISONS)},
+                    ),
+                    _param(
                         "metrics",
                         f"Comma-separated. Per day: {', '.join(METRICS)} (default {', '.join(DEFAULT_METRICS)}); "
                         f"per week or month: {', '.join(PERIOD_METRICS)}; per hour: visitors, pageviews.",

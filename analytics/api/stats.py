@@ -45,13 +45,26 @@ def timeseries(request):
     extra = {}
     if filters and interval == "hour":
         raise ApiError(400, "filters: not available with interval=hour (filters count visitors by day)")
-    if interval == "hour":
-        results = queries.hourly(get_redis(), site, start, end, metrics)
-    elif filters:
-        results, estimate = queries.filtered.timeseries(get_redis(), site, filters, start, end, metrics, interval)
+    compare = request.GET.get("compare") or None
+    if compare is not None and compare not in queries.COMPARISONS:
+        raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
+
+    def series(first, last):
+        if interval == "hour":
+            return queries.hourly(get_redis(), site, first, last, metrics), False
+        if filters:
+            return queries.filtered.timeseries(get_redis(), site, filters, first, last, metrics, interval)
+        return queries.timeseries(get_redis(), site, first, last, metrics, interval), False
+
+    results, estimate = series(start, end)
+    if filters:
         extra = _filtered(filters, estimate)
-    else:
-        results = queries.timeseries(get_redis(), site, start, end, metrics, interval)
+    if compare:
+        before_start, before_end = queries.previous(compare, start, end)
+        before, estimated = series(before_start, before_end)
+        extra["comparison"] = {"from": before_start.isoformat(), "to": before_end.isoformat(), "results": before}
+        if filters:
+            extra["estimate"] = estimate or estimated
     return json_response(
         {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "interval": interval, **extra, "results": results}
     )
