@@ -13,6 +13,7 @@ or a funnel changes, and after each nightly rollup (which also brings it back to
 restored or flushed Redis).
 """
 import logging
+import secrets
 
 import redis
 from django.db.models import Max
@@ -59,12 +60,17 @@ def _recent_top(site_id: int) -> set[str]:
 
 
 def sync(r: redis.Redis, site_id: int):
-    """Rewrite the site's pinned set (one MULTI: ingest never sees it empty half way)."""
+    """Rewrite the site's pinned set: the new set is made aside and RENAMEd over the old,
+    so ingest never sees it half made (one slot: a MULTI would do, but Tally's cluster
+    pipelines are not transactions)."""
     fields = pinned(site_id)
-    pipe = r.pipeline(transaction=True)
-    pipe.unlink(keys.pinned_fields(site_id))
-    if fields:
-        pipe.sadd(keys.pinned_fields(site_id), *fields)
+    if not fields:
+        r.unlink(keys.pinned_fields(site_id))
+        return
+    aside = keys.temporary(site_id, secrets.token_hex(6), "pinned")
+    pipe = r.pipeline(transaction=False)
+    pipe.sadd(aside, *fields)
+    pipe.rename(aside, keys.pinned_fields(site_id))
     pipe.execute()
 
 
