@@ -55,7 +55,13 @@ class Site(models.Model):
         default=2, validators=[MinValueValidator(1)], help_text="per-minute realtime HLLs"
     )
     keep_page_days = models.PositiveIntegerField(
-        default=400, validators=[MinValueValidator(1)], help_text="daily page HLLs and page counters, after the day is rolled up"
+        default=35, validators=[MinValueValidator(1)],
+        help_text="daily page HLLs and page counters, after the day is rolled up (older days: stored rows and week/month HLLs)",
+    )
+    keep_page_period_days = models.PositiveIntegerField(
+        "keep page week/month HLLs (days)",
+        default=400, validators=[MinValueValidator(1)],
+        help_text="the rollups' week and month page HLLs, which page unions over older ranges read",
     )
     keep_daily_days = models.PositiveIntegerField(
         default=400, validators=[MinValueValidator(1)], help_text="daily bitmaps and site HLLs, after the day is rolled up"

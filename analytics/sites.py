@@ -29,6 +29,7 @@ class SiteInfo:
     max_event_names_per_day: int = 1_000
     max_property_values: int = 1_000
     segment_values: int = 10  # values per dimension a day with a visitor bitmap (exact filters)
+    keep_page_days: int = 35  # day page HLLs live this long after the rollup; older ranges read week/month HLLs
     keep_daily_days: int = 400  # raw day keys live this long after the rollup; older days are never rolled up
 
     @classmethod
@@ -47,6 +48,7 @@ class SiteInfo:
             max_property_values=site.max_property_values,
             keep_daily_days=site.keep_daily_days,
             segment_values=site.segment_values,
+            keep_page_days=site.keep_page_days,
         )
 
     def today(self) -> date:

@@ -64,13 +64,23 @@ OPEN_VISITS = "open visits (sessions, their parts)"
 IDS = "visitor ids (kept)"
 
 
+PAGES = "daily pages"
+DENSE_HLL = 12_304  # bytes of a dense HyperLogLog (MEMORY USAGE)
+
+
 def model(visitors: int, families: dict) -> tuple:
     """(daily visitors, MB a site-day keeps, MB of the id map for that day's visitors,
-    GB a site-year holds with the default expiry) from one measured day."""
+    GB a site-year holds with day page HLLs kept 400 days, and GB with the default
+    policy: day page HLLs kept 35 days, folded into week and month HLLs kept 400 days)
+    from one measured day. A week's HLL of a page is counted as 7 of its days, a month's
+    as 30, each at most a dense HLL: an upper bound (returning visitors make them smaller)."""
     day = sum(size for family, (_, size) in families.items() if family not in (OPEN_VISITS, IDS))
     ids = families[IDS][1]
-    return (f"{visitors:,}", f"{day / 1e6:,.1f}", f"{ids / 1e6:,.1f}", f"{(365 * (day + ids)) / 1e9:,.2f}")
-
+    page_keys, pages = families[PAGES]
+    per_page = pages / max(1, page_keys / 2)  # (a page's HLL and its counter)
+    folds = (53 * min(7 * per_page, DENSE_HLL) + 13 * min(30 * per_page, DENSE_HLL)) * page_keys / 2
+    year_folded = 365 * (day - pages + ids) + 35 * pages + folds
+    return (f"{visitors:,}", f"{day / 1e6:,.1f}", f"{ids / 1e6:,.1f}", f"{(365 * (day + ids)) / 1e9:,.2f}", f"{year_folded / 1e9:,.2f}")
 
 BITMAPS = "filter bitmaps (per value, for exact filters)"
 EVER_SEEN = 10  # the model's site has seen this many times a day's visitors, ever

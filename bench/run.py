@@ -503,7 +503,7 @@ def main():
         table(
             f"{on} memory model: one site, every visit dimension; a year with the default expiry (days kept 400 days; "
             "ids as if each day's visitors were new: an upper bound; open visits left out, they expire in 1.5 h)",
-            ("daily visitors", "MB per site-day", "MB of ids per day", "GB per site-year"),
+            ("daily visitors", "MB per site-day", "MB of ids per day", "GB/site-year, page days 400", "GB/site-year, page days 35 + folds (upper bound)"),
             model_rows,
         )
     if segment_rows:

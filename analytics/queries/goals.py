@@ -11,12 +11,13 @@ from datetime import date
 import redis
 from django.db.models import Max, Sum
 
-from ..dimensions import SEP
-from ..models import DailyMetrics, EventDaily, Goal, page_pattern_regex
+from ..dimensions import OTHER, SEP
+from ..models import DailyMetrics, EventDaily, Goal, PageDaily, page_pattern_regex
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
+from .pages import page_cover
 
 UNION_CHUNK = 500  # keys per PFMERGE when a page pattern matches many page-days
 
@@ -64,32 +65,44 @@ def _final(site: SiteInfo, days: list[date]) -> set[date]:
 
 
 def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -> tuple[int, int]:
+    """(converters, pageviews) of a page goal: the matching pages of final days from their
+    stored rows, of the others from the days' page index; converters the union of the
+    matching pages' HLLs over the range (page_cover: week and month HLLs where the day
+    ones are gone), never above the pageviews nor the sum of the days' visitors."""
     match = page_pattern_regex(pattern).fullmatch
+    final = _final(site, days)
+    paths, views, visitor_days, most = set(), 0, 0, 0
+    if final:
+        rows = (PageDaily.objects.filter(site_id=site.id, date__in=final).values("path")
+                .annotate(views=Sum("pageviews"), people=Sum("visitors"), top=Max("visitors")))
+        for row in rows:
+            if row["path"] != OTHER and match(row["path"]):
+                paths.add(row["path"])
+                views, visitor_days, most = views + row["views"], visitor_days + row["people"], max(most, row["top"])
+    live = [day for day in days if day not in final]
     pipe = r.pipeline(transaction=False)
-    for day in days:
+    for day in live:
         pipe.smembers(keys.pages_index(site.id, day))
-    matched = [
-        (day, path.decode()) for day, paths in zip(days, pipe.execute()) for path in paths
-        if path != b"(other)" and match(path.decode())  # (not the bucket of pages past the quota)
-    ]
-    if not matched:
-        return 0, 0
+    matched = [(day, path.decode()) for day, found in zip(live, pipe.execute()) for path in found
+               if path.decode() != OTHER and match(path.decode())]  # (not the bucket of pages past the quota)
     pipe = r.pipeline(transaction=False)
     for day, path in matched:
         pipe.get(keys.page_pageviews(site.id, day, path))
-    views = sum(int(v or 0) for v in pipe.execute())
-    hlls = [keys.page_visitors(site.id, day, path) for day, path in matched]
-    if len(hlls) <= UNION_CHUNK:
-        union = r.pfcount(*hlls)
-    else:
-        with scratch(r, site.id) as tmp:
-            into = tmp.key("goal")
-            pipe = r.pipeline(transaction=False)
-            for i in range(0, len(hlls), UNION_CHUNK):  # (PFMERGE keeps what the destination holds)
-                pipe.pfmerge(into, *hlls[i : i + UNION_CHUNK])
-            pipe.pfcount(into)
-            union = pipe.execute()[-1]
-    return min(union, views), views
+    live_views = sum(int(v or 0) for v in pipe.execute())
+    views += live_views
+    paths.update(path for _, path in matched)
+    if not paths:
+        return 0, 0
+    cover = page_cover(site, days[0], days[-1])
+    hlls = [key for path in sorted(paths) for key in cover(path)]
+    with scratch(r, site.id) as tmp:
+        into = tmp.key("goal")
+        pipe = r.pipeline(transaction=False)
+        for i in range(0, len(hlls), UNION_CHUNK):  # (PFMERGE keeps what the destination holds)
+            pipe.pfmerge(into, *hlls[i : i + UNION_CHUNK])
+        pipe.pfcount(into)
+        union = pipe.execute()[-1]
+    return max(min(union, views, visitor_days + live_views), most), views
 
 
 def revenue(r: redis.Redis, site: SiteInfo, days: list[date], event: str) -> dict[str, float]:

@@ -1,12 +1,12 @@
 """Pages: the top pages of a range by visitors, one page's days, prefix search of paths."""
-from datetime import date
+from datetime import date, timedelta
 
 import redis
 from django.db.models import Sum
 
 from ..counts.pages import page_days
 from ..models import DailyMetrics, PageDaily, PeriodVisitors
-from ..periods import days_between, period_days
+from ..periods import days_between, monday, period_days
 from ..sites import SiteInfo
 from ..store import keys
 
@@ -49,7 +49,7 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
             visitor_days[path] = visitor_days.get(path, 0) + people
 
     ranked = sorted(visitor_days, key=lambda p: (-visitor_days[p], -pageviews[p], p))
-    cover = _cover(site, start, end)
+    cover = page_cover(site, start, end)
     visitors: dict[str, int] = {}
     wanted, budget = limit + 5, min(2 * limit + 5, MAX_PAGE_CANDIDATES)
     while True:
@@ -57,8 +57,8 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
         pipe = r.pipeline(transaction=False)
         for path in batch:
             pipe.pfcount(*cover(path))
-        # an estimate is never shown above the exact pageviews beside it
-        visitors.update((path, min(estimate, pageviews[path])) for path, estimate in zip(batch, pipe.execute()))
+        # an estimate is never shown above the exact pageviews beside it, nor above the sum of the days' visitors
+        visitors.update((path, min(estimate, pageviews[path], visitor_days[path])) for path, estimate in zip(batch, pipe.execute()))
         best = sorted(visitors.values(), reverse=True)[:limit]
         if wanted >= len(ranked) or wanted >= budget:
             break
@@ -70,10 +70,12 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
     return pages[:limit]
 
 
-def _cover(site: SiteInfo, start: date, end: date):
+def page_cover(site: SiteInfo, start: date, end: date):
     """A function path -> HLL keys whose union is the page's visitors from start to end:
     whole final months and weeks inside the range by their merged keys, other days by
-    their day keys."""
+    their day keys while those live (keep_page_days after the day is final); an older day outside any whole
+    period by its week's merged key, which also holds the week's other days (an
+    overestimate, which callers bound by the sum of the days' stored visitors)."""
     periods = PeriodVisitors.objects.filter(site_id=site.id, final=True, start__gte=start, start__lte=end)
     covered: set[date] = set()
     parts = []
@@ -82,7 +84,17 @@ def _cover(site: SiteInfo, start: date, end: date):
         if span[-1] <= end and not covered.intersection(span):
             parts.append((row.unit, row.start))
             covered.update(span)
-    rest = [day for day in days_between(start, end) if day not in covered]
+    day_keys_from = site.today() - timedelta(days=site.keep_page_days)
+    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True))
+    rest, weeks = [], []
+    for day in days_between(start, end):
+        if day in covered:
+            continue
+        if day >= day_keys_from or day not in final:  # (a day's keys expire only once it is final)
+            rest.append(day)
+        elif ("week", monday(day)) not in weeks:
+            weeks.append(("week", monday(day)))
+    parts += weeks
 
     def keys_of(path: str) -> list[str]:
         return [keys.period_visitors(site.id, unit, first, path) for unit, first in parts] + [
@@ -110,14 +122,18 @@ def search_pages(r: redis.Redis, site: SiteInfo, prefix: str, limit: int = 10) -
 
 
 def page_timeseries(r: redis.Redis, site: SiteInfo, path: str, start: date, end: date) -> list[dict]:
-    """One page's visitors (HLL) and pageviews per day."""
+    """One page's visitors (HLL) and pageviews per day: the stored rows for final days
+    (their day keys expire after keep_page_days), Redis for the others."""
     days = days_between(start, end)
+    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True))
+    stored = {row.date: (row.visitors, row.pageviews) for row in PageDaily.objects.filter(site_id=site.id, path=path, date__in=final)}
+    live = [day for day in days if day not in final]
     pipe = r.pipeline(transaction=False)
-    for day in days:
+    for day in live:
         pipe.pfcount(keys.page_visitors(site.id, day, path))
         pipe.get(keys.page_pageviews(site.id, day, path))
-    answers = pipe.execute()
-    return [
-        {"date": day.isoformat(), "visitors": min(answers[2 * n], int(answers[2 * n + 1] or 0)), "pageviews": int(answers[2 * n + 1] or 0)}
-        for n, day in enumerate(days)
-    ]
+    answers = iter(pipe.execute())
+    for day in live:
+        estimate, views = next(answers), int(next(answers) or 0)
+        stored[day] = (min(estimate, views), views)
+    return [{"date": day.isoformat(), "visitors": stored.get(day, (0, 0))[0], "pageviews": stored.get(day, (0, 0))[1]} for day in days]

@@ -1,0 +1,60 @@
+"""Closed days' page HLLs fold into stored rows and week/month HLLs (issue 13, item 8):
+once a day's page keys expire (keep_page_days), top pages, a page's days and page goals
+over old ranges still agree with brute force, from the rows and the merged HLLs."""
+import io
+import random
+from collections import defaultdict
+from datetime import timedelta
+
+from django.core.management import call_command
+
+from analytics.ingest import Hit, record
+from analytics.ingest.identity import identity_source
+from analytics.models import Goal
+from analytics.queries import goals, page_timeseries, top_pages
+from analytics.sites import SiteInfo
+from analytics.store import keys
+from tests.hll import hll_tolerance
+from tests.test_rollups import at
+
+DAYS = 24
+
+
+def test_old_ranges_read_the_folded_week_and_month_hlls_and_the_stored_rows(make_site, r):
+    site, _ = make_site()
+    site.keep_page_days = 3
+    site.save()
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    first = today - timedelta(days=DAYS - 1)
+    rng = random.Random(4)
+    views, people, per_day = defaultdict(int), defaultdict(set), defaultdict(lambda: defaultdict(set))
+    hits = []
+    for day in (first + timedelta(days=n) for n in range(DAYS)):
+        for _ in range(150):
+            page, v = f"/docs/{rng.randrange(4)}", rng.randrange(400)
+            hits.append(Hit(at(day, rng.randrange(24)), page, "pageview", identity_source(None, f"v{v}", None, None)))
+            views[page] += 1
+            people[page].add(v)
+            per_day[day][page].add(v)
+    record(r, info, hits)
+    call_command("rollup", "--from", first.isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
+
+    old = today - timedelta(days=10)
+    assert not r.exists(keys.page_visitors(site.id, old, "/docs/1"))  # the day HLL is gone...
+    week_key = keys.period_visitors(site.id, "week", old - timedelta(days=old.weekday()), "/docs/1")
+    assert 300 * 86400 < r.ttl(week_key) <= 400 * 86400  # ... its week's lives keep_page_period_days
+
+    rows = top_pages(r, info, first, today, 10)
+    for row in rows:
+        assert row["pageviews"] == views[row["page"]]
+        assert abs(row["visitors"] - len(people[row["page"]])) <= hll_tolerance(len(people[row["page"]])), row
+    days = page_timeseries(r, info, "/docs/2", first, today)
+    for row in days:
+        truth = len(per_day[first + timedelta(days=days.index(row))]["/docs/2"])
+        assert abs(row["visitors"] - truth) <= hll_tolerance(truth)
+    Goal.objects.create(site=site, name="Docs", page_pattern="/docs/*")
+    (goal,) = goals(r, info, first, today, visitors=400)
+    truth = len(set().union(*people.values()))
+    assert goal["events"] == sum(views.values())
+    assert abs(goal["visitors"] - truth) <= hll_tolerance(truth)
