@@ -66,6 +66,12 @@ class Site(models.Model):
     keep_daily_days = models.PositiveIntegerField(
         default=400, validators=[MinValueValidator(1)], help_text="daily bitmaps and site HLLs, after the day is rolled up"
     )
+    keep_segment_days = models.PositiveIntegerField(
+        "keep filter bitmaps (days)",
+        default=90, validators=[MinValueValidator(1)],
+        help_text="the per-value visitor bitmaps that make filters exact (each up to visitors-ever / 8 bytes a day); "
+        "filters on older days are estimated from HLLs",
+    )
 
     # Recommendation dedup: each visitor's scalable Bloom filter of seen pages and items.
     bloom_capacity = models.PositiveIntegerField(

@@ -70,8 +70,9 @@ DENSE_HLL = 12_304  # bytes of a dense HyperLogLog (MEMORY USAGE)
 
 def model(visitors: int, families: dict) -> tuple:
     """(daily visitors, MB a site-day keeps, MB of the id map for that day's visitors,
-    GB a site-year holds with day page HLLs kept 400 days, and GB with the default
-    policy: day page HLLs kept 35 days, folded into week and month HLLs kept 400 days)
+    GB a site-year holds with every day key kept 400 days, and GB with the default
+    policy: day page HLLs kept 35 days, folded into week and month HLLs kept 400 days;
+    filter bitmaps kept 90 days)
     from one measured day. A week's HLL of a page is counted as 7 of its days, a month's
     as 30, each at most a dense HLL: an upper bound (returning visitors make them smaller)."""
     day = sum(size for family, (_, size) in families.items() if family not in (OPEN_VISITS, IDS))
@@ -79,18 +80,20 @@ def model(visitors: int, families: dict) -> tuple:
     page_keys, pages = families[PAGES]
     per_page = pages / max(1, page_keys / 2)  # (a page's HLL and its counter)
     folds = (53 * min(7 * per_page, DENSE_HLL) + 13 * min(30 * per_page, DENSE_HLL)) * page_keys / 2
-    year_folded = 365 * (day - pages + ids) + 35 * pages + folds
+    bitmaps = families[BITMAPS][1]  # (kept SEGMENT_DAYS, not a year)
+    year_folded = 365 * (day - pages - bitmaps + ids) + 35 * pages + folds + SEGMENT_DAYS * bitmaps
     return (f"{visitors:,}", f"{day / 1e6:,.1f}", f"{ids / 1e6:,.1f}", f"{(365 * (day + ids)) / 1e9:,.2f}", f"{year_folded / 1e9:,.2f}")
 
 BITMAPS = "filter bitmaps (per value, for exact filters)"
 EVER_SEEN = 10  # the model's site has seen this many times a day's visitors, ever
+SEGMENT_DAYS = 90  # keep_segment_days' default
 
 
 def segments_model(visitors: int, families: dict) -> tuple:
     """(daily visitors, filter bitmaps a day, MB measured (this day's visitors are ids
     0..V), bytes per visitor, MB a day and GB a site-year when the ids span EVER_SEEN x V,
-    the worst case: a bitmap is as long as its highest id)."""
+    the worst case: a bitmap is as long as its highest id), kept SEGMENT_DAYS)."""
     n, size = families[BITMAPS]
     spread = n * EVER_SEEN * visitors / 8
     return (f"{visitors:,}", f"{n:,}", f"{size / 1e6:,.2f}", f"{size / visitors:,.1f}", f"{spread / 1e6:,.1f}",
-            f"{365 * spread / 1e9:,.2f}")
+            f"{SEGMENT_DAYS * spread / 1e9:,.2f}")

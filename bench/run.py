@@ -503,14 +503,14 @@ def main():
         table(
             f"{on} memory model: one site, every visit dimension; a year with the default expiry (days kept 400 days; "
             "ids as if each day's visitors were new: an upper bound; open visits left out, they expire in 1.5 h)",
-            ("daily visitors", "MB per site-day", "MB of ids per day", "GB/site-year, page days 400", "GB/site-year, page days 35 + folds (upper bound)"),
+            ("daily visitors", "MB per site-day", "MB of ids per day", "GB/site-year, all days 400", "GB/site-year, defaults (page days 35 + folds, filter bitmaps 90)"),
             model_rows,
         )
     if segment_rows:
         table(
             f"{on} filter bitmaps per site-day (the first 10 values of each dimension, pages and events: segment_values=10); "
             f"measured on a day of new visitors, modelled for a site that has seen {dimensions_bench.EVER_SEEN}x a day's "
-            "visitors (a bitmap is as long as its highest id), kept 400 days",
+            "visitors (a bitmap is as long as its highest id), kept 90 days (keep_segment_days)",
             ("daily visitors", "bitmaps", "MB measured", "bytes/visitor", f"MB/day at {dimensions_bench.EVER_SEEN}x ids", "GB/site-year"),
             segment_rows,
         )

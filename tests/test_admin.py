@@ -21,6 +21,7 @@ def site_form(**changes):
         "keep_page_days": "35",
         "keep_page_period_days": "400",
         "keep_daily_days": "400",
+        "keep_segment_days": "90",
         "bloom_capacity": "1000",
         "bloom_error_rate": "0.01",
         "bloom_expansion": "2",

@@ -295,3 +295,25 @@ def test_the_last_rolled_up_days_top_values_keep_their_bitmaps_when_junk_comes_f
     send(r, site, junk + [(now + timedelta(minutes=1), 300, "p", "/", "Google", "DE")], batch=1)  # (junk first, call by call)
     bitmapped = {m.decode() for m in r.smembers(keys.dimension_bitmapped(site.id, today))}
     assert "source\x1fGoogle" in bitmapped and "source\x1fjunk0" in bitmapped and "source\x1fjunk1" not in bitmapped
+
+
+def test_filter_bitmaps_expire_after_keep_segment_days_and_older_days_are_then_estimated(site, r):
+    import io
+
+    from django.core.management import call_command
+
+    site.keep_segment_days = 3
+    site.save()
+    first_day = datetime.now(UTC).date() - timedelta(days=DAYS + 2)
+    events = make_events(random.Random(17), first_day, visitors=200)
+    info = send(r, site, events)
+    call_command("rollup", "--from", first_day.isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
+    brute, days = Brute(events), days_between(first_day, first_day + timedelta(days=DAYS - 1))
+    old = days[0]
+    assert not r.exists(keys.dimension_bitmap(info.id, old, "source\x1fGoogle"))  # (expired at old + 3 days)
+    assert r.exists(keys.dimension_visitors(info.id, old, "source\x1fGoogle"))  # (the HLL stays keep_daily_days)
+    filters = segments.parse("source==Google")
+    values, estimated = filtered.daily_values(r, info, filters, old, old, windows=False)
+    assert estimated
+    truth = len(brute.segment(old, filters))
+    assert abs(values[old]["dau"] - truth) <= max(3, 0.1 * truth)

@@ -27,7 +27,7 @@ day says `"estimate": true`. Daily-salt sites give a visitor a new id every day,
 day segments are exact and their unions over several days are estimates.
 """
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 
 import redis
 
@@ -157,10 +157,12 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     goal_names = [v for f in filters if f.prop == "goal" for v in f.values]
     goals = {g.name: g for g in Goal.objects.filter(site_id=sid, name__in=goal_names)} if goal_names else {}
     # 1. Which fields each filter matches each day, and which have bitmaps.
+    page_index_from = site.today() - timedelta(days=site.keep_page_days)
     pipe = r.pipeline(transaction=False)
     plan = []
     for day in days:
         pipe.smembers(keys.dimension_bitmapped(sid, day))
+        pipe.exists(keys.active(sid, day))
         day_plan = []
         for f in filters:
             for dimension, names, matches in _lookups(f, goals):
@@ -174,18 +176,23 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     answers = iter(pipe.execute())
     for day, day_plan in zip(days, plan):
         bitmapped = segment.bitmapped[day] = {m.decode() for m in next(answers)}
+        had_visitors = bool(next(answers))
         terms: dict[Filter, _Term] = {}
         for f, dimension, names, matches in day_plan:
             term = terms.setdefault(f, _Term(negate=f.op == "!=", fields=[], bitmaps=[]))
             answer = next(answers)
+            own = dimensions.field(dimension, "")
             if matches is not None:
                 prefix = _member(dimension, "")
-                values = [m.decode()[len(prefix) :] for m in answer if m.decode().startswith(prefix)]
-                found = [v for v in values if v != dimensions.OTHER and matches(v)]
+                values = {m.decode()[len(prefix) :] for m in answer if m.decode().startswith(prefix)}
+                values.update(f[len(own) :] for f in bitmapped if f.startswith(own))  # (a page's bitmap outlives its day index)
+                found = sorted(v for v in values if v != dimensions.OTHER and matches(v))
                 has_other = dimensions.OTHER in values
             else:
-                found = [n for n, present in zip(names, answer) if present]
+                found = [n for n, present in zip(names, answer) if present or dimensions.field(dimension, n) in bitmapped]
                 has_other = bool(answer[-1])
+            if dimension == "page" and day < page_index_from and had_visitors and not any(answer):
+                has_other = True  # (the day's page index has expired: whether a page was there is not known)
             for value in found:
                 name = dimensions.field(dimension, value)
                 term.fields.append(name)

@@ -7,8 +7,9 @@ final day still in Redis, so a changed setting reaches old keys too. Realtime mi
 get their short TTL at ingest.
 
 Families: "daily" (active and new-visitor bitmaps, site HLL, pageview total, custom
-events, bot count, the visit dimensions' tables, value sets and HLLs, and the per-value
-visitor bitmaps of exact filters, pages' and events' included) keep `keep_daily_days`; "page" (page HLLs and counters, the day's page
+events, bot count, the visit dimensions' tables, value sets and HLLs) keep
+`keep_daily_days`; the per-value visitor bitmaps of exact filters (pages' and events'
+included) keep `keep_segment_days`, at most as long; "page" (page HLLs and counters, the day's page
 index) keep `keep_page_days`.
 """
 from datetime import UTC, date, datetime, time, timedelta
@@ -62,13 +63,15 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
                 path = path.decode()
                 pipe.expireat(keys.page_visitors(sid, day, path), page_at)
                 pipe.expireat(keys.page_pageviews(sid, day, path), page_at)
-            for key in (keys.dimension_counts(sid, day), keys.dimension_fields(sid, day), keys.dimension_sizes(sid, day),
-                        keys.dimension_bitmapped(sid, day), keys.dimension_bitmap_sizes(sid, day)):
+            for key in (keys.dimension_counts(sid, day), keys.dimension_fields(sid, day), keys.dimension_sizes(sid, day)):
                 pipe.expireat(key, daily_at)
             for field in next(listed):
                 pipe.expireat(keys.dimension_visitors(sid, day, field.decode()), daily_at)
-            for field in next(listed):  # (the visitor bitmaps: pages' and events' too, with the daily bitmaps)
-                pipe.expireat(keys.dimension_bitmap(sid, day, field.decode()), daily_at)
+            segment_at = _expire_at(day, min(site.keep_segment_days, site.keep_daily_days))
+            for key in (keys.dimension_bitmapped(sid, day), keys.dimension_bitmap_sizes(sid, day)):
+                pipe.expireat(key, segment_at)
+            for field in next(listed):  # (the visitor bitmaps, pages' and events' too: filters on older days are estimated)
+                pipe.expireat(keys.dimension_bitmap(sid, day, field.decode()), segment_at)
         pipe.execute()
 
 
