@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 from analytics.queries import segments
 
-from .countries import COUNTRIES
+from .panels import label
 
 COMPARISONS = (("previous_period", "Previous period"), ("year", "Same dates last year"))
 
@@ -77,5 +77,5 @@ OPS = {"==": "is", "!=": "is not", "~": "contains"}
 
 
 def _chip_label(f: segments.Filter) -> str:
-    values = [COUNTRIES[v][1] if f.prop == "country" and v in COUNTRIES else v for v in f.values]
+    values = [label(f.prop, v) for v in f.values]
     return f"{f.prop.replace('_', ' ').capitalize()} {OPS[f.op]} {' or '.join(values)}"

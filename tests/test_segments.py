@@ -94,12 +94,21 @@ class Brute:
         return people
 
 
-@pytest.fixture
-def world(site, r):
+def history(r, site, seed, visitors=90, **settings):
+    """DAYS days of make_events() ending two days ago, for a site with these settings:
+    (SiteInfo, Brute, the days)."""
+    for name, value in settings.items():
+        setattr(site, name, value)
+    site.save()
     first_day = datetime.now(UTC).date() - timedelta(days=DAYS + 2)
-    events = make_events(random.Random(7), first_day)
+    events = make_events(random.Random(seed), first_day, visitors)
     info = send(r, site, events)
     return info, Brute(events), days_between(first_day, first_day + timedelta(days=DAYS - 1))
+
+
+@pytest.fixture
+def world(site, r):
+    return history(r, site, 7)
 
 
 FILTER_CASES = [
@@ -223,13 +232,7 @@ def test_an_unpadded_not_drops_the_visitors_past_the_shorter_bitmap(site, r):
 
 
 def test_values_past_the_days_bitmaps_are_estimated_and_say_so(site, r):
-    site.segment_values = 1
-    site.save()
-    first_day = datetime.now(UTC).date() - timedelta(days=DAYS + 2)
-    events = make_events(random.Random(11), first_day, visitors=400)
-    info = send(r, site, events)
-    brute = Brute(events)
-    days = days_between(first_day, first_day + timedelta(days=DAYS - 1))
+    info, brute, days = history(r, site, 11, visitors=400, segment_values=1)
     with scratch(r, info.id) as tmp:
         bitmapped = segments.build(r, info, (), days, tmp).bitmapped
     assert all(sum(f.startswith("source\x1f") for f in bitmapped[d]) <= 1 for d in days)  # one source a day
@@ -262,11 +265,7 @@ def test_values_holding_the_separators_round_trip_escaped():
 
 
 def test_a_goal_without_its_bitmaps_says_its_converters_are_estimated(site, r):
-    site.segment_values = 1
-    site.save()
-    first_day = datetime.now(UTC).date() - timedelta(days=DAYS + 2)
-    info = send(r, site, make_events(random.Random(13), first_day, visitors=200))
-    days = days_between(first_day, first_day + timedelta(days=DAYS - 1))
+    info, _, days = history(r, site, 13, visitors=200, segment_values=1)
     Goal.objects.create(site_id=site.id, name="Blog", page_pattern="/blog/*")  # (made after the events: nothing was pinned)
     _, estimated = filtered.goals(r, info, (), days[0], days[-1], visitors=100)
     assert estimated
@@ -302,13 +301,8 @@ def test_filter_bitmaps_expire_after_keep_segment_days_and_older_days_are_then_e
 
     from django.core.management import call_command
 
-    site.keep_segment_days = 3
-    site.save()
-    first_day = datetime.now(UTC).date() - timedelta(days=DAYS + 2)
-    events = make_events(random.Random(17), first_day, visitors=200)
-    info = send(r, site, events)
-    call_command("rollup", "--from", first_day.isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
-    brute, days = Brute(events), days_between(first_day, first_day + timedelta(days=DAYS - 1))
+    info, brute, days = history(r, site, 17, visitors=200, keep_segment_days=3)
+    call_command("rollup", "--from", days[0].isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
     old = days[0]
     assert not r.exists(keys.dimension_bitmap(info.id, old, "source\x1fGoogle"))  # (expired at old + 3 days)
     assert r.exists(keys.dimension_visitors(info.id, old, "source\x1fGoogle"))  # (the HLL stays keep_daily_days)

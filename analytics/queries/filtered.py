@@ -18,7 +18,7 @@ import redis
 
 from .. import dimensions
 from ..counts.cohorts import retention as live_retention
-from ..models import Goal, page_pattern_regex
+from ..models import Goal
 from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
@@ -28,7 +28,6 @@ from .breakdown import field_days, rates
 from .days import percent_change, previous
 
 WINDOWS = (("wau", 7), ("mau", 30))
-COUNT_METRICS = ("pageviews", "visits", "bounce_rate", "visit_duration", "views_per_visit")
 MAX_ROWS = 200  # breakdown values whose filtered visitors are counted (the most visitors first)
 
 
@@ -38,10 +37,10 @@ def daily_values(r: redis.Redis, site: SiteInfo, filters, start: date, end: date
     return values, estimated
 
 
-def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, window_days: list[date], union: bool = False):
+def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, window_days: list[date], unions: dict | None = None):
     """Each day's numbers, WAU and MAU for `window_days` only (the OR of 7 and 30 day
-    segments is most of the work), and with `union` the visitors of the whole range:
-    (values, estimate, union or None). One segment build."""
+    segments is most of the work), and the visitors of each named list of days in
+    `unions` (segments.visitors): (values, estimate, {name: visitors}). One segment build."""
     days = days_between(start, end)
     first = min([start, *(day - timedelta(days=29) for day in window_days)])
     with scratch(r, site.id) as tmp:
@@ -65,7 +64,7 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
                     pipe.bitcount(dest)
                     pipe.unlink(dest)
         answers = pipe.execute()
-        total = segments.visitors(r, segment, {"all": days})["all"] if union else None
+        totals = segments.visitors(r, segment, unions) if unions else {}
     pageviews = _pageviews(r, site, filters, days)
     values = {}
     for day in days:
@@ -75,8 +74,9 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
             row.update({metric: int(answers[at[day, metric]]) for metric, _ in WINDOWS})
             row["stickiness"] = round(row["dau"] / row["mau"], 4) if row["mau"] else 0.0
         values[day] = row
-    estimated = bool(segment.estimated.intersection(days_between(first, end))) or (union and segment.estimate_over(days))
-    return values, estimated, total
+    estimated = bool(segment.estimated.intersection(days_between(first, end)))
+    estimated = estimated or any(segment.estimate_over(members) for members in (unions or {}).values())
+    return values, estimated, totals
 
 
 def _queue_windows_doubling(pipe, segment: segments.Segment, built: list[date], window_days: set[date]) -> dict:
@@ -113,27 +113,22 @@ def _queue_windows_doubling(pipe, segment: segments.Segment, built: list[date], 
 def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, metrics, interval: str = "day") -> tuple[list[dict], bool]:
     """Rows as queries.timeseries() gives them, for the filtered audience; and whether
     any number is an estimate."""
-    windows = bool({"wau", "mau", "stickiness"} & set(metrics))
-    values, estimated = daily_values(r, site, filters, start, end, windows)
     days = days_between(start, end)
+    windows = days if {"wau", "mau", "stickiness"} & set(metrics) else []
+    groups: dict[date, list[date]] = {}
+    if interval != "day":
+        for day in days:
+            groups.setdefault(period_start(interval, day), []).append(day)
+    values, estimated, unions = _days(r, site, filters, start, end, windows, groups)
     if interval == "day":
         return [{"date": day.isoformat(), **{m: values[day][m] for m in metrics}} for day in days], estimated
-    groups: dict[date, list[date]] = {}
-    for day in days:
-        groups.setdefault(period_start(interval, day), []).append(day)
-    with scratch(r, site.id) as tmp:
-        segment = segments.build(r, site, filters, days, tmp)
-        unions = segments.visitors(r, segment, groups)
     rows = []
     for first, members in groups.items():
         row = {"date": first.isoformat()}
         for metric in metrics:
-            if metric == "visitors":
-                row[metric] = unions[first]
-            else:
-                row[metric] = _sum(values[day][metric] for day in members)
+            row[metric] = unions[first] if metric == "visitors" else _sum(values[day][metric] for day in members)
         rows.append(row)
-    return rows, estimated or segment.estimate_over(days)
+    return rows, estimated
 
 
 def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> tuple[dict, bool]:
@@ -142,11 +137,11 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
     WAU, MAU and stickiness on the last day (today, for a range that runs past it)."""
     days = days_between(start, end)
     last = min(end, site.today()) if start <= site.today() else end
-    values, estimated, union = _days(r, site, filters, start, end, [last], union=True)
+    values, estimated, unions = _days(r, site, filters, start, end, [last], {"period": days})
     rows = [values[day] for day in days]
     dau = int(sum(row["dau"] for row in rows) / len(rows) + 0.5)
     result = {
-        "visitors": union,
+        "visitors": unions["period"],
         "pageviews": _sum(row["pageviews"] for row in rows),
         "dau": dau,
         "wau": values[last]["wau"],
@@ -230,15 +225,10 @@ def goals(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, visit
             parts = []
             for day in days:
                 if goal.event_name:
-                    names = [dimensions.field("event", goal.event_name)]
-                    hidden = goal.event_name in events[day] or dimensions.OTHER in events[day]
+                    kept, complete = segments.value_fields("event", goal.event_name, segment.bitmapped[day], events[day])
                 else:
-                    match = page_pattern_regex(goal.page_pattern).fullmatch
-                    names = [dimensions.field("page", p) for p in pages[day] if p != dimensions.OTHER and match(p)]
-                    hidden = dimensions.OTHER in pages[day]
-                kept = [f for f in names if f in segment.bitmapped[day]]
-                if len(kept) < len(names) or (not kept and hidden):
-                    estimated = True  # (a converting value without its bitmap that day)
+                    kept, complete = segments.value_fields("page", goal.page_pattern, segment.bitmapped[day], pages[day])
+                estimated = estimated or not complete  # (a converting value without its bitmap that day)
                 if kept:
                     union = tmp.key(f"goal:{n}:{day}:any")
                     queue_union(pipe, union, [keys.dimension_bitmap(site.id, day, f) for f in kept])

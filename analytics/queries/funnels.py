@@ -19,8 +19,7 @@ from datetime import date
 
 import redis
 
-from .. import dimensions
-from ..models import Funnel, page_pattern_regex
+from ..models import Funnel
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
@@ -38,12 +37,13 @@ def funnel(r: redis.Redis, site: SiteInfo, funnel_: Funnel, start: date, end: da
         pages = segments.day_members(r, site, days, "page") if any(kind == "page" and "*" in value for kind, value in steps) else {}
         present = {kind: segments.present(r, site, days, kind, [v for k, v in steps if k == kind and "*" not in v])
                    for kind in ("page", "event")}
-        estimated = segment.estimate_over(days) or site.daily_salt and len(days) > 1
+        estimated = segment.estimate_over(days)
         reached = [tmp.key(f"reached:{k}") for k in range(len(steps))]
         pipe = r.pipeline(transaction=False)
         for day in days:
             for k, (kind, value) in enumerate(steps):
-                names, complete = _step_fields(kind, value, segment.bitmapped[day], pages.get(day, ()), present[kind][day])
+                listed = pages[day] if kind == "page" and "*" in value else present[kind][day]
+                names, complete = segments.value_fields(kind, value, segment.bitmapped[day], listed)
                 estimated = estimated or not complete
                 if not names:
                     continue
@@ -71,18 +71,3 @@ def funnel(r: redis.Redis, site: SiteInfo, funnel_: Funnel, start: date, end: da
             "dropoff": counts[k - 1] - n if k else 0,
         })
     return rows, estimated
-
-
-def _step_fields(kind: str, value: str, bitmapped: set[str], pages, present: set[str]) -> tuple[list[str], bool]:
-    """The fields with a bitmap that make a step that day, and whether they are all of
-    them: a value that had visitors that day may have none (past the day's first values,
-    and not pinned yet), or hide under "(other)"."""
-    if kind == "event" or "*" not in value:
-        name = dimensions.field(kind, value)
-        if name in bitmapped:
-            return [name], True
-        return [], value not in present and dimensions.OTHER not in present
-    match = page_pattern_regex(value).fullmatch
-    matching = [dimensions.field("page", p) for p in pages if match(p)]
-    with_bitmap = [name for name in matching if name in bitmapped]
-    return with_bitmap, len(with_bitmap) == len(matching) and dimensions.OTHER not in pages

@@ -185,7 +185,7 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
             if matches is not None:
                 prefix = _member(dimension, "")
                 values = {m.decode()[len(prefix) :] for m in answer if m.decode().startswith(prefix)}
-                values.update(f[len(own) :] for f in bitmapped if f.startswith(own))  # (a page's bitmap outlives its day index)
+                values.update(name[len(own) :] for name in bitmapped if name.startswith(own))  # (a page's bitmap outlives its day index)
                 found = sorted(v for v in values if v != dimensions.OTHER and matches(v))
                 has_other = dimensions.OTHER in values
             else:
@@ -269,6 +269,23 @@ def day_members(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str
         pipe.smembers(_index_key(site.id, day, dimension))
     prefix = _member(dimension, "")
     return {day: {m.decode()[len(prefix) :] for m in found if m.decode().startswith(prefix)} for day, found in zip(days, pipe.execute())}
+
+
+def value_fields(kind: str, value: str, bitmapped: set[str], listed: set[str]) -> tuple[list[str], bool]:
+    """The fields with a bitmap that day that make a goal or funnel step: `kind` "event"
+    (a name) or "page" (a path, or a pattern with `*`), `listed` the day's values of that
+    kind known to have had visitors. Also whether they are all of them: a value that had
+    visitors may have no bitmap (past the day's first values, and not pinned yet), or hide
+    under "(other)"."""
+    if kind == "event" or "*" not in value:
+        name = dimensions.field(kind, value)
+        if name in bitmapped:
+            return [name], True
+        return [], value not in listed and dimensions.OTHER not in listed
+    match = page_pattern_regex(value).fullmatch
+    matching = [dimensions.field("page", p) for p in listed if p != dimensions.OTHER and match(p)]
+    with_bitmap = [name for name in matching if name in bitmapped]
+    return with_bitmap, len(with_bitmap) == len(matching) and dimensions.OTHER not in listed
 
 
 def queue_and(pipe, segment: Segment, day: date, key: str, name: str) -> str:
