@@ -270,3 +270,43 @@ def test_a_raised_quota_never_sends_a_count_below_zero(site, r):
     assert all(n >= 0 for row in rows.values() for n in row)
     assert rows["source\x1f(other)"][dimensions.TABLES.index("bounces")] == 0
     _store_dimensions(r, site, [t.date()])
+
+
+def test_a_visit_open_across_the_upgrade_that_added_ids_to_states_goes_on(site, r):
+    """States written before the version byte (no dense id) are still read: the visit goes
+    on, and the visitor's id comes from the map."""
+    import struct
+
+    info = SiteInfo.from_model(site)
+    start = datetime(2026, 11, 21, 10, 0, 5, tzinfo=UTC)
+    record(r, info, [hit_at(start, "v", "/a")], now=start)
+    generation = int(start.timestamp()) // TIMEOUT
+    states = keys.sessions(site.id, generation)
+    (digest, raw), = r.hgetall(states).items()
+    assert raw[0] == 1
+    # the same visit as the state before the upgrade wrote it: no version byte, no id
+    r.hset(states, digest, raw[1:32] + raw[36:])
+    later = start + timedelta(minutes=5)
+    record(r, info, [hit_at(later, "v", "/b")], now=later)
+    visits = table(r, site.id, start.date(), "visits")
+    assert visits["source\x1fGoogle"] == 1 and table(r, site.id, start.date(), "duration")["source\x1fGoogle"] == 300
+    assert r.bitcount(keys.active(site.id, start.date())) == 1
+    raw = r.hget(states, digest)
+    assert raw[0] == 1 and struct.unpack(">I", raw[32:36])[0] == 0 + 1  # the map's id (0), kept again
+
+
+def test_a_visitor_in_an_open_visit_keeps_the_id_of_the_map(site, r):
+    """The id read from an open visit's state is the map's: bitmaps of the visit's later
+    events land on the same bit as a look-up in the map would."""
+    info = SiteInfo.from_model(site)
+    start = datetime(2026, 11, 21, 10, 0, 5, tzinfo=UTC)
+    record(r, info, [hit_at(start, f"v{n}", "/a") for n in range(50)], now=start)
+    later = start + timedelta(minutes=5)
+    record(r, info, [hit_at(later, f"v{n}", "/b") for n in range(0, 50, 2)], now=later)
+    day = start.date()
+    assert r.bitcount(keys.active(site.id, day)) == 50
+    assert r.get(keys.visitor_id_counter(site.id, None)) == b"50"
+    # ids are handed out in arrival order (v<n> got n): /b's bitmap holds the even ones
+    page_b = r.get(keys.dimension_bitmap(site.id, day, "page\x1f/b"))
+    bits = {i for i in range(len(page_b) * 8) if page_b[i // 8] >> (7 - i % 8) & 1}
+    assert bits == set(range(0, 50, 2))

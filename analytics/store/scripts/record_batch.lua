@@ -125,10 +125,27 @@ local pageviews = tonumber(ARGV[pos])
 pos = pos + 1
 if n == 0 then return {0, 0, 0} end  -- a day of bots only
 -- Daily-salt maps (they expire with their day) stay one hash; the stable map, which only
--- grows, is bucketed (lib/idmap.lua).
+-- grows, is bucketed (lib/idmap.lua), and costs a look-up per bucket: a visitor in the
+-- middle of a visit (most events) has their id in its state, read first, and skips it.
 local daily_map = tonumber(ARGV[1]) > 0
+local session_keys = {KEYS[#KEYS - 3], KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]}
+local open = read_open_visits(digests, session_keys[1], session_keys[2])
 local shape = not daily_map and idmap_shape(KEYS[1]) or nil
-local ids = daily_map and redis.call('HMGET', KEYS[1], unpack(digests)) or idmap_get(shape, digests)
+local ids
+if daily_map then
+  ids = redis.call('HMGET', KEYS[1], unpack(digests))
+else
+  ids = {}
+  local ask, asked = {}, {}
+  for i = 1, n do
+    local id = state_id(open[i])
+    if id then ids[i] = id else ask[#ask + 1] = digests[i]; asked[#asked + 1] = i end
+  end
+  if #ask > 0 then
+    local found = idmap_get(shape, ask)
+    for k, i in ipairs(asked) do ids[i] = found[k] end
+  end
+end
 local track_new = ARGV[2] == '1'
 local this_day = tonumber(ARGV[5])
 
@@ -435,7 +452,7 @@ end
 
 -- Visits and the visit dimensions.
 local visits_at = pos + 2
-for _, c in ipairs(record_visits(digests, ids, ARGV[6], visits_at, {KEYS[key_index], KEYS[key_index + 1], KEYS[key_index + 2], KEYS[key_index + 3]}, KEYS[12])) do
+for _, c in ipairs(record_visits(digests, ids, open, not daily_map, ARGV[6], visits_at, session_keys, KEYS[12])) do
   segment_candidates[#segment_candidates + 1] = c
 end
 mark_segments(ARGV[visits_at + 3], ARGV[6], segment_candidates, tonumber(ARGV[visits_at + 4]), ARGV[visits_at + 5])

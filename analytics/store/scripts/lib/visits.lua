@@ -65,11 +65,14 @@ local function split(text, sep)
   end
 end
 
--- A visit's state, packed: start and last (u32 unix seconds), pageviews (u16), bounce
--- (u8), start day and day last counted (10 characters, "-" padded when none), then the
--- exit page, FIELD_SEP, and the part ids. (struct.unpack is several times faster than
+-- A visit's state, packed: a version byte (1), start and last (u32 unix seconds),
+-- pageviews (u16), bounce (u8), start day and day last counted (10 characters, "-" padded
+-- when none), the visitor's dense id plus one (u32; 0 for none: a daily map's ids), then
+-- the exit page, FIELD_SEP, and the part ids. (struct.unpack is several times faster than
 -- matching a pattern, and the states are read and written once per visitor per call.)
-local STATE = '>IIHBc10c10'
+-- States written before the version byte (their first byte is the start time's high byte,
+-- never 1) have no id and are read too: a visit open across an upgrade goes on.
+local STATE, STATE_V0 = '>BIIHBc10c10I', '>IIHBc10c10'
 -- A dimension field's numbers on a day: pageviews, visits, bounces, duration (s), exits,
 -- signed 64-bit little-endian (analytics/counts/dimensions.py reads them).
 local COUNTS = '<i8i8i8i8i8'
@@ -77,19 +80,50 @@ local TABLE_SLOT = {pageviews = 1, visits = 2, bounces = 3, duration = 4, exits 
 local NO_DAY = '----------'
 
 local function parse_state(raw)
-  local start, last, pv, bounce, start_day, seen_day, at = struct.unpack(STATE, raw)
+  local version, start, last, pv, bounce, start_day, seen_day, id, at
+  if string.byte(raw, 1) == 1 then
+    version, start, last, pv, bounce, start_day, seen_day, id, at = struct.unpack(STATE, raw)
+  else
+    start, last, pv, bounce, start_day, seen_day, at = struct.unpack(STATE_V0, raw)
+  end
   local cut = string.find(raw, FIELD_SEP, at, true)
   return {start = start, last = last, pv = pv, bounce = bounce, start_day = start_day,
           seen_day = seen_day ~= NO_DAY and seen_day or '', exit = string.sub(raw, at, cut - 1), ids = string.sub(raw, cut + 1)}
 end
 
-local function dump_state(st)
-  return struct.pack(STATE, st.start, st.last, math.min(st.pv, 65535), st.bounce, st.start_day,
-    st.seen_day ~= '' and st.seen_day or NO_DAY) .. st.exit .. FIELD_SEP .. st.ids
+local function dump_state(st, id)
+  return struct.pack(STATE, 1, st.start, st.last, math.min(st.pv, 65535), st.bounce, st.start_day,
+    st.seen_day ~= '' and st.seen_day or NO_DAY, id) .. st.exit .. FIELD_SEP .. st.ids
+end
+
+-- The dense id kept in a visit's raw state (nil for none: an old state, a daily map's).
+local function state_id(raw)
+  if not raw or string.byte(raw, 1) ~= 1 then return nil end
+  local id = struct.unpack('>I', raw, 33)
+  if id > 0 then return id - 1 end
+end
+
+-- The open visits of the chunk's visitors (raw states by visitor index, nil for none):
+-- this half hour's, else the one before's. Read before the ids are looked up (a visitor
+-- in the middle of a visit needs no look-up: the state has their id), and handed to
+-- record_visits.
+local function read_open_visits(digests, sessions_now, sessions_before)
+  local raw = redis.call('HMGET', sessions_now, unpack(digests))
+  local missing, look = {}, {}
+  for i = 1, #digests do
+    if not raw[i] then missing[#missing + 1] = i; look[#look + 1] = digests[i] end
+  end
+  if #missing > 0 then
+    local older = redis.call('HMGET', sessions_before, unpack(look))
+    for x, i in ipairs(missing) do raw[i] = older[x] end
+  end
+  return raw
 end
 
 -- Count this chunk's visits. `digests` are the chunk's visitor digests (1-based indexes
--- as in the event list), `dense_ids` their dense ids; `day` its ISO day; `pos` where the visits
+-- as in the event list), `dense_ids` their dense ids, `open` their open visits
+-- (read_open_visits), `keep_ids` true to keep the dense ids in the states (the stable
+-- map's: a daily map's ids are the day's); `day` its ISO day; `pos` where the visits
 -- section starts in ARGV:
 --   session TTL (s), timeout (s), quota, the dimension keys' prefix, then two read by
 --   record_batch.lua (lib/segments.lua): the day's bitmaps per dimension, the pinned set,
@@ -106,7 +140,7 @@ end
 -- texts of the same two; `dirty_key` the set of days the rollups must compute again.
 -- Returns the day's {field, dense ids} of the visitors counted under each kept field
 -- (for lib/segments.lua).
-local function record_visits(digests, dense_ids, day, pos, keys_, dirty_key)
+local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_, dirty_key)
   local sessions_now, sessions_before, parts_now, parts_before = keys_[1], keys_[2], keys_[3], keys_[4]
   local session_ttl, timeout, quota, prefix = ARGV[pos], tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), ARGV[pos + 3]
   pos = pos + 6
@@ -151,31 +185,22 @@ local function record_visits(digests, dense_ids, day, pos, keys_, dirty_key)
     local vi = ev_visitor[e]
     if not seen[vi] then seen[vi] = true; order[#order + 1] = vi end
   end
-  local ids = {}
-  for k, vi in ipairs(order) do ids[k] = digests[vi] end
-  local raw = redis.call('HMGET', sessions_now, unpack(ids))
+  local ids, raw = {}, {}
+  for k, vi in ipairs(order) do ids[k] = digests[vi]; raw[k] = open[vi] end
   -- A visit carried across a daily salt's change: k -> yesterday's digest, under which it
   -- is saved too, so that a late event of yesterday finds it as it is now, not as it was
   -- at midnight (it would count the visit's duration and its end of bounce again).
   local carried = {}
-  local missing, look = {}, {}
+  local again, names = {}, {}
   for k = 1, #order do
-    if not raw[k] then missing[#missing + 1] = k; look[#look + 1] = ids[k] end
+    if not raw[k] and previous[order[k]] then again[#again + 1] = k; names[#names + 1] = previous[order[k]] end
   end
-  if #missing > 0 then
-    local older = redis.call('HMGET', sessions_before, unpack(look))
-    local again, names = {}, {}
-    for x, k in ipairs(missing) do
-      raw[k] = older[x]
-      if not raw[k] and previous[order[k]] then again[#again + 1] = k; names[#names + 1] = previous[order[k]] end
-    end
-    if #again > 0 then
-      local a = redis.call('HMGET', sessions_now, unpack(names))
-      local b = redis.call('HMGET', sessions_before, unpack(names))
-      for x, k in ipairs(again) do
-        raw[k] = a[x] or b[x]
-        if raw[k] then carried[k] = names[x] end
-      end
+  if #again > 0 then
+    local a = redis.call('HMGET', sessions_now, unpack(names))
+    local b = redis.call('HMGET', sessions_before, unpack(names))
+    for x, k in ipairs(again) do
+      raw[k] = a[x] or b[x]
+      if raw[k] then carried[k] = names[x] end
     end
   end
 
@@ -336,7 +361,7 @@ local function record_visits(digests, dense_ids, day, pos, keys_, dirty_key)
 
   local save, s = {}, 0
   for k, vi in ipairs(order) do
-    local state = dump_state(states[vi])
+    local state = dump_state(states[vi], keep_ids and dense_ids[vi] + 1 or 0)
     save[s + 1] = ids[k]; save[s + 2] = state; s = s + 2
     if carried[k] then save[s + 1] = carried[k]; save[s + 2] = state; s = s + 2 end
   end
