@@ -431,7 +431,7 @@ end
 -- in a set scored by pageviews; over the cap, the least visited paths leave both.
 local cap, channel = tonumber(ARGV[pos]), ARGV[pos + 1]
 if #pages > 0 then
-  if redis.call('EXISTS', KEYS[15]) == 0 and redis.call('EXISTS', KEYS[9]) == 1 then
+  if redis.call('EXISTS', KEYS[15]) == 0 and redis.call('EXISTS', KEYS[9]) == 1 then  -- (nearly always one call)
     redis.call('ZUNIONSTORE', KEYS[15], 1, KEYS[9])  -- (an index from before the ranking)
   end
   local members = {}
@@ -440,8 +440,8 @@ if #pages > 0 then
     members[2 * i - 1] = 0
     members[2 * i] = path
   end
-  redis.call('ZADD', KEYS[9], 'NX', unpack(members))
-  local over = redis.call('ZCARD', KEYS[9]) - cap
+  local added = redis.call('ZADD', KEYS[9], 'NX', unpack(members))
+  local over = added > 0 and redis.call('ZCARD', KEYS[9]) - cap or 0  -- (no new path: the size did not change)
   if over > 0 then
     local popped = redis.call('ZPOPMIN', KEYS[15], over)
     local gone = {}

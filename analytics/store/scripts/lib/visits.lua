@@ -227,11 +227,17 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
   end
   if #unknown > 0 then  -- parts of visits begun in earlier calls
     local a = redis.call('HMGET', parts_now, unpack(unknown))
-    local b = redis.call('HMGET', parts_before, unpack(unknown))
-    local carried = {}
+    local older = {}  -- (only the parts this half hour's hash does not have)
     for x, id in ipairs(unknown) do
-      part_text[id] = a[x] or b[x]
-      if not a[x] and b[x] then carried[#carried + 1] = id; carried[#carried + 1] = b[x] end
+      if a[x] then part_text[id] = a[x] else older[#older + 1] = id end
+    end
+    local carried = {}
+    if #older > 0 then
+      local b = redis.call('HMGET', parts_before, unpack(older))
+      for x, id in ipairs(older) do
+        part_text[id] = b[x]
+        if b[x] then carried[#carried + 1] = id; carried[#carried + 1] = b[x] end
+      end
     end
     if #carried > 0 then  -- (a visit outliving an hour keeps its parts: into this half hour's hash)
       call_sliced('HSET', parts_now, carried)
