@@ -5,6 +5,8 @@ Everything runs against one fresh server started here, the one tests and `make r
 
 * the engine alone (no HTTP): `ingest.record()` on validated hits, and validation + record
   from the raw JSON body, in 1,000-event batches;
+* the ingest script's own time in Redis (INFO commandstats) by events per call, 1 to
+  1,000: what a single event costs Redis, and what group commit and batches share;
 * the references: a bare redis-py pipeline doing the same kind of writes per event, and
   Doist's bitmapist `mark_event` (per call, and pipelined 1,000 calls at a time) in its
   own virtualenv (it pins redis-py < 6);
@@ -109,6 +111,41 @@ def engine(r, site, pages: int):
     record_only = timed(lambda: [record(r, site, hits, now=now) for hits in prepared], EVENTS)
     with_validation = timed(lambda: [record(r, site, hits_of(body), now=now) for body in bodies], EVENTS)
     return record_only, with_validation, distinct_pages, bodies
+
+
+def script_cost(r, site, bodies) -> list[tuple]:
+    """Redis's own time running the ingest script (INFO commandstats, so no client or
+    network time), per call and per event, by events per call: what one single event
+    costs Redis alone, and how much of it a group (group commit) or a batch shares. The
+    events are the engine's (returning visitors mixed with new ones, every dimension)."""
+    import importlib
+
+    from analytics.api.ingest import _parse_batch
+    from analytics.ingest import schemas
+    from analytics.ingest.bots import is_bot
+
+    record = importlib.import_module("analytics.ingest.record")  # (the package exports a function of that name)
+    now = datetime.now(UTC)
+    hits = [schemas.batch_hit(event, now, is_bot, DOMAIN) for body in bodies for _, event in _parse_batch(body)[0]]
+    r.flushall()  # (visitors new at first, then more and more returning, as on a new site)
+    warm = 5 * BATCH
+    for at in range(0, warm, BATCH):  # scripts loaded, the day's sets and HLLs past their first writes
+        record.record(r, site, hits[at : at + BATCH], now=now)
+    out, at = [], warm
+    for size, calls in ((1, 1000), (4, 500), (16, 250), (BATCH, 20)):
+        calls = min(calls, (len(hits) - at) // size)
+        if not calls:
+            break
+        group = [hits[at + i * size : at + (i + 1) * size] for i in range(calls)]
+        at += size * calls
+        prepared = [record.prepare(site, hits_, now=now) for hits_ in group]
+        r.config_resetstat()
+        for p in prepared:
+            record.execute(r, [p])
+        stats = r.info("commandstats")["cmdstat_evalsha"]
+        per_call = stats["usec"] / stats["calls"]
+        out.append((f"{size:,}", f"{per_call:,.0f}", f"{per_call / size:,.1f}", fmt(1e6 * size / per_call)))
+    return out
 
 
 def pipeline_reference(r, bodies) -> float:
@@ -432,6 +469,8 @@ def main():
                 engine_rows[pages] = (record_only, validated, distinct)
                 if pages == 50:
                     bodies_for_http = bodies
+            say("the ingest script's own Redis time by events per call")
+            cost_rows = script_cost(r, site, bodies_for_http)
             say("references: bare redis-py pipeline, bitmapist")
             calibration = round_trips(r)
             pipeline_rate = pipeline_reference(r, bodies_for_http)
@@ -473,6 +512,11 @@ def main():
     on = server.version  # every table below names the server it measured
     if engine_rows:
         print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_results, on)
+        table(
+            f"The ingest script's own time in Redis (INFO commandstats), by events per call, {on}",
+            ("events per call", "µs per call", "µs per event", "events/s of one Redis core"),
+            cost_rows,
+        )
     if dashboard_rows:
         table(
             f"Dashboard server time: 90-day period, 100,000 daily visitors (closed days from stored rows), {on}",
