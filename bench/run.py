@@ -89,27 +89,30 @@ def timed(fn, events: int) -> float:
     return events / (time.perf_counter() - start)
 
 
+def hits_of(body: bytes, now: datetime) -> list:
+    """A batch body's events validated into hits, as the batch endpoint does."""
+    from analytics.api.ingest import _parse_batch
+    from analytics.ingest import schemas
+    from analytics.ingest.bots import is_bot
+
+    items, _ = _parse_batch(body)
+    return [schemas.batch_hit(event, now, is_bot, DOMAIN) for _, event in items]
+
+
 def engine(r, site, pages: int):
     import orjson
 
-    from analytics.api.ingest import _parse_batch
-    from analytics.ingest import record, schemas
-    from analytics.ingest.bots import is_bot
+    from analytics.ingest import record
 
     rng = random.Random(pages)
     bodies = [orjson.dumps(batch_events(rng, pages)) for _ in range(EVENTS // BATCH)]
     now = datetime.now(UTC)
-
-    def hits_of(body):
-        items, _ = _parse_batch(body)
-        return [schemas.batch_hit(event, now, is_bot, DOMAIN) for _, event in items]
-
-    prepared = [hits_of(body) for body in bodies]
+    prepared = [hits_of(body, now) for body in bodies]
     distinct_pages = sum(len({h.path for h in hits}) for hits in prepared) / len(prepared)
     for hits in prepared[:5]:  # warm up: scripts loaded, HLLs past their sparse phase
         record(r, site, hits, now=now)
     record_only = timed(lambda: [record(r, site, hits, now=now) for hits in prepared], EVENTS)
-    with_validation = timed(lambda: [record(r, site, hits_of(body), now=now) for body in bodies], EVENTS)
+    with_validation = timed(lambda: [record(r, site, hits_of(body, now), now=now) for body in bodies], EVENTS)
     return record_only, with_validation, distinct_pages, bodies
 
 
@@ -120,13 +123,9 @@ def script_cost(r, site, bodies) -> list[tuple]:
     events are the engine's (returning visitors mixed with new ones, every dimension)."""
     import importlib
 
-    from analytics.api.ingest import _parse_batch
-    from analytics.ingest import schemas
-    from analytics.ingest.bots import is_bot
-
     record = importlib.import_module("analytics.ingest.record")  # (the package exports a function of that name)
     now = datetime.now(UTC)
-    hits = [schemas.batch_hit(event, now, is_bot, DOMAIN) for body in bodies for _, event in _parse_batch(body)[0]]
+    hits = [hit for body in bodies for hit in hits_of(body, now)]
     r.flushall()  # (visitors new at first, then more and more returning, as on a new site)
     warm = 5 * BATCH
     for at in range(0, warm, BATCH):  # scripts loaded, the day's sets and HLLs past their first writes

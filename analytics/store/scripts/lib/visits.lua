@@ -73,6 +73,7 @@ end
 -- States written before the version byte (their first byte is the start time's high byte,
 -- never 1) have no id and are read too: a visit open across an upgrade goes on.
 local STATE, STATE_V0 = '>BIIHBc10c10I', '>IIHBc10c10'
+local STATE_ID_AT = struct.size('>BIIHBc10c10') + 1  -- (where STATE's id starts: state_id reads it alone)
 -- A dimension field's numbers on a day: pageviews, visits, bounces, duration (s), exits,
 -- signed 64-bit little-endian (analytics/counts/dimensions.py reads them).
 local COUNTS = '<i8i8i8i8i8'
@@ -99,7 +100,7 @@ end
 -- The dense id kept in a visit's raw state (nil for none: an old state, a daily map's).
 local function state_id(raw)
   if not raw or string.byte(raw, 1) ~= 1 then return nil end
-  local id = struct.unpack('>I', raw, 33)
+  local id = struct.unpack('>I', raw, STATE_ID_AT)
   if id > 0 then return id - 1 end
 end
 
