@@ -3,7 +3,7 @@ analytics.rollups, analytics.ingest.spool and analytics.reports (which tests cal
 from celery import shared_task
 
 from . import rollups
-from .ingest import spool
+from .ingest import inbox, spool
 from .models import Site
 from .reports import exports
 from .rollups import expiry
@@ -33,7 +33,9 @@ def rollup_closed():
 def rollup_site(site_id: int, job: str):
     site = Site.objects.filter(pk=site_id).first()
     if site is not None:
-        JOBS[job](get_redis(), site)
+        r = get_redis()
+        inbox.flush(r, SiteInfo.from_model(site))  # (single events a stopped web process left waiting)
+        JOBS[job](r, site)
 
 
 @shared_task(ignore_result=True)

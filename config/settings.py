@@ -238,6 +238,11 @@ REDIS_SOCKET_TIMEOUT = envfloat("REDIS_SOCKET_TIMEOUT", 10.0)
 # the marks kept this long: longer than a spooled event may wait for Redis to come back.
 INGEST_MARK_HOURS = envint("TALLY_INGEST_MARK_HOURS", 48)
 
+# Single events from the event front go through each site's inbox (analytics/ingest/
+# inbox.py): acknowledged once pushed, counted in batches a few milliseconds later. Off
+# ("0"), each group of them is counted before it is acknowledged.
+INGEST_INBOX = envbool("TALLY_INGEST_INBOX", True)
+
 # Countries come from the IP-to-country data iptocc ships. For regions, cities and
 # coordinates too: the path of a city database (.mmdb: MaxMind GeoLite2-City or DB-IP's
 # IP to City Lite), opened memory-mapped on the first lookup. Empty: countries only.

@@ -50,6 +50,9 @@ class Hit(NamedTuple):
     interactive: bool = True  # a custom event that ends a bounce (Plausible's "interactive")
     props: tuple = ()  # ((name, value), ...): custom properties, checked (schemas.check_props)
     revenue: tuple | None = None  # (currency, amount in hundredths)
+    # (digest, digest under yesterday's salt or None): the identity hashed already, for
+    # events that waited in the inbox (ingest/inbox.py), which never keeps `identity`
+    digests: tuple | None = None
 
 
 class _Counts(NamedTuple):
@@ -179,7 +182,7 @@ def prepare(
     times = [hit.ts or now for hit in hits]
     if any(later < earlier for earlier, later in zip(times, times[1:])):
         hits = sorted(hits, key=lambda hit: hit.ts or now)
-    for ts, path, name, source, bot, user, attrs, interactive, props, revenue in hits:
+    for ts, path, name, source, bot, user, attrs, interactive, props, revenue, hashed in hits:
         if ts is None:
             day, hour, minute, seconds, local = today, now_hour, now_minute, now_seconds, now_local
         else:
@@ -190,10 +193,13 @@ def prepare(
         if bot:
             bots[day] += 1
             continue
-        key = hash_keys.get(day)
-        if key is None:
-            key = hash_keys[day] = identity.day_key(site.salt, day) if site.daily_salt else site.salt
-        visitor = digest(key, source)
+        if hashed is None:
+            key = hash_keys.get(day)
+            if key is None:
+                key = hash_keys[day] = identity.day_key(site.salt, day) if site.daily_salt else site.salt
+            visitor = digest(key, source)
+        else:
+            visitor = hashed[0]
 
         day_chunks = chunks.get(day)
         if day_chunks is None:
@@ -213,7 +219,9 @@ def prepare(
             index = chunk.visitors[visitor] = len(chunk.visitors) + 1
             if site.daily_salt and local.hour == 0 and local.minute < dimensions.VISIT_TIMEOUT // 60:
                 # (a visit goes on across the salt change: its state is under yesterday's digest)
-                chunk.previous[index] = digest(identity.day_key(site.salt, day - timedelta(days=1)), source)
+                previous = hashed[1] if hashed else digest(identity.day_key(site.salt, day - timedelta(days=1)), source)
+                if previous is not None:
+                    chunk.previous[index] = previous
         if "\x1d" in path or "\x1e" in path or "\x1f" in path:
             path = path.replace("\x1d", " ").replace("\x1e", " ").replace("\x1f", " ")
         ids, parts = _part_ids(attrs)

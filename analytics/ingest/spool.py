@@ -29,6 +29,7 @@ from django.conf import settings
 from ..models import Site
 from ..sites import SiteInfo
 from ..store.connection import OUTAGE
+from . import inbox
 from .record import Hit, Mark, Recorded, record
 
 log = logging.getLogger(__name__)
@@ -191,7 +192,12 @@ def replay(r: redis.Redis) -> int:
             count = 0
             for site_id, mark, hits in _calls(entries):
                 if site_id in sites:  # a deleted site's events are dropped
-                    record(r, sites[site_id], hits, mark=Mark(*mark) if mark else None)
+                    mark = Mark(*mark) if mark else None
+                    if inbox.is_push_mark(mark):  # (a group for the inbox: pushed there, once)
+                        inbox.push(r, sites[site_id], hits, mark=mark)
+                        inbox.drain(r, sites[site_id])
+                    else:
+                        record(r, sites[site_id], hits, mark=mark)
                 count += len(hits)
         except OUTAGE as e:
             log.warning("Redis failed during a spool replay (%s); %s waits for the next one", e, claimed.name)

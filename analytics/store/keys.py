@@ -64,6 +64,11 @@ pinned             set     fields that always get a bitmap (goals, funnel steps)
 page-search        zset    page paths, score 0, for prefix search (ZRANGEBYLEX); capped
 page-rank          zset    the same paths scored by pageviews: the least visited leave first
 tick               string  set for a second after ingest published a live tick
+inbox              list    single events accepted and not yet counted (ingest/inbox.py)
+inbox-claim        hash    the batch of the inbox a drainer is counting: id, lease end
+inbox-claimed      list    that batch's events (counted again, once, if its drainer dies)
+inbox-claims       string  the claim id counter (a claim's id names its calls' marks)
+inbox-marks        set     marks of the claims' calls already counted (exactly once)
 =================  ======  ===============================================================
 
 Pub/sub channel ``tally:{<site id>}:live``: ingest publishes there (at most once a second
@@ -288,6 +293,23 @@ def applied(site_id: int, day: date) -> str:
     """Marks of the ingest calls applied on a (UTC) day: a retried or replayed call whose
     mark is here is not counted again."""
     return f"{PREFIX}:{{{site_id}}}:applied:{day.isoformat()}"
+
+
+def inbox(site_id: int) -> str:
+    """Single events accepted (acknowledged) and waiting to be counted in a batch."""
+    return f"{PREFIX}:{{{site_id}}}:inbox"
+
+
+def inbox_claim(site_id: int) -> tuple[str, str, str]:
+    """The claim a drainer holds on the inbox (hash: id, lease end), the claimed events
+    (list), and the claim id counter."""
+    base = f"{PREFIX}:{{{site_id}}}:inbox-"
+    return base + "claim", base + "claimed", base + "claims"
+
+
+def inbox_marks(site_id: int) -> str:
+    """Marks of the inbox claims' record() calls already applied."""
+    return f"{PREFIX}:{{{site_id}}}:inbox-marks"
 
 
 def idempotency(site_id: int, key_digest: str) -> str:
