@@ -166,6 +166,17 @@ def test_a_drain_that_fails_gives_its_claim_up_and_the_next_counts_it(site, r, m
     assert pageviews(r, site) == 10
 
 
+def test_pushes_keep_one_mark_per_stream_not_one_per_call(site, r):
+    commit = idle_commit()
+    for entry in entries(60):
+        assert submit_all(commit, [entry]) == [WRITTEN]  # 60 pushes, one after another
+    streams = keys.inbox_streams(site.pk)
+    assert len(r.hgetall(streams)) == 1 and int(next(iter(r.hvals(streams)))) >= 60
+    assert not r.exists(keys.applied(site.pk, SiteInfo.from_model(site).today()))  # (no set member per push)
+    flush(r, site)
+    assert pageviews(r, site) == 60
+
+
 def test_the_inbox_keeps_no_ip_address_or_user_agent(site, r):
     assert submit_all(idle_commit(), entries(5, ip=lambda i: "203.0.113.77")) == [WRITTEN] * 5
     kept = b"".join(r.lrange(keys.inbox(site.pk), 0, -1))

@@ -132,6 +132,11 @@ def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:
 
 def _push_group(r: redis.Redis, entries: list[Entry]) -> list:
     """write_group() into the inboxes: one push per site, all in one round trip."""
+    with inbox.STREAM.lock:
+        return _push_group_marked(r, entries, inbox.STREAM)
+
+
+def _push_group_marked(r: redis.Redis, entries: list[Entry], stream: inbox.Stream) -> list:
     now = datetime.now(UTC)
     by_site: dict[int, list[int]] = {}
     for i, entry in enumerate(entries):
@@ -140,7 +145,7 @@ def _push_group(r: redis.Redis, entries: list[Entry]) -> list:
     calls = []
     for indexes in by_site.values():
         site = entries[indexes[0]].site
-        mark = inbox.new_mark(site, now, new_mark(site, now).member)
+        mark = stream.mark(site)
         limits = _merged([bucket for i in indexes for bucket in entries[i].limits])
         groups.append((site, indexes, mark))
         calls.append(inbox.push_call(site, [entries[i].hit for i in indexes], now, mark, limits))
@@ -148,6 +153,7 @@ def _push_group(r: redis.Redis, entries: list[Entry]) -> list:
     try:
         answers = inbox.push_many(r, calls)
     except OUTAGE:
+        stream.broken()  # (these pushes' answers never came: they are their stream's last)
         for site, indexes, mark in groups:
             kept = _spool(site, [entries[i].hit for i in indexes], now, mark)
             for i in indexes:
@@ -155,18 +161,19 @@ def _push_group(r: redis.Redis, entries: list[Entry]) -> list:
         return outcomes
     for (site, indexes, _), answer in zip(groups, answers):
         for i in indexes:
-            outcomes[i] = _push_alone(r, entries[i], now) if isinstance(answer, Limited) else WRITTEN
+            outcomes[i] = _push_alone(r, entries[i], now, stream) if isinstance(answer, Limited) else WRITTEN
     return outcomes
 
 
-def _push_alone(r: redis.Redis, entry: Entry, now: datetime):
+def _push_alone(r: redis.Redis, entry: Entry, now: datetime, stream: inbox.Stream):
     """One event of a group a rate limit refused, pushed (or refused) on its own."""
-    mark = inbox.new_mark(entry.site, now, new_mark(entry.site, now).member)
+    mark = stream.mark(entry.site)
     try:
         inbox.push(r, entry.site, [entry.hit], now=now, mark=mark, limits=entry.limits)
     except Limited as e:
         return e
     except OUTAGE:
+        stream.broken()
         return _spool(entry.site, [entry.hit], now, mark)
     return WRITTEN
 

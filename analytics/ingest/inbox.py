@@ -11,7 +11,8 @@ group, rate limits included) and answers 202; a drainer takes up to DRAIN_BATCH 
 off the inbox and counts them with the same record() call as a batch.
 
 Exactly once: the push is atomic with its rate limits and its mark (a group whose reply
-was lost goes to the spool under that mark, and its replay pushes nothing twice). A
+was lost goes to the spool under that mark, and its replay pushes nothing twice; marks
+are numbers in a stream, one hash field per process, not a set member per push). A
 drainer claims a batch in one atomic step (inbox_claim.lua moves the events into a claim
 with an id and a lease), counts it with the marks `inbox-<id>:<chunk>`, and drops the
 claim. A drainer that dies mid-batch leaves the claim; once its lease runs out, the next
@@ -25,6 +26,7 @@ site count its inbox first (flush()), and the beat job `drain_inboxes` counts wh
 process left behind when it stopped.
 """
 import logging
+import secrets
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -50,9 +52,24 @@ DRAIN_DELAY = 0.1  # seconds a drainer lets more pushes arrive before counting (
 MARK_PREFIX = "inbox."  # a push's own marks (the spool replays such a call into the inbox)
 
 
-def new_mark(site: SiteInfo, now: datetime, token: str) -> Mark:
-    """The mark of one push: a group replayed from the spool is pushed once."""
-    return Mark(keys.applied(site.id, now.astimezone(UTC).date()), MARK_PREFIX + token, settings.INGEST_MARK_HOURS * 3600)
+class Stream:
+    """This process's pushes, numbered (inbox_push.lua says why): `mark()` numbers the next
+    push, `broken()` starts a new stream after a push whose answer never came. Pushes are
+    made one at a time under `lock` (group commit's one writer thread holds it anyway)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.broken()
+
+    def broken(self):
+        self.name, self.count = secrets.token_urlsafe(9), 0
+
+    def mark(self, site: SiteInfo) -> Mark:
+        self.count += 1
+        return Mark(keys.inbox_streams(site.id), f"{MARK_PREFIX}{self.name}:{self.count}", settings.INGEST_MARK_HOURS * 3600)
+
+
+STREAM = Stream()
 
 
 def is_push_mark(mark: Mark | None) -> bool:
@@ -85,7 +102,7 @@ def decode(raw: bytes) -> Hit:
 
 def push_call(site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark | None, limits: list[Bucket] = ()) -> tuple[list, list]:
     """KEYS and ARGV of inbox_push.lua for these hits."""
-    script_keys = [keys.inbox(site.id), mark.key if mark else keys.applied(site.id, now.date()), *(b.key for b in limits)]
+    script_keys = [keys.inbox(site.id), mark.key if mark else keys.inbox_streams(site.id), *(b.key for b in limits)]
     args = [mark.member if mark else "", mark.ttl if mark else 0, len(limits), *(a for b in limits for a in b.args())]
     args += [encode(site, hit, now) for hit in hits]
     return script_keys, args

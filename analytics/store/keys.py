@@ -69,6 +69,7 @@ inbox-claim        hash    the batch of the inbox a drainer is counting: id, lea
 inbox-claimed      list    that batch's events (counted again, once, if its drainer dies)
 inbox-claims       string  the claim id counter (a claim's id names its calls' marks)
 inbox-marks        set     marks of the claims' calls already counted (exactly once)
+inbox-streams      hash    a pushing process's stream -> the number of its last push applied
 =================  ======  ===============================================================
 
 Pub/sub channel ``tally:{<site id>}:live``: ingest publishes there (at most once a second
@@ -305,6 +306,11 @@ def inbox_claim(site_id: int) -> tuple[str, str, str]:
     (list), and the claim id counter."""
     base = f"{PREFIX}:{{{site_id}}}:inbox-"
     return base + "claim", base + "claimed", base + "claims"
+
+
+def inbox_streams(site_id: int) -> str:
+    """The marks of pushes into the inbox: stream -> the number of its last push applied."""
+    return f"{PREFIX}:{{{site_id}}}:inbox-streams"
 
 
 def inbox_marks(site_id: int) -> str:

@@ -4,10 +4,17 @@
 -- is acknowledged only once it is in Redis, a refused call leaves nothing behind, and a
 -- call replayed from the spool (its reply was lost) is not pushed twice.
 --
+-- Marks are "<stream>:<n>": a web process pushes its calls one after another, numbered
+-- n = 1, 2, ... within a stream it names, and starts a new stream after any call whose
+-- answer it did not get (that call is spooled). So a stream's calls before its last were
+-- all applied, and one number per stream is all a site keeps: a replayed call was applied
+-- when its number is not above its stream's. (A set member per call, as record() marks
+-- are kept, measured ~40 bytes a call for 48 hours: more than a visitor costs.)
+--
 -- KEYS[1]  list    the inbox
--- KEYS[2]  set     marks of applied calls (see ARGV[1])
+-- KEYS[2]  hash    stream -> the number of its last call applied (see ARGV[1])
 -- KEYS[3..2+L]     rate-limit buckets (lib/gcra.lua)
--- ARGV[1]  this call's mark, "" for none; ARGV[2] the marks' TTL in seconds
+-- ARGV[1]  this call's mark "<stream>:<n>", "" for none; ARGV[2] the marks' TTL (s)
 -- ARGV[3]  L, then per bucket: interval_ms, burst, cost
 -- then     the events, one encoded string each
 --
@@ -24,7 +31,10 @@ if limits > 0 then
   if wait > 0 then return {-2, wait} end
 end
 if ARGV[1] ~= '' then
-  if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return {-1, 0} end
+  local stream, n = string.match(ARGV[1], '^(.*):(%d+)$')
+  n = tonumber(n)
+  if n <= (tonumber(redis.call('HGET', KEYS[2], stream)) or 0) then return {-1, 0} end
+  redis.call('HSET', KEYS[2], stream, n)
   redis.call('EXPIRE', KEYS[2], ARGV[2])
 end
 local first = 4 + 3 * limits
