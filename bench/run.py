@@ -212,9 +212,30 @@ def setup_site():
     return SiteInfo.from_model(site), site.create_api_key("bench")
 
 
+class _WithDrainer:
+    """granian and the inbox drainer beside it, as `make run` starts them: stopped together."""
+
+    def __init__(self, web: subprocess.Popen, drainer: subprocess.Popen):
+        self.web, self.drainer, self.pid = web, drainer, web.pid
+
+    def terminate(self):
+        self.web.terminate()
+        self.web.wait(10)
+        self.drainer.terminate()
+
+    def kill(self):
+        self.web.kill()
+        self.drainer.kill()
+
+    def wait(self, timeout=None):
+        self.web.wait(timeout)
+        return self.drainer.wait(timeout)
+
+
 def start_server(app: str, redis_url: str, server: str = "gunicorn") -> tuple[subprocess.Popen, str]:
     """gunicorn with sync workers (the reference app; Tally before it had its own front), or
-    granian serving config.buffered (Tally as `make run` serves it), one worker per core."""
+    granian serving config.buffered with `manage.py drain_inboxes` beside it (Tally as
+    `make run` serves it), one worker per core."""
     port = free_port()
     env = dict(
         os.environ,
@@ -222,6 +243,7 @@ def start_server(app: str, redis_url: str, server: str = "gunicorn") -> tuple[su
         TRUSTED_PROXIES="127.0.0.1",
         ALLOWED_HOSTS="127.0.0.1",
         PYTHONPATH=f"{BASE}:{BASE / 'bench'}",
+        TALLY_INBOX_DRAINER="process",
     )
     workers = os.environ.get("BENCH_WORKERS") or str(os.cpu_count() or 2)
     if server == "granian":
@@ -232,6 +254,8 @@ def start_server(app: str, redis_url: str, server: str = "gunicorn") -> tuple[su
         command = [str(Path(sys.executable).parent / "gunicorn"), app, "--bind", f"127.0.0.1:{port}",
                    "--workers", workers, "--worker-class", "sync", "--log-level", "warning", "--backlog", "2048"]
     process = subprocess.Popen(command, cwd=BASE, env=env)
+    if server == "granian":
+        process = _WithDrainer(process, subprocess.Popen([sys.executable, str(BASE / "manage.py"), "drain_inboxes"], cwd=BASE, env=env))
     import urllib.error
     import urllib.request
 

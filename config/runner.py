@@ -11,7 +11,9 @@ REDIS_URL) is only Celery's broker.
 Then: migrations, static files, an admin account on first run, granian (one worker per
 core) serving config.buffered, which reads each request whole before Django's WSGI app
 takes it in a thread (slow clients cannot hold a worker), uvicorn on PORT + 1 for the
-dashboards' live stream, and one Celery worker with beat for the rollups. A service that
+dashboards' live stream, `manage.py drain_inboxes` (it counts the single events the web
+workers pushed: analytics/ingest/inbox.py), and one Celery worker with beat for the
+rollups. A service that
 dies is started again (the embedded Redis on the same port; ingest spools meanwhile). The
 children run in their own process groups, so Ctrl-C reaches only this supervisor, which
 stops the web server first and Redis last (Redis flushes its AOF on SIGTERM), each whole
@@ -262,6 +264,9 @@ def main():
         os.environ.setdefault("LIVE_PORT", str(port + 1))
         live_port = int(os.environ.get("LIVE_PORT", port + 1))
         commands = {
+            # counts the single events the web workers push into the sites' inboxes (first,
+            # so it is stopped after the web server: what the last requests pushed is counted)
+            "inbox drainer": [sys.executable, str(BASE_DIR / "manage.py"), "drain_inboxes"],
             # granian reads each request whole in Rust and asyncio before a Python thread
             # takes it (config/buffered.py): slow clients cannot hold the workers.
             "web": [
@@ -281,7 +286,7 @@ def main():
                 "--loglevel", "warning", "--without-gossip", "--without-mingle",
             ],
         }
-        env = {**os.environ, "LIVE_PORT": str(live_port), "PORT": str(port)}
+        env = {**os.environ, "LIVE_PORT": str(live_port), "PORT": str(port), "TALLY_INBOX_DRAINER": "process"}
 
         def start(name: str) -> subprocess.Popen:
             if name == "redis":

@@ -242,6 +242,12 @@ INGEST_MARK_HOURS = envint("TALLY_INGEST_MARK_HOURS", 48)
 # inbox.py): acknowledged once pushed, counted in batches a few milliseconds later. Off
 # ("0"), each group of them is counted before it is acknowledged.
 INGEST_INBOX = envbool("TALLY_INGEST_INBOX", True)
+# Who counts the inboxes: "thread", a thread in each web process, for what it pushed; or
+# "process", `manage.py drain_inboxes` on its own (`make run` starts it, and sets this for
+# its web workers: their event loop then never waits on a drain for the GIL).
+INBOX_DRAINER = os.environ.get("TALLY_INBOX_DRAINER", "thread")
+if INBOX_DRAINER not in ("thread", "process"):
+    raise ImproperlyConfigured(f"TALLY_INBOX_DRAINER must be thread or process, got {INBOX_DRAINER!r}")
 
 # Countries come from the IP-to-country data iptocc ships. For regions, cities and
 # coordinates too: the path of a city database (.mmdb: MaxMind GeoLite2-City or DB-IP's

@@ -2,6 +2,7 @@
 concurrent single events share one Redis call, none is answered before it is in Redis,
 and none is lost or counted twice, whatever fails in between."""
 import asyncio
+import io
 import json
 import os
 import subprocess
@@ -175,6 +176,20 @@ def test_pushes_keep_one_mark_per_stream_not_one_per_call(site, r):
     assert not r.exists(keys.applied(site.pk, SiteInfo.from_model(site).today()))  # (no set member per push)
     flush(r, site)
     assert pageviews(r, site) == 60
+
+
+def test_with_a_drainer_process_the_web_process_only_pushes(site, r, settings):
+    from django.core.management import call_command
+
+    settings.INBOX_DRAINER = "process"  # (make run's web workers)
+    commit = GroupCommit()
+    assert submit_all(commit, entries(25)) == [WRITTEN] * 25
+    threading.Event().wait(3 * inbox.DRAIN_DELAY)
+    assert pageviews(r, site) == 0 and r.llen(keys.inbox(site.pk)) == 25  # no thread drained it
+    out = io.StringIO()
+    call_command("drain_inboxes", "--once", stdout=out)  # (one pass of the process make run starts)
+    assert out.getvalue().strip() == "25 events counted"
+    assert pageviews(r, site) == 25 and r.llen(keys.inbox(site.pk)) == 0
 
 
 def test_the_inbox_keeps_no_ip_address_or_user_agent(site, r):

@@ -81,7 +81,7 @@ class GroupCommit:
                     outcomes = [e] * len(group)
                 self.groups_written += 1
                 for site in {entry.site.id: entry.site for (entry, _), outcome in zip(group, outcomes) if outcome == WRITTEN}.values():
-                    if settings.INGEST_INBOX:
+                    if settings.INGEST_INBOX and settings.INBOX_DRAINER == "thread":
                         self.drainer.wake(site)
                 for (_, future), outcome in zip(group, outcomes):
                     if future.done():  # (its client went away)
