@@ -192,6 +192,20 @@ def test_with_a_drainer_process_the_web_process_only_pushes(site, r, settings):
     assert pageviews(r, site) == 25 and r.llen(keys.inbox(site.pk)) == 0
 
 
+def test_a_forked_process_pushes_in_a_stream_of_its_own():
+    read, write = os.pipe()
+    parent = inbox.STREAM.name
+    pid = os.fork()
+    if pid == 0:  # (the child: say its stream's name, and leave at once)
+        os.write(write, inbox.STREAM.name.encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    os.close(write)
+    child = os.read(read, 100).decode()
+    os.close(read)
+    assert child and child != parent and inbox.STREAM.name == parent
+
+
 def test_the_inbox_keeps_no_ip_address_or_user_agent(site, r):
     assert submit_all(idle_commit(), entries(5, ip=lambda i: "203.0.113.77")) == [WRITTEN] * 5
     kept = b"".join(r.lrange(keys.inbox(site.pk), 0, -1))

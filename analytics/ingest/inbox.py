@@ -26,6 +26,7 @@ site count its inbox first (flush()), and the beat job `drain_inboxes` counts wh
 process left behind when it stopped.
 """
 import logging
+import os
 import secrets
 import threading
 import time
@@ -70,6 +71,9 @@ class Stream:
 
 
 STREAM = Stream()
+# A forked process (a server's workers) must not go on with its parent's stream: two
+# processes numbering one stream would take each other's pushes for repeats.
+os.register_at_fork(after_in_child=STREAM.broken)
 
 
 def is_push_mark(mark: Mark | None) -> bool:
