@@ -155,7 +155,7 @@ DOCUMENT = {
                 },
                 "responses": {
                     "202": {
-                        "description": "Counted, or dropped on purpose (then `X-Tally-Dropped: bot`), or kept in the local spool while Redis is down (then `X-Tally-Spooled`).",
+                        "description": "Accepted: counted, or in Redis in the site's inbox and counted within a fraction of a second (the read API counts the inbox before it answers), or dropped on purpose (then `X-Tally-Dropped: bot`), or kept in the local spool while Redis is down (then `X-Tally-Spooled`).",
                         "headers": {"X-Tally-Dropped": {"schema": {"type": "string"}}, "X-Tally-Spooled": {"schema": {"type": "string"}}},
                         "content": {"text/plain": {"schema": {"type": "string", "const": "ok"}}},
                     },
