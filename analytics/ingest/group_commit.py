@@ -80,9 +80,10 @@ class GroupCommit:
                 except Exception as e:  # (a bug, not an outage: every request of the group hears of it)
                     outcomes = [e] * len(group)
                 self.groups_written += 1
-                for site in {entry.site.id: entry.site for (entry, _), outcome in zip(group, outcomes) if outcome == WRITTEN}.values():
-                    if settings.INGEST_INBOX and settings.INBOX_DRAINER == "thread":
-                        self.drainer.wake(site)
+                if settings.INGEST_INBOX and settings.INBOX_DRAINER == "thread":
+                    written = [entry for (entry, _), outcome in zip(group, outcomes) if outcome == WRITTEN]
+                    for indexes in _by_site(written):
+                        self.drainer.wake(written[indexes[0]].site)
                 for (_, future), outcome in zip(group, outcomes):
                     if future.done():  # (its client went away)
                         continue
@@ -101,11 +102,8 @@ def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:
     if settings.INGEST_INBOX:
         return _push_group(r, entries)
     now = datetime.now(UTC)
-    by_site: dict[int, list[int]] = {}
-    for i, entry in enumerate(entries):
-        by_site.setdefault(entry.site.id, []).append(i)
     groups = []  # (site, entry indexes, mark, prepared)
-    for indexes in by_site.values():
+    for indexes in _by_site(entries):
         site = entries[indexes[0]].site
         mark = new_mark(site, now)
         hits = [entries[i].hit for i in indexes]
@@ -138,12 +136,9 @@ def _push_group(r: redis.Redis, entries: list[Entry]) -> list:
 
 def _push_group_marked(r: redis.Redis, entries: list[Entry], stream: inbox.Stream) -> list:
     now = datetime.now(UTC)
-    by_site: dict[int, list[int]] = {}
-    for i, entry in enumerate(entries):
-        by_site.setdefault(entry.site.id, []).append(i)
     groups = []  # (site, entry indexes, mark)
     calls = []
-    for indexes in by_site.values():
+    for indexes in _by_site(entries):
         site = entries[indexes[0]].site
         mark = stream.mark(site)
         limits = _merged([bucket for i in indexes for bucket in entries[i].limits])
@@ -192,6 +187,14 @@ def _spool(site: SiteInfo, hits: list[Hit], now: datetime, mark):
     except spool.StorageUnavailable as e:
         return e
     return SPOOLED
+
+
+def _by_site(entries: list[Entry]) -> list[list[int]]:
+    """The entries' indexes, grouped by site (in order of first appearance)."""
+    by_site: dict[int, list[int]] = {}
+    for i, entry in enumerate(entries):
+        by_site.setdefault(entry.site.id, []).append(i)
+    return list(by_site.values())
 
 
 def _merged(buckets: list[Bucket]) -> list[Bucket]:

@@ -30,20 +30,19 @@ import os
 import secrets
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import orjson
 import redis
 from django.conf import settings
 
-from .. import dimensions
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.connection import OUTAGE, get_redis
 from ..store.limits import Bucket, Limited
 from ..store.scripts import INBOX_CLAIM, INBOX_PUSH, INBOX_RELEASE
 from . import identity
-from .record import Hit, Mark, record
+from .record import Hit, Mark, previous_digest, record
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +84,10 @@ def encode(site: SiteInfo, hit: Hit, now: datetime) -> bytes:
     ts = hit.ts or now
     local = ts.astimezone(site.tz)
     key = identity.day_key(site.salt, local.date()) if site.daily_salt else site.salt
-    digest = hit.digests[0] if hit.digests else identity.digest(key, hit.identity)
-    previous = None
-    if site.daily_salt and local.hour == 0 and local.minute < dimensions.VISIT_TIMEOUT // 60:
-        previous = identity.digest(identity.day_key(site.salt, local.date() - timedelta(days=1)), hit.identity).hex()
+    previous = previous_digest(site, hit.identity, local)
     return orjson.dumps([
-        round(ts.timestamp() * 1_000_000), hit.path, hit.name, digest.hex(), previous, hit.bot, hit.user, hit.attrs,
-        hit.interactive, hit.props, hit.revenue,
+        round(ts.timestamp() * 1_000_000), hit.path, hit.name, identity.digest(key, hit.identity).hex(),
+        previous.hex() if previous else None, hit.bot, hit.user, hit.attrs, hit.interactive, hit.props, hit.revenue,
     ])
 
 
@@ -115,19 +111,7 @@ def push_call(site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark | None,
 def push_many(r: redis.Redis, calls: list[tuple[list, list]]) -> list[int | Limited]:
     """Run push calls in one round trip. Each answer: the inbox's length after the push
     (-1 when its mark says it was pushed before), or Limited (nothing pushed)."""
-    if len(calls) == 1:
-        answers = [INBOX_PUSH.run(r, *calls[0])]
-    else:
-        pipe = r.pipeline(transaction=False)
-        for script_keys, args in calls:
-            INBOX_PUSH.queue(pipe, script_keys, args)
-        answers = pipe.execute(raise_on_error=False)
-        for answer in answers:
-            if isinstance(answer, Exception) and not isinstance(answer, redis.exceptions.NoScriptError):
-                raise answer
-        answers = [INBOX_PUSH.run(r, *call) if isinstance(answer, redis.exceptions.NoScriptError) else answer
-                   for call, answer in zip(calls, answers)]
-    return [Limited(answer[1]) if answer[0] == -2 else answer[0] for answer in answers]
+    return [Limited(answer[1]) if answer[0] == -2 else answer[0] for answer in INBOX_PUSH.run_many(r, calls)]
 
 
 def push(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None, mark: Mark | None = None,

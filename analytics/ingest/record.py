@@ -139,6 +139,15 @@ def record(
     return outcome
 
 
+def previous_digest(site: SiteInfo, source: bytes, local: datetime) -> bytes | None:
+    """A daily-salt visitor's digest under yesterday's salt, for an event (at `local`, the
+    site's time) early enough after midnight that their visit may go on across the salt
+    change (its state is under that digest); None otherwise."""
+    if site.daily_salt and local.hour == 0 and local.minute < dimensions.VISIT_TIMEOUT // 60:
+        return identity.digest(identity.day_key(site.salt, local.date() - timedelta(days=1)), source)
+    return None
+
+
 class Prepared(NamedTuple):
     """A record() call worked out and not yet sent: its script calls (KEYS, ARGV), the
     pages seen per user for their Bloom filters, the answer it will give, and the limits
@@ -217,11 +226,9 @@ def prepare(
             index = None
         if index is None:
             index = chunk.visitors[visitor] = len(chunk.visitors) + 1
-            if site.daily_salt and local.hour == 0 and local.minute < dimensions.VISIT_TIMEOUT // 60:
-                # (a visit goes on across the salt change: its state is under yesterday's digest)
-                previous = hashed[1] if hashed else digest(identity.day_key(site.salt, day - timedelta(days=1)), source)
-                if previous is not None:
-                    chunk.previous[index] = previous
+            previous = hashed[1] if hashed else previous_digest(site, source, local)
+            if previous is not None:
+                chunk.previous[index] = previous
         if "\x1d" in path or "\x1e" in path or "\x1f" in path:
             path = path.replace("\x1d", " ").replace("\x1e", " ").replace("\x1f", " ")
         ids, parts = _part_ids(attrs)
@@ -312,7 +319,7 @@ def execute(r: redis.Redis, batch: list[Prepared]) -> list[Recorded | Limited]:
             bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom)
         queued_adds = pipe.command_stack[len(calls) :]  # (execute() empties the stack)
         answers = pipe.execute(raise_on_error=False)
-        results = _retry_unloaded_scripts(r, answers[: len(calls)], calls)
+        results = RECORD_BATCH.rerun_unloaded(r, answers[: len(calls)], calls)
         bloom.check_queued(r, answers[len(calls) :], queued_adds)
     by_call: dict[int, list] = defaultdict(list)
     for (i, _), result in zip(sent, results):
@@ -487,16 +494,3 @@ def _entry_part(path: str) -> tuple[str, str]:
 def _part_id(part: str) -> str:
     """A short stable name for a part (64 bits: no two parts of a site's open visits meet)."""
     return hashlib.blake2b(part.encode(), digest_size=8).hexdigest()
-
-
-def _retry_unloaded_scripts(r, results, calls) -> list:
-    """Raise the first real error; rerun only the script calls the server did not know
-    (every other command already ran, and rerunning an INCRBY would double-count).
-    Returns every call's answer."""
-    for result in results:
-        if isinstance(result, Exception) and not isinstance(result, redis.exceptions.NoScriptError):
-            raise result
-    return [
-        RECORD_BATCH.run(r, *call) if isinstance(result, redis.exceptions.NoScriptError) else result
-        for call, result in zip(calls, results)
-    ]

@@ -32,6 +32,25 @@ class Script:
             client.script_load(self.source)
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
+    def run_many(self, client: redis.Redis, calls: list[tuple[list, list]]) -> list:
+        """Run (KEYS, ARGV) calls in one round trip; their answers, in order."""
+        if len(calls) == 1:
+            return [self.run(client, *calls[0])]  # (no pipeline needed)
+        pipe = client.pipeline(transaction=False)
+        for keys, args in calls:
+            self.queue(pipe, keys, args)
+        return self.rerun_unloaded(client, pipe.execute(raise_on_error=False), calls)
+
+    def rerun_unloaded(self, client: redis.Redis, results: list, calls: list[tuple[list, list]]) -> list:
+        """The answers of queued calls of this script: raise the first real error; rerun only
+        the calls the server did not know the script for (every other command already ran,
+        and rerunning an INCRBY would double-count)."""
+        for result in results:
+            if isinstance(result, Exception) and not isinstance(result, redis.exceptions.NoScriptError):
+                raise result
+        return [self.run(client, *call) if isinstance(result, redis.exceptions.NoScriptError) else result
+                for call, result in zip(calls, results)]
+
 
 RECORD_BATCH = Script("record_batch", libs=("gcra", "idmap", "visits", "segments"))
 LOCK_RELEASE = Script("lock_release")

@@ -22,12 +22,7 @@
 -- {-2, ms to wait} when a rate limit refused the call.
 local limits = tonumber(ARGV[3])
 if limits > 0 then
-  local buckets = {}
-  for i = 1, limits do
-    local at = 3 + 3 * (i - 1)
-    buckets[i] = {KEYS[2 + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])}
-  end
-  local wait = gcra_all(buckets)
+  local wait = gcra_from_args(limits, 2, 3)
   if wait > 0 then return {-2, wait} end
 end
 if ARGV[1] ~= '' then

@@ -84,12 +84,7 @@
 -- refused the call (then nothing was written).
 local limits = tonumber(ARGV[10])
 if limits > 0 then
-  local buckets = {}
-  for i = 1, limits do
-    local at = 10 + 3 * (i - 1)
-    buckets[i] = {KEYS[16 + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])}
-  end
-  local wait = gcra_all(buckets)
+  local wait = gcra_from_args(limits, 16, 10)
   if wait > 0 then return {-2, wait, 0} end
 end
 if ARGV[3] ~= '' then

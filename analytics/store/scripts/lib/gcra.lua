@@ -43,3 +43,15 @@ local function gcra_all(buckets)
   for _, b in ipairs(buckets) do gcra_charge(b[1], b[2], b[4], now) end
   return 0
 end
+
+-- gcra_all() over `n` buckets laid out as the scripts take them: their keys at
+-- KEYS[keys_at + 1..], then per bucket three values at ARGV[argv_at + 1..]: interval_ms,
+-- burst, cost (store/limits.py Bucket.args()).
+local function gcra_from_args(n, keys_at, argv_at)
+  local buckets = {}
+  for i = 1, n do
+    local at = argv_at + 3 * (i - 1)
+    buckets[i] = {KEYS[keys_at + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])}
+  end
+  return gcra_all(buckets)
+end
