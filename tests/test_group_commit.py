@@ -87,13 +87,21 @@ def script_calls(r) -> int:
     return sum(server.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0) for server in servers(r))
 
 
-def test_events_submitted_together_are_one_push_and_all_counted_by_the_drain(site, r):
-    commit = idle_commit()
+@pytest.fixture(params=["loop", "thread"])
+def in_loop(request) -> bool:
+    """Pushes sent from the event loop (store/loop_client.py), or from group commit's thread
+    with redis-py (on a cluster, and as before): the same outcomes either way."""
+    return request.param == "loop"
+
+
+def test_events_submitted_together_are_one_push_and_all_counted_by_the_drain(site, r, in_loop):
+    commit = idle_commit(in_loop=in_loop)
     batch = entries(50)
     reset_script_calls(r)
     assert submit_all(commit, batch) == [WRITTEN] * 50
     assert commit.groups_written == 1
     assert script_calls(r) == 1  # one push for the group
+    assert commit.sends_from_loop == (in_loop and not isinstance(r, RedisCluster))
     assert r.llen(keys.inbox(site.pk)) == 50  # acknowledged: in Redis, not counted yet
     assert pageviews(r, site) == 0
     assert flush(r, site) == 50
@@ -215,14 +223,14 @@ def test_the_inbox_keeps_no_ip_address_or_user_agent(site, r):
 
 
 @pytest.mark.single_server
-def test_a_group_whose_replies_are_lost_is_spooled_whole_and_counted_once(site, r, redis_server, settings, tmp_path):
+def test_a_group_whose_replies_are_lost_is_spooled_whole_and_counted_once(site, r, redis_server, settings, tmp_path, in_loop):
     settings.VAR_DIR = tmp_path
     batch = entries(40)
     proxy = ReplyDroppingProxy(redis_server.port)
     try:
         settings.REDIS_URL, settings.REDIS_SOCKET_TIMEOUT = proxy.url, 0.3
         connection.reset()
-        commit = GroupCommit()
+        commit = GroupCommit(in_loop=in_loop)
         assert submit_all(commit, batch[:1]) == [WRITTEN]  # (the script is loaded)
         proxy.replies_lost = True  # Redis applies the next group, its answer never comes
         assert submit_all(commit, batch[1:]) == [SPOOLED] * 39  # every event acknowledged, on disk
@@ -238,12 +246,12 @@ def test_a_group_whose_replies_are_lost_is_spooled_whole_and_counted_once(site, 
 
 
 @pytest.mark.single_server
-def test_a_group_redis_refuses_is_spooled_and_replayed(site, r, redis_server, settings, tmp_path):
+def test_a_group_redis_refuses_is_spooled_and_replayed(site, r, redis_server, settings, tmp_path, in_loop):
     settings.VAR_DIR = tmp_path
     batch = entries(30)
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
     connection.reset()
-    assert submit_all(GroupCommit(), batch) == [SPOOLED] * 30
+    assert submit_all(GroupCommit(in_loop=in_loop), batch) == [SPOOLED] * 30
     settings.REDIS_URL = redis_server.url
     connection.reset()
     assert pageviews(r, site) == 0
@@ -252,11 +260,11 @@ def test_a_group_redis_refuses_is_spooled_and_replayed(site, r, redis_server, se
     assert pageviews(r, site) == 30
 
 
-def test_rate_limits_stay_per_event_inside_a_group(site, r, settings):
+def test_rate_limits_stay_per_event_inside_a_group(site, r, settings, in_loop):
     settings.RATE_LIMIT_PER_IP, settings.RATE_LIMIT_PER_IP_BURST = 60, 3
     noisy = entries(6, ip=lambda i: "203.0.113.9", visitor=lambda i: i)
     quiet = entries(4, ip=lambda i: f"198.51.100.{i + 1}", visitor=lambda i: 100 + i)
-    outcomes = submit_all(GroupCommit(), noisy + quiet)
+    outcomes = submit_all(GroupCommit(in_loop=in_loop), noisy + quiet)
     limited = [o for o in outcomes[:6] if isinstance(o, Limited)]
     assert outcomes[:3] == [WRITTEN] * 3 and len(limited) == 3  # the burst, then refused one by one
     assert outcomes[6:] == [WRITTEN] * 4  # other clients in the same group are not held back

@@ -30,7 +30,7 @@ import redis
 from django.conf import settings
 
 from ..sites import SiteInfo
-from ..store.connection import OUTAGE, get_redis
+from ..store.connection import OUTAGE, get_redis, new_loop_client
 from ..store.limits import Bucket, Limited
 from . import inbox, spool
 from .record import Hit, execute, new_mark, prepare
@@ -47,16 +47,27 @@ class Entry(NamedTuple):
 
 class GroupCommit:
     """Collects entries from coroutines on one event loop; writes them in groups, one
-    group in flight at a time, in a thread of its own (Redis I/O never blocks the loop)."""
+    group in flight at a time. Pushes go from the loop itself, over a lean client
+    (store/loop_client.py: the hand-off to a thread and redis-py cost a quarter of the
+    worker's CPU a request); where that client cannot serve (a cluster), and for the older direct
+    path and the rare cases (spooling, a refused group), a thread of its own does the
+    write with redis-py. Either way, Redis I/O never blocks the loop."""
 
-    def __init__(self, max_group: int = MAX_GROUP):
+    def __init__(self, max_group: int = MAX_GROUP, in_loop: bool = True):
         self.max_group = max_group
+        self.in_loop = in_loop  # pushes sent from the event loop (store/loop_client.py) where the server allows
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="group-commit")
         self.groups_written = 0  # (for tests and the bench: how many writes the events took)
         self.drainer = inbox.Drainer()  # counts what the writes pushed into the inboxes
         self._loop = None
+        self._client = None
         self._pending: list[tuple[Entry, asyncio.Future]] = []
         self._drain_task = None
+
+    @property
+    def sends_from_loop(self) -> bool:
+        """Whether pushes go from the event loop (store/loop_client.py), not the thread."""
+        return self._client is not None
 
     async def submit(self, entry: Entry) -> str:
         """Wait until the entry is written (WRITTEN) or spooled (SPOOLED). Raises Limited
@@ -64,6 +75,7 @@ class GroupCommit:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # (a new loop, e.g. a test's asyncio.run: nothing carries over)
             self._loop, self._pending, self._drain_task = loop, [], None
+            self._client = new_loop_client() if self.in_loop and settings.INGEST_INBOX else None
         future = loop.create_future()
         self._pending.append((entry, future))
         if self._drain_task is None:
@@ -75,8 +87,12 @@ class GroupCommit:
         try:
             while self._pending:
                 group, self._pending = self._pending[: self.max_group], self._pending[self.max_group :]
+                entries = [entry for entry, _ in group]
                 try:
-                    outcomes = await loop.run_in_executor(self.executor, write_group, [entry for entry, _ in group])
+                    if self._client is not None and settings.INGEST_INBOX:
+                        outcomes = await self._push_in_loop(entries)
+                    else:
+                        outcomes = await loop.run_in_executor(self.executor, write_group, entries)
                 except Exception as e:  # (a bug, not an outage: every request of the group hears of it)
                     outcomes = [e] * len(group)
                 self.groups_written += 1
@@ -93,6 +109,28 @@ class GroupCommit:
                         future.set_result(outcome)
         finally:
             self._drain_task = None
+
+    async def _push_in_loop(self, entries: list[Entry]) -> list:
+        """write_group() into the inboxes, sent from the event loop: one push per site, in
+        one write. What is rare goes to the thread as before: spooling after an outage
+        (file I/O), and the events of a group a rate limit refused (each pushed alone)."""
+        loop = asyncio.get_running_loop()
+        now = datetime.now(UTC)
+        stream = inbox.STREAM
+        with stream.lock:  # (numbered here, sent in this order: the pushes of a process go one at a time)
+            groups, calls = _push_calls(entries, stream, now)
+        try:
+            answers = await inbox.push_many_in_loop(self._client, calls)
+        except OUTAGE:
+            stream.broken()  # (these pushes' answers never came: they are their stream's last)
+            return await loop.run_in_executor(self.executor, _spool_groups, entries, groups, now)
+        if any(isinstance(answer, Limited) for answer in answers):
+            def alone():
+                with stream.lock:
+                    return _push_outcomes(get_redis(), entries, groups, answers, now, stream)
+
+            return await loop.run_in_executor(self.executor, alone)
+        return [WRITTEN] * len(entries)
 
 
 def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:
@@ -136,27 +174,43 @@ def _push_group(r: redis.Redis, entries: list[Entry]) -> list:
 
 def _push_group_marked(r: redis.Redis, entries: list[Entry], stream: inbox.Stream) -> list:
     now = datetime.now(UTC)
-    groups = []  # (site, entry indexes, mark)
-    calls = []
+    groups, calls = _push_calls(entries, stream, now)
+    try:
+        answers = inbox.push_many(r, calls)
+    except OUTAGE:
+        stream.broken()  # (these pushes' answers never came: they are their stream's last)
+        return _spool_groups(entries, groups, now)
+    return _push_outcomes(r, entries, groups, answers, now, stream)
+
+
+def _push_calls(entries: list[Entry], stream: inbox.Stream, now: datetime) -> tuple[list, list]:
+    """The push of each site's entries, marked: [(site, entry indexes, mark)], and the calls."""
+    groups, calls = [], []
     for indexes in _by_site(entries):
         site = entries[indexes[0]].site
         mark = stream.mark(site)
         limits = _merged([bucket for i in indexes for bucket in entries[i].limits])
         groups.append((site, indexes, mark))
         calls.append(inbox.push_call(site, [entries[i].hit for i in indexes], now, mark, limits))
+    return groups, calls
+
+
+def _push_outcomes(r: redis.Redis, entries: list[Entry], groups: list, answers: list, now: datetime, stream: inbox.Stream) -> list:
+    """Each entry's outcome from its push's answer; a refused push's events go alone."""
     outcomes: list = [None] * len(entries)
-    try:
-        answers = inbox.push_many(r, calls)
-    except OUTAGE:
-        stream.broken()  # (these pushes' answers never came: they are their stream's last)
-        for site, indexes, mark in groups:
-            kept = _spool(site, [entries[i].hit for i in indexes], now, mark)
-            for i in indexes:
-                outcomes[i] = kept
-        return outcomes
     for (site, indexes, _), answer in zip(groups, answers):
         for i in indexes:
             outcomes[i] = _push_alone(r, entries[i], now, stream) if isinstance(answer, Limited) else WRITTEN
+    return outcomes
+
+
+def _spool_groups(entries: list[Entry], groups: list, now: datetime) -> list:
+    """Each group spooled under its push's mark (its answer never came)."""
+    outcomes: list = [None] * len(entries)
+    for site, indexes, mark in groups:
+        kept = _spool(site, [entries[i].hit for i in indexes], now, mark)
+        for i in indexes:
+            outcomes[i] = kept
     return outcomes
 
 

@@ -111,7 +111,16 @@ def push_call(site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark | None,
 def push_many(r: redis.Redis, calls: list[tuple[list, list]]) -> list[int | Limited]:
     """Run push calls in one round trip. Each answer: the inbox's length after the push
     (-1 when its mark says it was pushed before), or Limited (nothing pushed)."""
-    return [Limited(answer[1]) if answer[0] == -2 else answer[0] for answer in INBOX_PUSH.run_many(r, calls)]
+    return _push_answers(INBOX_PUSH.run_many(r, calls))
+
+
+async def push_many_in_loop(client, calls: list[tuple[list, list]]) -> list[int | Limited]:
+    """push_many() on the event loop, over a LoopClient (store/loop_client.py)."""
+    return _push_answers(await INBOX_PUSH.run_in_loop(client, calls))
+
+
+def _push_answers(replies: list) -> list[int | Limited]:
+    return [Limited(answer[1]) if answer[0] == -2 else answer[0] for answer in replies]
 
 
 def push(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None, mark: Mark | None = None,

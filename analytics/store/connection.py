@@ -10,6 +10,7 @@ import redis.asyncio as aioredis
 from django.conf import settings
 
 from .cluster import ClusterClient
+from .loop_client import LoopClient
 
 # What an outage looks like to a client: the server refused or timed out, or (a cluster)
 # a slot has no master or moved mid-call. Ingest spools on these; everything else is a bug.
@@ -55,6 +56,15 @@ def new_async_client() -> aioredis.Redis:
     if settings.REDIS_CLUSTER_URL:
         return aioredis.RedisCluster.from_url(settings.REDIS_CLUSTER_URL)
     return aioredis.from_url(settings.REDIS_URL)
+
+
+def new_loop_client() -> LoopClient | None:
+    """A lean client of Tally's data for the current event loop (the event front's pushes,
+    store/loop_client.py says why), or None where it cannot serve (a cluster, TLS): then
+    the caller sends with get_redis() from a thread."""
+    if settings.REDIS_CLUSTER_URL:
+        return None
+    return LoopClient.for_url(settings.REDIS_URL, settings.REDIS_SOCKET_TIMEOUT)
 
 
 def new_async_subscriber() -> aioredis.Redis:

@@ -41,6 +41,22 @@ class Script:
             self.queue(pipe, keys, args)
         return self.rerun_unloaded(client, pipe.execute(raise_on_error=False), calls)
 
+    async def run_in_loop(self, client, calls: list[tuple[list, list]]) -> list:
+        """run_many() on the event loop, over a LoopClient (store/loop_client.py)."""
+        results = await client.execute(*(self._command(*call) for call in calls))
+        unloaded = [i for i, result in enumerate(results) if isinstance(result, redis.exceptions.NoScriptError)]
+        if unloaded:
+            await client.execute(("SCRIPT", "LOAD", self.source))
+            for i, result in zip(unloaded, await client.execute(*(self._command(*calls[i]) for i in unloaded))):
+                results[i] = result
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+        return results
+
+    def _command(self, keys, args) -> tuple:
+        return ("EVALSHA", self.sha, len(keys), *keys, *args)
+
     def rerun_unloaded(self, client: redis.Redis, results: list, calls: list[tuple[list, list]]) -> list:
         """The answers of queued calls of this script: raise the first real error; rerun only
         the calls the server did not know the script for (every other command already ran,
