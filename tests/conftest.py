@@ -1,12 +1,18 @@
 """Fixtures: a real redis-server per test session, flushed before every test."""
 import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 
 from analytics import sites
 from analytics.store import connection
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, free_port
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -86,3 +92,38 @@ def make_site(db):
 @pytest.fixture
 def site(make_site):
     return make_site()[0]
+
+
+@pytest.fixture
+def front_server(transactional_db, redis_server, tmp_path):
+    """`make run`'s web server (granian + config.buffered), one worker, on the test Redis."""
+    port = free_port()
+    env = dict(
+        os.environ,
+        REDIS_URL=redis_server.url,
+        REDIS_CLUSTER_URL=settings.REDIS_CLUSTER_URL,  # (the data's cluster, when the suite runs on one)
+        DATABASE_URL=f"sqlite:///{settings.DATABASES['default']['NAME']}",
+        TALLY_VAR_DIR=str(tmp_path),
+        ALLOWED_HOSTS="127.0.0.1",
+        TRUSTED_PROXIES="127.0.0.1",
+        TALLY_BODY_TIMEOUT="2",
+    )
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "granian"), "--interface", "rsgi", "--host", "127.0.0.1", "--port",
+         str(port), "--workers", "1", "--log-level", "warning", "--no-ws", "config.buffered:application"],
+        cwd=Path(__file__).resolve().parent.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/api/event", timeout=1)
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                threading.Event().wait(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -5,15 +5,12 @@ import asyncio
 import io
 import json
 import os
-import subprocess
-import sys
 import threading
 import urllib.request
 from pathlib import Path
 
 import pytest
 import redis
-from django.conf import settings as django_settings
 from redis.cluster import RedisCluster
 
 from analytics.api.ingest import single_event
@@ -25,7 +22,6 @@ from analytics.store.limits import Limited
 from analytics.store.scripts import INBOX_PUSH, RECORD_BATCH
 from tests.faults import ReplyDroppingProxy
 from tests.front_client import run_loop
-from tests.redis_server import free_port
 
 BASE = Path(__file__).resolve().parent.parent
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
@@ -270,40 +266,6 @@ def test_rate_limits_stay_per_event_inside_a_group(site, r, settings, in_loop):
     assert outcomes[6:] == [WRITTEN] * 4  # other clients in the same group are not held back
     flush(r, site)
     assert pageviews(r, site) == 7
-
-
-@pytest.fixture
-def front_server(transactional_db, redis_server, tmp_path):
-    """`make run`'s web server (granian + config.buffered), one worker, on the test Redis."""
-    port = free_port()
-    env = dict(
-        os.environ,
-        REDIS_URL=redis_server.url,
-        REDIS_CLUSTER_URL=django_settings.REDIS_CLUSTER_URL,  # (the data's cluster, when the suite runs on one)
-        DATABASE_URL=f"sqlite:///{django_settings.DATABASES['default']['NAME']}",
-        TALLY_VAR_DIR=str(tmp_path),
-        ALLOWED_HOSTS="127.0.0.1",
-        TRUSTED_PROXIES="127.0.0.1",
-    )
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "granian"), "--interface", "asgi", "--host", "127.0.0.1", "--port",
-         str(port), "--workers", "1", "--log-level", "warning", "--no-ws", "config.buffered:application"],
-        cwd=BASE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/api/event", timeout=1)
-            except urllib.error.HTTPError:
-                break
-            except OSError:
-                threading.Event().wait(0.1)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 @pytest.mark.slow

@@ -30,13 +30,13 @@ ALLOWED = ("POST", "OPTIONS")
 
 # What Django's CORS decorator and SecurityMiddleware add to this endpoint's answers.
 _COMMON = [
-    *((name.lower().encode(), value.encode()) for name, value in CORS_HEADERS.items()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", settings.SECURE_REFERRER_POLICY.encode()),
-    (b"cross-origin-opener-policy", b"same-origin"),
+    *((name.lower(), value) for name, value in CORS_HEADERS.items()),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", settings.SECURE_REFERRER_POLICY),
+    ("cross-origin-opener-policy", "same-origin"),
 ]
-_TEXT = [(b"content-type", b"text/plain"), *_COMMON]
-_JSON = [(b"content-type", b"application/json"), *_COMMON]
+_TEXT = [("content-type", "text/plain"), *_COMMON]
+_JSON = [("content-type", "application/json"), *_COMMON]
 
 
 class EventFront:
@@ -52,21 +52,21 @@ class EventFront:
         """An error answer of this endpoint: JSON, with its CORS and security headers."""
         return _error(status, message, headers)
 
-    async def handle(self, scope, body: bytes):
-        """(status, headers, body) for a request to PATH whose whole body is `body`."""
-        method = scope["method"]
+    async def handle(self, request, body: bytes):
+        """(status, headers, body) for a request to PATH (config/buffered.py's Request)
+        whose whole body is `body`."""
+        method = request.method
         if method == "OPTIONS":
             return 204, list(_COMMON), b""
         if method not in ALLOWED:
             return _error(405, f"method {method} not allowed; use {', '.join(ALLOWED)}", {"Allow": ", ".join(ALLOWED)})
-        headers = _headers(scope)
+        headers = request.headers
         try:
             if len(body) > settings.MAX_EVENT_BODY:
                 raise ApiError(413, f"body too large: {len(body)} bytes, at most {settings.MAX_EVENT_BODY}")
-            body = decode_body(body, headers.get(b"content-encoding", b"").decode("latin-1"), settings.MAX_EVENT_BODY)
-            client = scope.get("client") or ("", 0)
-            ip = forwarded_client(client[0], headers.get(b"x-forwarded-for", b"").decode("latin-1"))
-            user_agent = headers.get(b"user-agent", b"").decode("latin-1")
+            body = decode_body(body, headers.get("content-encoding", ""), settings.MAX_EVENT_BODY)
+            ip = forwarded_client(request.client[0], headers.get("x-forwarded-for", ""))
+            user_agent = headers.get("user-agent", "")
             try:
                 accepted = single_event(body, user_agent, ip)
             except SynchronousOnlyOperation:  # a site not in this process's cache: read it in a thread
@@ -92,21 +92,12 @@ class EventFront:
             if isinstance(outcome, BaseException):
                 raise outcome
             if outcome == SPOOLED and not extra:
-                extra.append((SPOOLED_HEADER.lower().encode(), b"1"))
+                extra.append((SPOOLED_HEADER.lower(), "1"))
         if accepted.bot:
-            extra.append((DROPPED_HEADER.lower().encode(), b"bot"))
+            extra.append((DROPPED_HEADER.lower(), "bot"))
         return 202, [*_TEXT, *extra], b"ok"
 
 
-def _headers(scope) -> dict[bytes, bytes]:
-    """The request's headers by lower-case name; repeated ones joined with commas."""
-    found: dict[bytes, bytes] = {}
-    for name, value in scope["headers"]:
-        name = name.lower()
-        found[name] = found[name] + b"," + value if name in found else value
-    return found
-
-
 def _error(status: int, message: str, headers: dict | None = None):
-    extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
+    extra = [(name.lower(), value) for name, value in (headers or {}).items()]
     return status, [*_JSON, *extra], orjson.dumps({"error": message})

@@ -125,13 +125,27 @@ def forwarded_client(remote: str, forwarded_for: str) -> str:
 def is_trusted_proxy(address: str) -> bool:
     """Is this address one of TRUSTED_PROXIES (whose forwarding headers we believe)?"""
     networks = settings.TRUSTED_PROXIES
-    return bool(networks) and _in_networks(address, tuple(networks))
+    if not networks:
+        return False
+    global _trusted_for, _trusted
+    if networks is not _trusted_for:  # (the setting changed: a test's override)
+        _trusted_for, _trusted = networks, {}
+    known = _trusted.get(address)
+    if known is None:
+        if len(_trusted) >= 4096:
+            _trusted.clear()
+        known = _trusted[address] = _in_networks(address, networks)
+    return known
 
 
-@functools.lru_cache(maxsize=4096)
-def _in_networks(address: str, networks: tuple) -> bool:
-    """(Cached: parsing addresses was a twentieth of a single event's time, and the
-    socket's address, a proxy's, is the same on every request.)"""
+# Addresses already checked, for the TRUSTED_PROXIES list they were checked against:
+# parsing addresses was a twentieth of a single event's time, hashing the networks for a
+# cache key another fortieth, and the socket's address, a proxy's, is the same on every
+# request.
+_trusted_for, _trusted = None, {}
+
+
+def _in_networks(address: str, networks) -> bool:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:

@@ -1,0 +1,90 @@
+"""The web front `make run` serves (config/buffered.py over granian's RSGI interface): bodies
+refused as soon as they pass the limit or take too long, and requests read the same way
+whichever interface served them (RSGI under `make run`, ASGI under any other server)."""
+import json
+import socket
+import time
+from urllib.parse import urlsplit
+
+import pytest
+
+from config.buffered import Request
+
+def exchange(url: str, head: bytes, body: bytes, wait: float = 10) -> bytes:
+    """Send a request's head and (part of) its body on a raw socket; what comes back."""
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=wait) as s:
+        s.sendall(head + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < _length(answer):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+def _length(answer: bytes) -> int:
+    for line in answer.partition(b"\r\n\r\n")[0].split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
+
+
+def head(path: str, length: int) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 Firefox/128.0\r\n"
+            f"Content-Type: text/plain\r\nContent-Length: {length}\r\n\r\n").encode()
+
+
+@pytest.mark.slow
+def test_a_body_past_the_limit_is_refused_before_it_is_whole(front_server, site):
+    started = time.monotonic()
+    answer = exchange(front_server, head("/api/event", 50_000_000), b"x" * 200_000)  # (most of it never sent)
+    status, _, rest = answer.partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 413"), answer[:200]
+    headers, _, body = rest.partition(b"\r\n\r\n")
+    assert b"access-control-allow-origin: *" in headers.lower()
+    assert "body too large" in json.loads(body)["error"]
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.slow
+def test_a_body_slower_than_the_timeout_is_refused_with_408(front_server, site):
+    event = json.dumps({"name": "pageview", "url": "https://example.com/", "domain": "example.com"}).encode()
+    started = time.monotonic()
+    answer = exchange(front_server, head("/api/event", len(event)), event[:10])  # the rest never comes
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert "took more than 2s" in answer.decode()
+    assert 1.5 < time.monotonic() - started < 8
+
+
+class RsgiHeaders:
+    """The shape of granian's RSGIHeaders: items() in arrival order, names lower-case."""
+
+    def __init__(self, pairs):
+        self.pairs = pairs
+
+    def items(self):
+        return list(self.pairs)
+
+
+class RsgiScope:
+    proto, method, path, query_string, scheme, http_version = "http", "POST", "/api/event", "a=1", "http", "1.1"
+
+    def __init__(self, client: str, pairs):
+        self.client, self.server, self.headers = client, "127.0.0.1:8000", RsgiHeaders(pairs)
+
+
+def test_both_interfaces_read_a_request_alike():
+    pairs = [("x-forwarded-for", "198.51.100.1"), ("cookie", "a=1"), ("x-forwarded-for", "203.0.113.9"), ("cookie", "b=2")]
+    rsgi = Request.from_rsgi(RsgiScope("[2001:db8::5]:51000", pairs))
+    asgi = Request.from_asgi({
+        "method": "POST", "path": "/api/event", "query_string": b"a=1", "scheme": "http", "http_version": "1.1",
+        "client": ("2001:db8::5", 51000), "server": ("127.0.0.1", 8000),
+        "headers": [(name.encode(), value.encode()) for name, value in pairs],
+    })
+    assert rsgi == asgi
+    # a repeated X-Forwarded-For is one list (the last untrusted address is the client), cookies one header
+    assert rsgi.headers == {"x-forwarded-for": "198.51.100.1,203.0.113.9", "cookie": "a=1; b=2"}
+    assert rsgi.client == ("2001:db8::5", 51000)
