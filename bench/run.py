@@ -11,8 +11,8 @@ Everything runs against one fresh server started here, the one tests and `make r
   Doist's bitmapist `mark_event` (per call, and pipelined 1,000 calls at a time) in its
   own virtualenv (it pins redis-py < 6);
 * over HTTP, one worker per core and wrk on the same two cores: 1,000-event batches to
-  `/api/v1/events` and single events to `/api/event`, Tally served as `make run` serves it
-  (granian + config/buffered.py) and, as the "before" row, on gunicorn sync workers, each
+  `/api/v1/events` and single events to `/api/event` at 8, 16 and 32 connections, Tally
+  served as `make run` serves it (granian's RSGI + config/buffered.py) and, as the "before" row, on gunicorn sync workers, each
   beside a bare WSGI app doing a plain redis-py pipeline per request on gunicorn sync
   workers (bench/reference_app.py).
 
