@@ -10,6 +10,7 @@ import pytest
 
 from config.buffered import Request
 
+
 def exchange(url: str, head: bytes, body: bytes, wait: float = 10) -> bytes:
     """Send a request's head and (part of) its body on a raw socket; what comes back."""
     parts = urlsplit(url)

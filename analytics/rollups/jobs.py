@@ -35,6 +35,7 @@ from ..store import keys
 from ..store.locks import held
 from ..store.scratch import scratch
 from . import expiry
+from .compaction import compact_days
 from .expiry import earliest_day
 from .periods import merge_periods
 from .windows import week_unions
@@ -81,6 +82,7 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
         summary.day_cohorts, summary.week_cohorts = len(day_cohorts), len(week_cohorts)
 
     expiry.apply(r, site, [day for day in days if day < today])
+    compact_days(r, site.pk, days)
     return summary
 
 
