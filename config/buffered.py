@@ -12,8 +12,8 @@ as soon as it passes the limit; one that takes longer than BODY_TIMEOUT is refus
 (analytics/api/event_front.py).
 
 Served by granian's own RSGI interface (`config.buffered:application`, see config/runner.py):
-measured, 5,109 single events a second at 16 connections against 4,516 through its ASGI
-interface, the web worker's CPU 187 µs a request against 237. The same object is an ASGI
+measured, 4,669 single events a second at 16 connections against ~4,200 through its ASGI
+interface, the web worker's CPU 204 µs a request against 251. The same object is an ASGI
 app for any other server.
 """
 import asyncio
@@ -93,7 +93,7 @@ def _address(text: str, default_port: int) -> tuple[str, int]:
 class BufferedWSGI:
     """The application object: granian's RSGI (`__rsgi__`, what `make run` serves) or
     ASGI (`__call__`, for any other server). Both read the whole body, then answer the
-    same way (`_answer`)."""
+    same way (`_read_and_answer`)."""
 
     def __init__(self, wsgi_app, max_body: int, threads: int = THREADS, body_timeout: float = BODY_TIMEOUT):
         self.app = wsgi_app
