@@ -19,6 +19,7 @@ import orjson
 from django.conf import settings
 from django.core.exceptions import SynchronousOnlyOperation
 
+from ..ingest import visit
 from ..ingest.group_commit import SPOOLED, Entry, GroupCommit
 from ..ingest.spool import StorageUnavailable
 from ..store.limits import Limited
@@ -46,6 +47,7 @@ class EventFront:
         self.django_pool = django_pool  # where a check that reads the database runs
         self.commit = GroupCommit()
         self.max_body = settings.MAX_EVENT_BODY  # bytes on the wire: the front stops reading past them
+        visit.warm_up()  # (each worker loads its parsers and databases before it serves)
 
     @staticmethod
     def error(status: int, message: str, headers: dict | None = None):
