@@ -5,7 +5,7 @@ changes the list) with the demo's realistic mixes (countries by address,
 User-Agents, referrers and campaigns, screen widths), 1 to 6 pageviews a visit over a few
 minutes, sent in time order in 1,000-event batches through ingest.record(). Memory by key
 family is MEMORY USAGE per key (analytics.keyspace, as the admin shows it), once the day's
-bitmaps are compacted as the rollups leave them (rollups/compaction.py); the totals are
+bitmaps are compacted as the rollups leave a closed day (rollups/compaction.py); the totals are
 INFO used_memory after minus before, as ingested and compacted.
 
 The model (model()) adds a site-year with the expiry policy's defaults: a day's keys are
@@ -56,12 +56,12 @@ def run(r, say, visitors: int = VISITORS) -> tuple[list[tuple], int, int]:
     for i in range(0, len(hits), BATCH):
         record(r, info, hits[i : i + BATCH], now=now)
     ingested = r.info("memory")["used_memory"] - before
-    compact_days(r, site.pk, [info.today()])  # (what the rollups do to the day's bitmaps: rollups/compaction.py)
+    compact_days(r, site.pk, [info.today()])  # (what the rollups do to a closed day's bitmaps: rollups/compaction.py)
     total = r.info("memory")["used_memory"] - before
     families = memory_today(r, info)
     rows = [(family, f"{n:,}", f"{size / 1e6:.2f}", f"{size / visitors:,.1f}") for family, (n, size) in families.items()]
     rows.append(("all (INFO used_memory), as ingested", f"{r.dbsize():,}", f"{ingested / 1e6:.2f}", f"{ingested / visitors:,.1f}"))
-    rows.append(("all, bitmaps compacted (as the rollups leave them)", "", f"{total / 1e6:.2f}", f"{total / visitors:,.1f}"))
+    rows.append(("all, bitmaps compacted (as the rollups leave a closed day)", "", f"{total / 1e6:.2f}", f"{total / visitors:,.1f}"))
     kept = total - families[OPEN_VISITS][1]
     rows.append(("all but the open visits (they expire in 1.5 h)", "", f"{kept / 1e6:.2f}", f"{kept / visitors:,.1f}"))
     return rows, len(hits), visitors, families

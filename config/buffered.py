@@ -55,6 +55,7 @@ class Request(NamedTuple):
     scheme: str
     http_version: str
     root_path: str = ""
+    unreadable: frozenset = frozenset()  # header names whose values the server could not hand over
 
     @classmethod
     def from_asgi(cls, scope) -> "Request":
@@ -67,10 +68,19 @@ class Request(NamedTuple):
 
     @classmethod
     def from_rsgi(cls, scope) -> "Request":
+        """(granian hands over only header values of visible ASCII: a header it held back
+        is listed in `unreadable`, and the event front refuses requests whose headers it
+        reads are among them, where ASGI would have read the bytes as latin-1.)"""
+        items = scope.headers.items()
+        headers = _joined(items)
+        unreadable = frozenset(name for name in scope.headers.keys() if name not in headers)
         return cls(
-            scope.method, scope.path, scope.query_string, _joined(scope.headers.items()),
-            _address(scope.client, 0), _address(scope.server, 80), scope.scheme, scope.http_version,
+            scope.method, scope.path, scope.query_string, headers, _address(scope.client, 0), _address(scope.server, 80),
+            scope.scheme, _HTTP_VERSIONS.get(scope.http_version, scope.http_version), unreadable=unreadable,
         )
+
+
+_HTTP_VERSIONS = {"1": "1.0"}  # (RSGI's names, as WSGI's SERVER_PROTOCOL spells them)
 
 
 def _joined(pairs) -> dict[str, str]:
@@ -109,10 +119,11 @@ class BufferedWSGI:
             return
         request = Request.from_rsgi(scope)
         length = request.headers.get("content-length", "")
-        # A declared length within the limit: the body in one call (iterating over the
-        # protocol's chunks costs the front a tenth of its time); else chunk by chunk.
-        whole = proto if length.isdigit() and int(length) <= self._limit(request) else None
-        answer = await self._read_and_answer(request, proto, whole)
+        # A declared length within the limit (and no chunked framing): the body in one call
+        # (iterating over the protocol's chunks costs the front a tenth of its time); else
+        # chunk by chunk, refused as soon as it passes the limit.
+        one_call = length.isdigit() and int(length) <= self._limit(request) and "transfer-encoding" not in request.headers
+        answer = await self._read_and_answer(request, proto, proto if one_call else None)
         if answer is not None:
             try:
                 proto.response_bytes(*answer)
@@ -144,6 +155,8 @@ class BufferedWSGI:
         try:
             async with asyncio.timeout(self.body_timeout):  # (cheaper than wait_for: no task of its own)
                 body = await whole() if whole is not None else await _whole(chunks, limit)
+            if whole is not None and len(body) != int(request.headers["content-length"]):
+                return None  # (the client went away before the body was whole)
         except TooLarge:
             return refuse(413, f"body too large: more than {limit} bytes")
         except TimeoutError:

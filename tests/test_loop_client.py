@@ -79,3 +79,14 @@ def test_a_killed_server_is_a_connection_error_and_a_restarted_one_is_used_again
 def test_it_serves_only_plain_and_unix_urls():
     assert LoopClient.for_url("rediss://example.com:6380/0", timeout=1) is None
     assert LoopClient.for_url("redis://127.0.0.1:6379/0", timeout=1) is not None
+
+
+def test_a_command_it_cannot_send_leaves_the_connection_in_step(server):
+    client = LoopClient.for_url(server.url, timeout=5)
+
+    async def go():
+        with pytest.raises(TypeError):
+            await client.execute(("SET", "k", None))  # (hiredis packs no None: nothing is sent)
+        return await client.execute(("ECHO", "mine"))
+
+    assert run(go) == [b"mine"]

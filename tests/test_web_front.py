@@ -60,14 +60,30 @@ def test_a_body_slower_than_the_timeout_is_refused_with_408(front_server, site):
     assert 1.5 < time.monotonic() - started < 8
 
 
+@pytest.mark.slow
+def test_a_header_the_server_cannot_hand_over_is_refused_by_name(front_server, site):
+    """granian passes only visible-ASCII header values; a User-Agent or X-Forwarded-For it
+    held back must not turn into "no User-Agent" or "no proxy hop" unnoticed."""
+    event = json.dumps({"name": "pageview", "url": "https://example.com/", "domain": "example.com"}).encode()
+    raw = (b"POST /api/event HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 Firefox/128.0\r\n"
+           b"X-Forwarded-For: \xfc, 203.0.113.9\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(event))
+    answer = exchange(front_server, raw, event)
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert json.loads(answer.partition(b"\r\n\r\n")[2]) == {"error": "header x-forwarded-for has bytes outside visible ASCII"}
+
+
 class RsgiHeaders:
-    """The shape of granian's RSGIHeaders: items() in arrival order, names lower-case."""
+    """The shape of granian's RSGIHeaders: items() in arrival order, names lower-case;
+    keys() names every header, items() only those with visible-ASCII values."""
 
     def __init__(self, pairs):
         self.pairs = pairs
 
     def items(self):
-        return list(self.pairs)
+        return [(name, value) for name, value in self.pairs if value.isascii()]
+
+    def keys(self):
+        return [name for name, _ in self.pairs]
 
 
 class RsgiScope:
@@ -89,3 +105,12 @@ def test_both_interfaces_read_a_request_alike():
     # a repeated X-Forwarded-For is one list (the last untrusted address is the client), cookies one header
     assert rsgi.headers == {"x-forwarded-for": "198.51.100.1,203.0.113.9", "cookie": "a=1; b=2"}
     assert rsgi.client == ("2001:db8::5", 51000)
+    assert not rsgi.unreadable
+
+
+def test_rsgi_names_http_1_0_and_the_headers_it_could_not_read():
+    scope = RsgiScope("203.0.113.9:4000", [("user-agent", "Mozilla \u00fc"), ("accept", "*/*")])
+    scope.http_version = "1"
+    request = Request.from_rsgi(scope)
+    assert request.http_version == "1.0"
+    assert request.unreadable == {"user-agent"} and "user-agent" not in request.headers

@@ -36,6 +36,7 @@ _COMMON = [
     ("referrer-policy", settings.SECURE_REFERRER_POLICY),
     ("cross-origin-opener-policy", "same-origin"),
 ]
+_READ = frozenset({"user-agent", "x-forwarded-for", "content-encoding"})  # the headers the front reads
 _TEXT = [("content-type", "text/plain"), *_COMMON]
 _JSON = [("content-type", "application/json"), *_COMMON]
 
@@ -64,6 +65,8 @@ class EventFront:
             return _error(405, f"method {method} not allowed; use {', '.join(ALLOWED)}", {"Allow": ", ".join(ALLOWED)})
         headers = request.headers
         try:
+            if request.unreadable & _READ:
+                raise ApiError(400, f"header {sorted(request.unreadable & _READ)[0]} has bytes outside visible ASCII")
             if len(body) > settings.MAX_EVENT_BODY:
                 raise ApiError(413, f"body too large: {len(body)} bytes, at most {settings.MAX_EVENT_BODY}")
             body = decode_body(body, headers.get("content-encoding", ""), settings.MAX_EVENT_BODY)

@@ -124,25 +124,27 @@ def forwarded_client(remote: str, forwarded_for: str) -> str:
 
 def is_trusted_proxy(address: str) -> bool:
     """Is this address one of TRUSTED_PROXIES (whose forwarding headers we believe)?"""
+    global _trusted
     networks = settings.TRUSTED_PROXIES
     if not networks:
         return False
-    global _trusted_for, _trusted
-    if networks is not _trusted_for:  # (the setting changed: a test's override)
-        _trusted_for, _trusted = networks, {}
-    known = _trusted.get(address)
-    if known is None:
-        if len(_trusted) >= 4096:
-            _trusted.clear()
-        known = _trusted[address] = _in_networks(address, networks)
-    return known
+    checked_for, known = _trusted
+    if checked_for is not networks:  # (the setting changed: a test's override)
+        known = {}
+        _trusted = (networks, known)  # (one assignment: a thread never mixes two lists' answers)
+    answer = known.get(address)
+    if answer is None:
+        if len(known) >= 4096:
+            known.clear()
+        answer = known[address] = _in_networks(address, networks)
+    return answer
 
 
 # Addresses already checked, for the TRUSTED_PROXIES list they were checked against:
 # parsing addresses was a twentieth of a single event's time, hashing the networks for a
 # cache key another fortieth, and the socket's address, a proxy's, is the same on every
 # request.
-_trusted_for, _trusted = None, {}
+_trusted: tuple = (None, {})
 
 
 def _in_networks(address: str, networks) -> bool:

@@ -117,7 +117,7 @@ class GroupCommit:
         loop = asyncio.get_running_loop()
         now = datetime.now(UTC)
         stream = inbox.STREAM
-        with stream.lock:  # (numbered here, sent in this order: the pushes of a process go one at a time)
+        with stream.lock:  # (numbered here; sent below, before the next group is numbered: see inbox.Stream)
             groups, calls = _push_calls(entries, stream, now)
         try:
             answers = await inbox.push_many_in_loop(self._client, calls)

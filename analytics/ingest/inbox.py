@@ -54,8 +54,11 @@ MARK_PREFIX = "inbox."  # a push's own marks (the spool replays such a call into
 
 class Stream:
     """This process's pushes, numbered (inbox_push.lua says why): `mark()` numbers the next
-    push, `broken()` starts a new stream after a push whose answer never came. Pushes are
-    made one at a time under `lock` (group commit's one writer thread holds it anyway)."""
+    push, `broken()` starts a new stream after a push whose answer never came. Pushes must
+    reach Redis in the order of their numbers (a later number applied first makes the
+    earlier one look like a repeat): group commit numbers them under `lock` and sends one
+    group at a time, from its thread or from the event loop over one connection
+    (group_commit.py), never both at once."""
 
     def __init__(self):
         self.lock = threading.Lock()

@@ -3,10 +3,11 @@
 A day's bitmaps (active and new visitors, and the filter bitmaps of its top values) grow
 bit by bit as new visitor ids arrive, and the server reserves room ahead of each growth:
 measured, a day of 300,000 new visitors held its 97 filter bitmaps in ~1.7 times their
-length. The rollups run this on the days they roll (today and yesterday every few
-minutes, closed days once more when final): a bitmap whose slack is worth it is copied
-at its exact length. Today's may grow again; a closed day's stay compact for the months
-they are kept. Only the slack is touched: every bit stays as it was.
+length. The rollups run this on the closed days they roll (yesterday, every few minutes
+until it is final, and backfilled days): a bitmap whose slack is worth it is copied at
+its exact length, once, and stays compact for the months it is kept. Not today's: they
+would grow their slack back, and each copy is written to the append-only file whole.
+Only the slack is touched: every bit stays as it was.
 """
 from datetime import date
 

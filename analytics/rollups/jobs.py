@@ -16,6 +16,7 @@ the range asked): rollups can run in any order. Scratch keys get a TTL and are u
 even when a job fails. Days whose raw keys may have expired (older than the site's
 `keep_daily_days`) are never recomputed: their stored rows are the record.
 """
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -39,6 +40,8 @@ from .compaction import compact_days
 from .expiry import earliest_day
 from .periods import merge_periods
 from .windows import week_unions
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -81,8 +84,12 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
         _store_retention(site, "week", retention(r, info, "week", week_cohorts, monday(today), tmp))
         summary.day_cohorts, summary.week_cohorts = len(day_cohorts), len(week_cohorts)
 
-    expiry.apply(r, site, [day for day in days if day < today])
-    compact_days(r, site.pk, days)
+    closed = [day for day in days if day < today]
+    expiry.apply(r, site, closed)
+    try:
+        compact_days(r, site.pk, closed)
+    except redis.exceptions.ResponseError:  # (a managed Redis may refuse MEMORY: the bitmaps just keep their slack)
+        log.warning("compacting the bitmaps of site %s failed", site.pk, exc_info=True)
     return summary
 
 

@@ -10,8 +10,8 @@ hiredis's packer on an asyncio transport and reads the replies with hiredis's pa
 (the worker's CPU from 457 to 333 µs a request).
 
 What it does not do, by design: cluster routing, TLS, RESP3, pub/sub, retries. `for_url()`
-returns None for a URL it cannot serve (a cluster, rediss://) and the caller stays on
-redis-py. Errors are redis-py's exception classes, so the callers' `OUTAGE` handling
+returns None for a URL it cannot serve (rediss://, any other scheme), and
+connection.new_loop_client() None on a cluster: the caller then stays on redis-py. Errors are redis-py's exception classes, so the callers' `OUTAGE` handling
 (store/connection.py) and NOSCRIPT fallback work unchanged. A command that times out
 closes the connection (its reply may still come, and would answer the next command), and
 the next command connects again.
@@ -27,8 +27,10 @@ import redis
 class LoopClient:
     """Commands pipelined on one connection, answered in order; made for one event loop."""
 
-    def __init__(self, connect, password: str | None, username: str | None, db: int, timeout: float):
+    def __init__(self, connect, password: str | None, username: str | None, db: int, timeout: float,
+                 connect_timeout: float = 2.0):
         self._connect = connect  # a coroutine function: (transport, protocol) of a new connection
+        self.connect_timeout = min(connect_timeout, timeout)  # (redis-py's socket_connect_timeout here: 2 s)
         self._hello = [("AUTH", *((username,) if username else ()), password)] if password else []
         if db:
             self._hello.append(("SELECT", db))
@@ -60,9 +62,9 @@ class LoopClient:
         """Send the commands in one write; their replies, in order (a command's error reply
         comes back as its redis-py exception, not raised). Raises redis-py's ConnectionError
         or TimeoutError when the connection fails or no reply comes in time."""
+        payload = b"".join(hiredis.pack_command(command) for command in commands)  # (first: a bad argument sends nothing)
         protocol = await self._connection()
-        futures = [protocol.expect() for _ in commands]
-        protocol.transport.write(b"".join(hiredis.pack_command(command) for command in commands))
+        futures = protocol.send(payload, len(commands))
         try:
             async with asyncio.timeout(self.timeout):
                 replies = [await future for future in futures]
@@ -76,32 +78,39 @@ class LoopClient:
             self._drop(self._protocol, redis.exceptions.ConnectionError("closed"))
 
     async def _connection(self) -> "_Replies":
-        if self._protocol is not None and not self._protocol.lost:
-            return self._protocol
+        protocol = self._protocol
+        if protocol is not None and not protocol.lost and not protocol.transport.is_closing():
+            return protocol
         if self._connecting is None:  # (one connect for every command that waits for it)
             self._connecting = asyncio.ensure_future(self._open())
-        try:
-            return await asyncio.shield(self._connecting)
-        finally:
-            if self._connecting is not None and self._connecting.done():
-                self._connecting = None
+            self._connecting.add_done_callback(self._connected)
+        return await asyncio.shield(self._connecting)
+
+    def _connected(self, connecting: asyncio.Future):
+        if self._connecting is connecting:
+            self._connecting = None
+        if not connecting.cancelled():
+            connecting.exception()  # (retrieved: the waiters, if any, get it too)
 
     async def _open(self) -> "_Replies":
+        protocol = None
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(self.connect_timeout):
                 _, protocol = await self._connect()
                 if self._hello:
-                    futures = [protocol.expect() for _ in self._hello]
-                    protocol.transport.write(b"".join(hiredis.pack_command(command) for command in self._hello))
-                    for future in futures:
+                    payload = b"".join(hiredis.pack_command(command) for command in self._hello)
+                    for future in protocol.send(payload, len(self._hello)):
                         reply = await future
                         if isinstance(reply, hiredis.ReplyError):
-                            protocol.transport.close()
                             raise redis.exceptions.AuthenticationError(str(reply))
-        except OSError as e:
-            raise redis.exceptions.ConnectionError(f"Error connecting from the event loop: {e}") from None
-        except TimeoutError:
-            raise redis.exceptions.TimeoutError("Timeout connecting from the event loop") from None
+        except BaseException as e:
+            if protocol is not None:
+                protocol.transport.close()
+            if isinstance(e, OSError):
+                raise redis.exceptions.ConnectionError(f"Error connecting from the event loop: {e}") from None
+            if isinstance(e, TimeoutError):
+                raise redis.exceptions.TimeoutError("Timeout connecting from the event loop") from None
+            raise
         self._protocol = protocol
         return protocol
 
@@ -124,12 +133,20 @@ class _Replies(asyncio.Protocol):
     def connection_made(self, transport):
         self.transport = transport
 
-    def expect(self) -> asyncio.Future:
-        if self.lost:
+    def send(self, payload: bytes, replies: int) -> list[asyncio.Future]:
+        """Write `payload` (that many commands); one future per reply to come."""
+        if self.lost or self.transport.is_closing():
             raise redis.exceptions.ConnectionError("the event loop's connection was lost")
-        future = asyncio.get_running_loop().create_future()
-        self.waiting.append(future)
-        return future
+        try:
+            self.transport.write(payload)
+        except (OSError, RuntimeError) as e:  # (uvloop: a write after the peer closed, before connection_lost)
+            self.fail(redis.exceptions.ConnectionError(f"the event loop's connection was lost: {e}"))
+            self.transport.close()
+            raise redis.exceptions.ConnectionError(f"the event loop's connection was lost: {e}") from None
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in range(replies)]
+        self.waiting.extend(futures)
+        return futures
 
     def data_received(self, data: bytes):
         self.reader.feed(data)
@@ -148,6 +165,7 @@ class _Replies(asyncio.Protocol):
             future = self.waiting.popleft()
             if not future.done():
                 future.set_exception(error)
+                future.exception()  # (retrieved: a waiter that gave up meanwhile logs nothing)
 
 
 def _error(reply: hiredis.ReplyError) -> Exception:
