@@ -123,7 +123,7 @@ class BufferedWSGI:
         # (iterating over the protocol's chunks costs the front a tenth of its time); else
         # chunk by chunk, refused as soon as it passes the limit.
         one_call = length.isdigit() and int(length) <= self._limit(request) and "transfer-encoding" not in request.headers
-        answer = await self._read_and_answer(request, proto, proto if one_call else None)
+        answer = await self._read_and_answer(request, _RsgiBody(proto), proto if one_call else None)
         if answer is not None:
             try:
                 proto.response_bytes(*answer)
@@ -224,6 +224,28 @@ class _AsgiBody:
             raise Disconnected
         self.more = message.get("more_body", False)
         return message.get("body", b"")
+
+
+class _RsgiBody:
+    """An RSGI request's body chunks. granian (2.8) ends a body the same way whether it came
+    whole or the client went away mid-body, but for one thing: a body cut short yields a
+    second empty chunk after the one that ends it (tests/test_web_front.py holds it to
+    that). Without this, a batch cut short would be counted in part."""
+
+    def __init__(self, proto):
+        self.proto, self.chunks, self.ended = proto, None, False
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.chunks is None:  # (not before: a body read in one call never iterates)
+            self.chunks = self.proto.__aiter__()
+        chunk = await self.chunks.__anext__()
+        if self.ended:
+            raise Disconnected
+        self.ended = not chunk
+        return chunk
 
 
 async def _whole(chunks, limit: int) -> bytes:

@@ -114,3 +114,27 @@ def test_rsgi_names_http_1_0_and_the_headers_it_could_not_read():
     request = Request.from_rsgi(scope)
     assert request.http_version == "1.0"
     assert request.unreadable == {"user-agent"} and "user-agent" not in request.headers
+
+
+@pytest.mark.slow
+def test_a_batch_cut_short_mid_body_counts_nothing(front_server, make_site, r):
+    """A chunked batch whose client goes away mid-body is not counted in part (the client
+    never heard back, so it will send the batch again)."""
+    site, key = make_site("cut.example")
+    lines = b"".join(json.dumps({"url": f"https://cut.example/p{i}", "visitor": f"v{i}"}).encode() + b"\n" for i in range(50))
+    parts = urlsplit(front_server)
+    with socket.create_connection((parts.hostname, parts.port)) as s:
+        s.sendall(f"POST /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+                  "Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+                  + b"%x\r\n" % len(lines) + lines[: len(lines) // 2])  # half a chunk, then gone
+        time.sleep(0.3)
+    time.sleep(1.0)
+    whole = b"%x\r\n%s\r\n0\r\n\r\n" % (len(lines), lines)
+    answer = exchange(front_server, (f"POST /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+                                     "Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n").encode(), whole)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["accepted"] == 50
+    from analytics.sites import SiteInfo
+    from analytics.store import keys
+
+    assert int(r.get(keys.pageviews(site.pk, SiteInfo.from_model(site).today())) or 0) == 50  # the cut one: none
