@@ -159,7 +159,10 @@ DOCUMENT = {
                         "headers": {"X-Tally-Dropped": {"schema": {"type": "string"}}, "X-Tally-Spooled": {"schema": {"type": "string"}}},
                         "content": {"text/plain": {"schema": {"type": "string", "const": "ok"}}},
                     },
-                    "400": _error("Malformed JSON, wrong types, a bad url, an unknown domain, no User-Agent."),
+                    "400": _error(
+                        "Malformed JSON, wrong types, a bad url, an unknown domain, no User-Agent, or a User-Agent, "
+                        "X-Forwarded-For or Content-Encoding with bytes outside visible ASCII (the message names the header)."
+                    ),
                     "405": _error("Not POST."),
                     "413": _error("Body over the limit (64 KB)."),
                     **INGEST_ERRORS,
