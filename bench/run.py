@@ -219,7 +219,7 @@ class _WithDrainer:
     """granian and the inbox drainer beside it, as `make run` starts them: stopped together."""
 
     def __init__(self, web: subprocess.Popen, drainer: subprocess.Popen):
-        self.web, self.drainer, self.pid = web, drainer, web.pid
+        self.web, self.drainer = web, drainer
 
     def terminate(self):
         self.web.terminate()

@@ -106,6 +106,16 @@ def test_events_submitted_together_are_one_push_and_all_counted_by_the_drain(sit
     assert all(pageviews(r, site, f"/p/{i}") == 1 for i in range(50))
 
 
+def test_a_push_after_the_servers_scripts_were_flushed_loads_it_and_counts_once(site, r, in_loop):
+    for server in servers(r):
+        server.script_flush()
+    commit = idle_commit(in_loop=in_loop)
+    assert submit_all(commit, entries(20)) == [WRITTEN] * 20
+    assert r.llen(keys.inbox(site.pk)) == 20  # (the NOSCRIPT call was run again, once)
+    flush(r, site)
+    assert pageviews(r, site) == 20
+
+
 def test_the_drainer_counts_what_was_pushed_without_being_asked(site, r):
     assert submit_all(GroupCommit(), entries(30)) == [WRITTEN] * 30
     for _ in range(500):

@@ -89,7 +89,7 @@ class GroupCommit:
                 group, self._pending = self._pending[: self.max_group], self._pending[self.max_group :]
                 entries = [entry for entry, _ in group]
                 try:
-                    if self._client is not None and settings.INGEST_INBOX:
+                    if self.sends_from_loop:
                         outcomes = await self._push_in_loop(entries)
                     else:
                         outcomes = await loop.run_in_executor(self.executor, write_group, entries)
@@ -168,19 +168,16 @@ def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:
 
 def _push_group(r: redis.Redis, entries: list[Entry]) -> list:
     """write_group() into the inboxes: one push per site, all in one round trip."""
-    with inbox.STREAM.lock:
-        return _push_group_marked(r, entries, inbox.STREAM)
-
-
-def _push_group_marked(r: redis.Redis, entries: list[Entry], stream: inbox.Stream) -> list:
     now = datetime.now(UTC)
-    groups, calls = _push_calls(entries, stream, now)
-    try:
-        answers = inbox.push_many(r, calls)
-    except OUTAGE:
-        stream.broken()  # (these pushes' answers never came: they are their stream's last)
-        return _spool_groups(entries, groups, now)
-    return _push_outcomes(r, entries, groups, answers, now, stream)
+    stream = inbox.STREAM
+    with stream.lock:
+        groups, calls = _push_calls(entries, stream, now)
+        try:
+            answers = inbox.push_many(r, calls)
+        except OUTAGE:
+            stream.broken()  # (these pushes' answers never came: they are their stream's last)
+            return _spool_groups(entries, groups, now)
+        return _push_outcomes(r, entries, groups, answers, now, stream)
 
 
 def _push_calls(entries: list[Entry], stream: inbox.Stream, now: datetime) -> tuple[list, list]:

@@ -21,9 +21,10 @@ drainer takes it over whole, and the marks skip the chunks that were counted alr
 Privacy: an inbox event carries its visitor's digests (identity.py), worked out before the
 push; the IP address and User-Agent never reach Redis.
 
-Freshness: a drainer in each web process counts within DRAIN_DELAY of a push, reads of a
-site count its inbox first (flush()), and the beat job `drain_inboxes` counts what a web
-process left behind when it stopped.
+Freshness: a drainer counts within DRAIN_DELAY of a push (`manage.py drain_inboxes`, the
+process `make run` starts, or a thread in each web process), reads of a site count its
+inbox first (flush()), and so does each rollup task, which counts what a stopped web
+process left behind.
 """
 import logging
 import os

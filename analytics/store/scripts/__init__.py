@@ -44,14 +44,13 @@ class Script:
     async def run_in_loop(self, client, calls: list[tuple[list, list]]) -> list:
         """run_many() on the event loop, over a LoopClient (store/loop_client.py)."""
         results = await client.execute(*(self._command(*call) for call in calls))
-        unloaded = [i for i, result in enumerate(results) if isinstance(result, redis.exceptions.NoScriptError)]
+        unloaded = _unloaded(results)
         if unloaded:
             await client.execute(("SCRIPT", "LOAD", self.source))
-            for i, result in zip(unloaded, await client.execute(*(self._command(*calls[i]) for i in unloaded))):
+            again = await client.execute(*(self._command(*calls[i]) for i in unloaded))
+            _unloaded(again)  # (raises a real error; NOSCRIPT again cannot be, the script was just loaded)
+            for i, result in zip(unloaded, again):
                 results[i] = result
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
         return results
 
     def _command(self, keys, args) -> tuple:
@@ -61,11 +60,18 @@ class Script:
         """The answers of queued calls of this script: raise the first real error; rerun only
         the calls the server did not know the script for (every other command already ran,
         and rerunning an INCRBY would double-count)."""
-        for result in results:
-            if isinstance(result, Exception) and not isinstance(result, redis.exceptions.NoScriptError):
-                raise result
-        return [self.run(client, *call) if isinstance(result, redis.exceptions.NoScriptError) else result
-                for call, result in zip(calls, results)]
+        for i in _unloaded(results):
+            results[i] = self.run(client, *calls[i])
+        return results
+
+
+def _unloaded(results: list) -> list[int]:
+    """The indexes of script calls the server did not know the script for; raises the
+    first other error among the answers."""
+    for result in results:
+        if isinstance(result, Exception) and not isinstance(result, redis.exceptions.NoScriptError):
+            raise result
+    return [i for i, result in enumerate(results) if isinstance(result, redis.exceptions.NoScriptError)]
 
 
 RECORD_BATCH = Script("record_batch", libs=("gcra", "idmap", "visits", "segments"))
