@@ -112,8 +112,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--visitors", type=int, default=900, help="typical weekday visitors (default 900)")
         parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument("--now", type=datetime.fromisoformat, default=None,
+                            help="the moment the traffic ends (ISO 8601 with offset; default: now), for reproducible demos")
 
-    def handle(self, visitors, seed, **options):
+    def handle(self, visitors, seed, now=None, **options):
         rng = random.Random(seed)
         site, created = Site.objects.get_or_create(domain=DOMAIN, defaults={"timezone": "Europe/Berlin"})
         if not created:
@@ -125,8 +127,8 @@ class Command(BaseCommand):
         r = get_redis()
         pages = _pages(rng)
         crowd = People(rng)
-        today = info.today()
-        now = datetime.now(UTC)
+        now = (now or datetime.now(UTC)).astimezone(UTC)
+        today = now.astimezone(info.tz).date()
         # Returning visitors: a share of each day's newcomers "stick" and come back with a
         # chance that fades smoothly with the days since they arrived (a power law: no
         # cliff where everyone stops at once), which gives retention its usual shape.
