@@ -62,7 +62,7 @@ def _id_map_usage(r: redis.Redis, sid: int) -> tuple[int, int]:
     them, scaled), the map of before, the counter."""
     buckets = idmap.bucket_keys(r, sid)
     sample = buckets[:: max(1, len(buckets) // MAX_BUCKETS_MEASURED)]
-    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid)]
+    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid), keys.visitor_id_narrow(sid)]
     return _plus(_sampled(r, sample, len(buckets) / len(sample)), _usage(r, rest))
 
 

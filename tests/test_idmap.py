@@ -8,6 +8,7 @@ from analytics.ingest.identity import digest, identity_source
 from analytics.sites import SiteInfo
 from analytics.store import idmap, keys
 from analytics.store.cluster import site_client
+from analytics.store.idmap import FIELD, WIDE
 from analytics.store.scripts import RECORD_BATCH
 
 BUDGET = 24  # bytes per visitor ever seen (issue 13's target)
@@ -26,7 +27,7 @@ def test_every_visitor_gets_one_id_and_keeps_it(site, r):
         record(r, info, hits(batch), now=datetime.now(UTC))
         seen.update(dict.fromkeys(batch, 0))
     stored = idmap.all_ids(r, site.pk)
-    expected = {digest(info.salt, identity_source(None, name, None, None))[:10] for name in seen}
+    expected = {digest(info.salt, identity_source(None, name, None, None))[:FIELD] for name in seen}
     assert set(stored) == expected  # every visitor, once
     assert sorted(stored.values()) == list(range(len(seen)))  # dense ids, none given twice
     assert int(r.get(keys.visitor_id_buckets(site.pk))) == -(-len(seen) // 48)
@@ -58,9 +59,9 @@ def test_visitors_of_the_map_of_before_keep_their_ids_and_move(site, r):
     r.script_load(RECORD_BATCH.source)
     record(r, info, hits([f"o{i}" for i in range(100)] + ["new"]), now=datetime.now(UTC))
     stored = idmap.all_ids(r, site.pk)
-    assert all(stored[d[:10]] == i for d, i in old.items() if i < 100)  # moved, same ids
+    assert all(stored[d[:FIELD]] == i for d, i in old.items() if i < 100)  # moved, same ids
     assert r.hlen(keys.visitor_ids(site.pk)) == 200  # the rest wait for their return
-    assert stored[digest(info.salt, identity_source(None, "new", None, None))[:10]] == 300
+    assert stored[digest(info.salt, identity_source(None, "new", None, None))[:FIELD]] == 300
     day = info.today()
     assert r.bitcount(keys.new_visitors(site.pk, day)) == 1  # the returning ones are not new
 
@@ -75,7 +76,7 @@ def test_the_migration_moves_the_rest_and_ids_stay(site, r):
     record(r, info, hits([f"o{i}" for i in range(10)]), now=datetime.now(UTC))  # (ingest moves these itself)
     call_command("migrate_visitor_ids", "example.com")
     assert not r.exists(keys.visitor_ids(site.pk))
-    assert idmap.all_ids(r, site.pk) == {d[:10]: i for d, i in old.items()}
+    assert idmap.all_ids(r, site.pk) == {d[:FIELD]: i for d, i in old.items()}
     record(r, info, hits(["o5", "o999", "fresh"]), now=datetime.now(UTC))
     assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 1  # only "fresh" is new
 
@@ -92,3 +93,68 @@ def test_new_visitors_grow_redis_by_at_most_32_bytes_each_once_their_visits_clos
     names = [k for k in node.scan_iter(match=keys.site_prefix(site.pk) + "*", count=1000) if b":sess" not in k]
     total = sum(node.memory_usage(k, samples=0) for k in names)
     assert total / n <= 32, f"{total / n:.1f} bytes per visitor"
+
+
+def wide_map(r, info, names: list[str]) -> dict[bytes, int]:
+    """A bucketed map as Tally kept it before the short fields: WIDE bytes of each digest,
+    in the buckets the same linear hashing picks, and no narrow mark."""
+    n = len(names)
+    record(r, info, hits(names), now=datetime.now(UTC))  # (buckets and ids as ingest makes them)
+    short = idmap.all_ids(r, info.id)
+    digests = {digest(info.salt, identity_source(None, name, None, None)) for name in names}
+    pipe = r.pipeline(transaction=False)
+    for name in idmap.bucket_keys(r, info.id):
+        for field, id_ in r.hgetall(name).items():
+            whole = next(d for d in digests if d[:FIELD] == field)
+            pipe.hdel(name, field)
+            pipe.hset(name, whole[:WIDE], id_)
+    pipe.delete(keys.visitor_id_narrow(info.id))
+    node = site_client(r, info.id)
+    pipe.delete(*node.scan_iter(match=keys.site_prefix(info.id) + "*sess*"))  # (their visits are over: a return looks them up)
+    pipe.execute()
+    assert len(short) == n
+    return {d[:WIDE]: short[d[:FIELD]] for d in digests}
+
+
+def test_a_map_of_wide_fields_keeps_its_ids_and_shortens_as_visitors_return(site, r):
+    info = SiteInfo.from_model(site)
+    wide = wide_map(r, info, [f"w{i}" for i in range(500)])
+    new_before = r.bitcount(keys.new_visitors(site.pk, info.today()))
+    record(r, info, hits([f"w{i}" for i in range(100)] + ["fresh"]), now=datetime.now(UTC))
+    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == new_before + 1  # only "fresh" is new
+    stored = idmap.all_ids(r, site.pk)
+    fields = sorted(len(f) for f in stored)
+    assert fields.count(FIELD) == 101 and fields.count(WIDE) == 400  # the returning ones moved, same ids
+    assert sorted(stored.values()) == list(range(501))
+    was = {f[:FIELD]: i for f, i in wide.items()}
+    assert all(was[f] == i for f, i in stored.items() if len(f) == FIELD and i < 500)
+
+
+def test_the_migration_shortens_every_field_and_marks_the_map_narrow(site, r):
+    from django.core.management import call_command
+
+    info = SiteInfo.from_model(site)
+    wide = wide_map(r, info, [f"w{i}" for i in range(3000)])
+    call_command("migrate_visitor_ids", "example.com")
+    assert idmap.all_ids(r, site.pk) == {f[:FIELD]: i for f, i in wide.items()}
+    assert r.exists(keys.visitor_id_narrow(site.pk))
+    record(r, info, hits(["w5", "w2999", "fresh"]), now=datetime.now(UTC))
+    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 3001  # "fresh" only, on top
+    assert idmap.all_ids(r, site.pk)[digest(info.salt, identity_source(None, "fresh", None, None))[:FIELD]] == 3000
+
+
+def test_the_nightly_rollup_shortens_a_wide_map_once(site, r):
+    from analytics.rollups.jobs import roll_closed
+
+    info = SiteInfo.from_model(site)
+    wide = wide_map(r, info, [f"w{i}" for i in range(700)])
+    roll_closed(r, site)
+    assert idmap.all_ids(r, site.pk) == {f[:FIELD]: i for f, i in wide.items()}
+    assert r.exists(keys.visitor_id_narrow(site.pk))
+
+
+def test_a_new_map_is_narrow_from_its_first_id(site, r):
+    info = SiteInfo.from_model(site)
+    assert not r.exists(keys.visitor_id_narrow(site.pk))
+    record(r, info, hits(["a", "b"]), now=datetime.now(UTC))
+    assert r.exists(keys.visitor_id_narrow(site.pk))

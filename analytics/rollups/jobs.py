@@ -32,7 +32,7 @@ from ..counts.pages import page_days
 from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily, Retention, Site
 from ..periods import days_between, monday
 from ..sites import SiteInfo
-from ..store import keys
+from ..store import idmap, keys
 from ..store.locks import held
 from ..store.scratch import scratch
 from . import expiry
@@ -213,6 +213,8 @@ def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
     """Closed days not yet final, oldest first: yesterday on a normal night, every missed
     day after an outage (it looks back to the last final day)."""
     today = SiteInfo.from_model(site).today()
+    if not r.exists(keys.visitor_id_narrow(site.pk)):  # (an id map from before the short fields, once)
+        idmap.narrow(r, site.pk)
     start = first_unfinished_day(site)
     end = today - timedelta(days=1)
     if start > end:

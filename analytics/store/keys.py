@@ -31,10 +31,11 @@ applied:<UTC day>  set     marks of the ingest calls applied that day (exactly o
 idempotency:<h>    set     marks of a client's Idempotency-Key (hashed), kept 24 hours
 ids:<day>          hash    visitor digest -> dense id, per day in daily-salt mode
 ids:b<n>           hash    stable mode: bucket n of the digest -> dense id map (the first
-                           10 bytes of the digest -> id; lib/idmap.lua), the set of every
+                           7 bytes of the digest -> id; lib/idmap.lua), the set of every
                            visitor ever seen: a visitor is new the day their id is made (or
                            an earlier day backfilled)
 ids:buckets        string  the number of those buckets
+ids:narrow         string  set when no bucket holds a field of the 10 bytes kept before
 ids                hash    stable mode, before the buckets: emptied as its visitors return
 ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
@@ -337,6 +338,11 @@ def visitor_id_bucket(site_id: int, n: int) -> str:
 def visitor_id_buckets(site_id: int) -> str:
     """How many buckets the stable visitor-id map has (1 when missing)."""
     return f"{visitor_ids(site_id)}:buckets"
+
+
+def visitor_id_narrow(site_id: int) -> str:
+    """Set once no bucket of the stable visitor-id map holds a field of the width before."""
+    return f"{visitor_ids(site_id)}:narrow"
 
 
 def visitor_id_counter(site_id: int, day: date | None = None) -> str:

@@ -1,9 +1,11 @@
 """python manage.py migrate_visitor_ids [DOMAIN ...]
 
-Moves the visitor-id maps kept before the bucketed layout (one big hash per site, 53-80
-bytes a visitor) into buckets (~18 bytes a visitor; analytics/store/scripts/lib/idmap.lua),
-a batch at a time, while Tally runs: ingest moves a returning visitor itself, this moves
-the rest. Every site without DOMAIN. Ids do not change.
+Brings the visitor-id maps of earlier versions to the present layout, a batch at a time,
+while Tally runs (ingest moves a returning visitor itself, this moves the rest); every
+site without DOMAIN; ids do not change:
+- the maps kept before the bucketed layout (one big hash per site, 53-80 bytes a visitor)
+  move into buckets (analytics/store/scripts/lib/idmap.lua);
+- buckets keyed by 10 bytes of the digest (~18 bytes a visitor) are keyed by 7 (~15).
 """
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
@@ -14,7 +16,7 @@ from analytics.store.connection import get_redis
 
 
 class Command(BaseCommand):
-    help = "Move the visitor-id maps of before into buckets (ids unchanged)."
+    help = "Bring the visitor-id maps of earlier versions to the present layout (ids unchanged)."
 
     def add_arguments(self, parser):
         parser.add_argument("domains", nargs="*")
@@ -25,4 +27,5 @@ class Command(BaseCommand):
         for site in sites.order_by("pk"):
             with tqdm(unit=" visitors", desc=site.domain, file=self.stderr._out) as bar:
                 moved = idmap.migrate(r, site.pk, progress=bar.update)
-            self.stdout.write(f"{site.domain}: {moved:,} visitor ids moved into buckets.")
+                shortened = idmap.narrow(r, site.pk, progress=bar.update)
+            self.stdout.write(f"{site.domain}: {moved:,} visitor ids moved into buckets, {shortened:,} keyed shorter.")

@@ -162,6 +162,7 @@ if m > 0 then
   if daily_map then
     redis.call('HSET', KEYS[1], unpack(pairs_))
   else
+    idmap_started(shape, first)
     idmap_grow(shape, first + m - 1)  -- (first: a bucket filled past 128 would leave listpack for good)
     idmap_put(shape, entries)
   end
