@@ -19,18 +19,12 @@ local shortened = 0
 for bucket = from, to - 1 do
   local key = shape.base .. ':b' .. bucket
   local all = redis.call('HGETALL', key)
-  local put, gone = {}, {}
+  local wide = {}
   for j = 1, #all, 2 do
-    if #all[j] > IDMAP_FIELD then
-      put[#put + 1] = string.sub(all[j], 1, IDMAP_FIELD); put[#put + 1] = all[j + 1]
-      gone[#gone + 1] = all[j]
-    end
+    if #all[j] > IDMAP_FIELD then wide[#wide + 1] = all[j]; wide[#wide + 1] = all[j + 1] end
   end
-  if #gone > 0 then
-    redis.call('HDEL', key, unpack(gone))
-    redis.call('HSET', key, unpack(put))
-    shortened = shortened + #gone
-  end
+  idmap_shorten(key, wide)
+  shortened = shortened + #wide / 2
 end
 if to >= shape.buckets then
   redis.call('SET', shape.base .. ':narrow', 1)

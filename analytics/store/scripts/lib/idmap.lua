@@ -42,6 +42,20 @@ local function idmap_shape(base)
   return {base = base, buckets = buckets, level = level, wide = not got[2]}
 end
 
+-- Key the wide fields of `entries` ({field, id, field, id...}, all in bucket `key`) by their
+-- first IDMAP_FIELD bytes; the wide ones leave first, so the bucket never grows past its
+-- size (a listpack pushed past 128 entries would stay a big hash for good).
+local function idmap_shorten(key, entries)
+  if #entries == 0 then return end
+  local gone, put = {}, {}
+  for j = 1, #entries, 2 do
+    gone[#gone + 1] = entries[j]
+    put[j] = string.sub(entries[j], 1, IDMAP_FIELD); put[j + 1] = entries[j + 1]
+  end
+  redis.call('HDEL', key, unpack(gone))
+  redis.call('HSET', key, unpack(put))
+end
+
 -- Call once the first ids of the map are handed out (`first`, the first of them): a map
 -- that starts empty never holds a wide field.
 local function idmap_started(shape, first)
@@ -94,20 +108,16 @@ local function idmap_get(shape, digests)
       local wide = {}
       for k, i in ipairs(absent) do wide[k] = string.sub(digests[i], 1, IDMAP_WIDE) end
       local found = redis.call('HMGET', key, unpack(wide))
-      local put, gone = {}, {}
+      local moving = {}
       for k, i in ipairs(absent) do
         if found[k] then
           ids[i] = tonumber(found[k])
-          put[#put + 1] = string.sub(digests[i], 1, IDMAP_FIELD); put[#put + 1] = found[k]
-          gone[#gone + 1] = wide[k]
+          moving[#moving + 1] = wide[k]; moving[#moving + 1] = found[k]
         else
           missing[#missing + 1] = i
         end
       end
-      if #gone > 0 then  -- (the visitor moves to the short field, in its bucket)
-        redis.call('HSET', key, unpack(put))
-        redis.call('HDEL', key, unpack(gone))
-      end
+      idmap_shorten(key, moving)
     else
       for _, i in ipairs(absent) do missing[#missing + 1] = i end
     end
