@@ -83,7 +83,7 @@ def test_a_site_end_to_end_on_the_cluster(client, make_site, cluster):
     """Batches over HTTP, the rollup, then the read API: exact against the events sent."""
     site, key = make_site()
     rng = random.Random(7)
-    today = datetime.now(UTC).date()
+    today = datetime.now(UTC).date() - timedelta(days=1)  # (the last day: 10:00 has passed on it)
     events, seen = [], {}
     for n in range(600):
         day = today - timedelta(days=n % 3)

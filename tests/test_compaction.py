@@ -22,10 +22,11 @@ def day_of_new_visitors(r, site, n: int, days_ago: int = 0):
     day = info.today() - timedelta(days=days_ago)
     noon = datetime.combine(day, datetime.min.time(), tzinfo=info.tz).replace(hour=12)
     start = min(now, noon) if days_ago else now
+    span = max(0, min(n, (start - noon.replace(hour=0)).total_seconds() - 1))  # (within the day, whatever the hour)
     hits = []
     for i in range(n):
         person = crowd.new()
-        hits.append(Hit(start - timedelta(seconds=n - i), f"/p{i % 20}", "pageview", person[0], attrs=crowd.visit(person, "/")))
+        hits.append(Hit(start - timedelta(seconds=(n - i) * span / n), f"/p{i % 20}", "pageview", person[0], attrs=crowd.visit(person, "/")))
     for at in range(0, n, 1000):
         record(r, info, hits[at : at + 1000], now=now)
     return day
