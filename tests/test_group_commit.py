@@ -6,6 +6,7 @@ import io
 import json
 import os
 import threading
+import time
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
@@ -20,9 +21,10 @@ from analytics.ingest.group_commit import SPOOLED, WRITTEN, Entry, GroupCommit
 from analytics.sites import SiteInfo
 from analytics.store import connection, keys
 from analytics.store.limits import Limited
-from analytics.store.scripts import INBOX_PUSH, RECORD_BATCH
+from analytics.store.scripts import INBOX_CLAIM, INBOX_PUSH, RECORD_BATCH
 from tests.faults import ReplyDroppingProxy
 from tests.front_client import run_loop
+from tests.redis_server import RedisServer
 
 BASE = Path(__file__).resolve().parent.parent
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
@@ -181,6 +183,54 @@ def test_a_drain_that_fails_gives_its_claim_up_and_the_next_counts_it(site, r, m
     monkeypatch.undo()
     assert inbox.drain(r, info) == 10  # no lease to wait for
     assert pageviews(r, site) == 10
+
+
+@pytest.mark.single_server
+def test_a_claim_left_by_an_outage_is_taken_over_at_once_when_redis_is_back(site, r, redis_server, settings, monkeypatch):
+    """Redis goes away mid-batch (or is killed, and comes back from its AOF with the claim
+    in it): the drainer could not give its claim up. Its next drain must not wait out the
+    lease (CI saw a read miss two events right after a restart)."""
+    info = SiteInfo.from_model(site)
+    assert submit_all(idle_commit(), entries(10)) == [WRITTEN] * 10
+    proxy = ReplyDroppingProxy(redis_server.port)
+    recorded = inbox.record
+
+    def record_as_redis_goes_away(*args, **kwargs):
+        proxy.replies_lost = True  # (the claim was taken; from here on, no answer comes back)
+        recorded(*args, **kwargs)
+
+    try:
+        lost = redis.Redis.from_url(proxy.url, socket_timeout=0.3)
+        monkeypatch.setattr(inbox, "record", record_as_redis_goes_away)
+        with pytest.raises(redis.exceptions.TimeoutError):
+            inbox.drain(lost, info)
+        monkeypatch.undo()
+        assert r.hget(keys.inbox_claim(site.pk)[0], "until") not in (None, b"0")  # the lease still runs...
+    finally:
+        proxy.close()
+    assert inbox.drain(r, info, wait=0) == 10  # ...yet the claim is taken over at once
+    assert pageviews(r, site) == 10  # (Redis had applied the batch: its marks count nothing twice)
+    assert all(pageviews(r, site, f"/p/{i}") == 1 for i in range(10))
+
+
+@pytest.mark.single_server
+def test_a_claim_taken_before_redis_restarted_is_taken_over_at_once(site):
+    """Redis is killed while a drainer counts a claim, and comes back from its AOF with the
+    claim in it. Whichever process drains next (a read's flush() in another web worker, say)
+    takes it over at once: the holder's hold died with the server's connections."""
+    info = SiteInfo.from_model(site)
+    with RedisServer("--appendfsync", "always", appendonly=True) as server:
+        data = redis.Redis.from_url(server.url)
+        inbox.push(data, info, [entry.hit for entry in entries(10)])
+        claim, claimed, counter = keys.inbox_claim(site.pk)
+        taken = INBOX_CLAIM.run(data, [keys.inbox(site.pk), claim, claimed, counter], [int(time.time() * 1000), inbox.LEASE_MS, 250])
+        assert len(taken) == 1 + 10  # a drainer took the batch; then, before it counted it:
+        server.kill()
+        server.start()
+        data = redis.Redis.from_url(server.url)
+        assert data.hget(claim, "id") == taken[0]  # (the claim came back, its lease still running)
+        assert inbox.drain(data, info, wait=0) == 10
+        assert pageviews(data, site) == 10 and data.llen(keys.inbox(site.pk)) == 0
 
 
 def test_pushes_keep_one_mark_per_stream_not_one_per_call(site, r):

@@ -144,6 +144,7 @@ def drain(r: redis.Redis, site: SiteInfo, *, most: int = DRAIN_BATCH, wait: floa
     claim, claimed, counter = keys.inbox_claim(site.id)
     deadline = time.monotonic() + wait
     counted = 0
+    _give_up_again(r, site, [inbox, claim, claimed])
     while True:
         got = INBOX_CLAIM.run(r, [inbox, claim, claimed, counter], [int(time.time() * 1000), LEASE_MS, most])
         if not got:
@@ -159,18 +160,35 @@ def drain(r: redis.Redis, site: SiteInfo, *, most: int = DRAIN_BATCH, wait: floa
         try:
             record(r, site, hits, mark=mark)
         except Exception:
-            _give_up(r, [inbox, claim, claimed], claim_id)
+            _give_up(r, site, [inbox, claim, claimed], claim_id)
             raise
         counted += len(hits)
         INBOX_RELEASE.run(r, [inbox, claim, claimed], [claim_id, 0])
 
 
-def _give_up(r, script_keys, claim_id):
+# Claims this process failed to count and could not give up either (Redis went away, or
+# was killed and came back from its AOF with the claim in it): site id -> claim id. The
+# next drain of the site in this process gives such a claim up first, so neither it nor a
+# read's flush() waits out the lease (LEASE_MS) once Redis is back.
+_not_given_up: dict[int, str] = {}
+_not_given_up_lock = threading.Lock()
+
+
+def _give_up(r, site: SiteInfo, script_keys, claim_id: str):
     """End a failed drainer's lease now, so the next drain takes the claim over at once."""
     try:
         INBOX_RELEASE.run(r, script_keys, [claim_id, 1])
-    except OUTAGE:  # (then the lease runs out on its own)
-        pass
+    except OUTAGE:
+        with _not_given_up_lock:
+            _not_given_up[site.id] = claim_id
+
+
+def _give_up_again(r, site: SiteInfo, script_keys):
+    """Give up the claim an earlier drain of this process left (see _not_given_up)."""
+    with _not_given_up_lock:
+        claim_id = _not_given_up.pop(site.id, None)
+    if claim_id is not None:
+        _give_up(r, site, script_keys, claim_id)  # (out again: kept for the drain after)
 
 
 def flush(r: redis.Redis, site: SiteInfo) -> int:

@@ -66,7 +66,7 @@ page-search        zset    page paths, score 0, for prefix search (ZRANGEBYLEX);
 page-rank          zset    the same paths scored by pageviews: the least visited leave first
 tick               string  set for a second after ingest published a live tick
 inbox              list    single events accepted and not yet counted (ingest/inbox.py)
-inbox-claim        hash    the batch of the inbox a drainer is counting: id, lease end
+inbox-claim        hash    the batch of the inbox a drainer is counting: id, lease end, server run id
 inbox-claimed      list    that batch's events (counted again, once, if its drainer dies)
 inbox-claims       string  the claim id counter (a claim's id names its calls' marks)
 inbox-marks        set     marks of the claims' calls already counted (exactly once)
