@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
+from analytics.store import keys
 from tests.hll import hll_tolerance
 
 AGENTS = {
@@ -61,7 +62,7 @@ def test_each_dimension_matches_brute_force(client, make_site, r):
         for value, (people, views) in values.items():
             assert rows[value]["pageviews"] == views, (dim, value)
             assert rows[value]["visits"] == len(people), (dim, value)  # one visit each
-            assert abs(rows[value]["visitors"] - len(people)) <= hll_tolerance(len(people)), (dim, value)
+            assert rows[value]["visitors"] == len(people), (dim, value)  # (a day's first values have bitmaps: exact)
 
 
 def test_a_browser_event_with_a_referrer_and_utm_shows_up(client, make_site, r):
@@ -92,8 +93,54 @@ def test_visitors_of_a_value_over_a_range_are_a_union_not_a_sum(client, make_sit
                "referrer": "https://www.google.com/"} for n in range(3) for v in range(20)]
     post(client, key, events)
     rows = breakdown(client, key, "source", start.date().isoformat(), (start + timedelta(days=2)).date().isoformat())
-    # A union of the days' HLLs (an estimate: the site's random salt made it 19 once), not their sum (60).
-    assert abs(rows["Google"]["visitors"] - 20) <= hll_tolerance(20) and rows["Google"]["visits"] == 60 and rows["Google"]["pageviews"] == 60
+    # A union of the days' bitmaps (exact: Google has one each day), not their sum (60).
+    assert rows["Google"]["visitors"] == 20 and rows["Google"]["visits"] == 60 and rows["Google"]["pageviews"] == 60
+
+
+def test_a_value_without_a_bitmap_on_some_day_is_a_union_of_its_hlls(client, make_site, r):
+    """segment_values=1: one source a day gets a bitmap, the one that comes first. Google
+    (the same 20 visitors each day) comes first on two days of three; on the third, Bing
+    (10 others) takes the day's bitmap. Over the three days, Google's union is then its
+    HLLs' (an estimate), and Bing's too (no bitmap on the other days)."""
+    from analytics.models import Site
+
+    site, key = make_site()
+    Site.objects.filter(pk=site.pk).update(segment_values=1)
+    start = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0) - timedelta(days=3)
+    for n in range(3):
+        came_first = "bing" if n == 2 else "google"
+        visit = lambda v, engine: {"url": "https://example.com/", "ts": (start + timedelta(days=n, seconds=v)).isoformat(), "visitor": f"{engine}{v}",
+                                   "referrer": f"https://www.{engine}.com/"}
+        for engine in sorted(("google", "bing"), key=lambda e: e != came_first):  # (one call each: the first takes the bitmap)
+            post(client, key, [visit(v, engine) for v in (range(20) if engine == "google" else range(20, 30))])
+    days = [(start + timedelta(days=n)).date() for n in range(3)]
+    assert [r.smembers(keys.dimension_bitmapped(site.pk, day)) & {b"source\x1fGoogle", b"source\x1fBing"} for day in days] == [
+        {b"source\x1fGoogle"}, {b"source\x1fGoogle"}, {b"source\x1fBing"}]
+    rows = breakdown(client, key, "source", days[0].isoformat(), days[-1].isoformat())
+    assert abs(rows["Google"]["visitors"] - 20) <= hll_tolerance(20) and abs(rows["Bing"]["visitors"] - 10) <= hll_tolerance(10)
+    two_days = breakdown(client, key, "source", days[0].isoformat(), days[1].isoformat())
+    assert two_days["Google"]["visitors"] == 20  # (both days with Google's bitmap: exact)
+
+
+def test_a_bitmap_made_after_a_days_first_visitors_is_not_taken_for_exact(client, make_site, r):
+    """A goal made at noon pins its event: from then on it has a bitmap, which misses the
+    morning's converters. Its converters that day come from the HLL, not the bitmap."""
+    from django.core.management import call_command
+
+    from analytics.models import Site
+    from analytics.pins import sync
+
+    site, key = make_site()
+    Site.objects.filter(pk=site.pk).update(segment_values=0)  # (no day's first values: only pins get bitmaps)
+    day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    signup = lambda v, hour: {"url": "https://example.com/", "ts": (day + timedelta(hours=hour, seconds=v)).isoformat(), "visitor": f"v{v}", "name": "Signup"}
+    post(client, key, [signup(v, 9) for v in range(40)])
+    call_command("addgoal", "example.com", "--event", "Signup")
+    sync(r, site.pk)
+    post(client, key, [signup(v, 13) for v in range(40, 50)])
+    assert r.bitcount(keys.dimension_bitmap(site.pk, day.date(), "event\x1fSignup")) == 10  # (the afternoon's only)
+    rows = breakdown(client, key, "goal", day.date().isoformat(), day.date().isoformat())
+    assert abs(rows["Signup"]["visitors"] - 50) <= hll_tolerance(50) and rows["Signup"]["events"] == 50
 
 
 def test_bad_parameters_are_400s_naming_them(client, make_site, r):
@@ -162,7 +209,7 @@ def test_goals_convert_like_brute_force(client, make_site, r):
     post(client, key, events)
     d = day.date().isoformat()
     rows = breakdown(client, key, "goal", d, d)
-    assert rows["Signup"]["events"] == signup_events and abs(rows["Signup"]["visitors"] - len(signups)) <= hll_tolerance(len(signups))
+    assert rows["Signup"]["events"] == signup_events and rows["Signup"]["visitors"] == len(signups)  # (a goal's event has its bitmap: exact)
     assert rows["Signup"]["conversion_rate"] == round(100 * rows["Signup"]["visitors"] / len(everyone), 2)
     assert rows["Signup"]["revenue"] == {"EUR": round(9.99 * signup_events, 2)}
     assert rows["Read the blog"]["events"] == blog_views and abs(rows["Read the blog"]["visitors"] - len(readers)) <= hll_tolerance(len(readers))

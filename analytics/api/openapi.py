@@ -342,8 +342,10 @@ DOCUMENT = {
             "get": {
                 "summary": "Rows by one dimension: sources, campaigns, devices, locations, entry and exit pages",
                 "description": (
-                    "Each visit carries the dimensions of its first event. visitors: a union over the range (HyperLogLog, "
-                    "±0.81%), never above the row's visits or pageviews; visits, pageviews, bounce_rate (percent), "
+                    "Each visit carries the dimensions of its first event. visitors: a union over the range, exact where "
+                    "the value had a visitor bitmap every day it had visitors (a day's first values of each dimension, and "
+                    "goals' events), else HyperLogLog (±0.81%), never above the row's visits or pageviews; visits, pageviews, "
+                    "bounce_rate (percent), "
                     "visit_duration (mean seconds) and views_per_visit: exact. Rows are ordered by visitors. Direct traffic is "
                     "`Direct / None` under source and referrer. Values past a site's daily quota of distinct values count "
                     "under `(other)` (for event:props:NAME, per property). City values carry their region or country "

@@ -5,7 +5,8 @@ Per-day numbers come from the rows the rollups stored for final days, and from t
 day tables lib/visits.lua writes for the others (analytics.counts.dimensions). Counts
 (pageviews, visits, bounces, duration, exits) are exact sums over the days. Visitors of a
 value over a range are a true union, not a sum of days: a multi-key PFCOUNT over the
-value's day HLLs (±0.81%), never shown above its visits or pageviews. Once a day's raw
+value's day HLLs (±0.81%), never shown above its visits or pageviews, or exact where
+the value had a bitmap every day it had visitors (queries/exact.py). Once a day's raw
 keys have expired (the site's keep_daily_days), that day's visitors are left out of
 unions; counts stay, from the rows.
 """
@@ -20,6 +21,7 @@ from ..models import DailyMetrics, DimensionDaily
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
+from .exact import exact_visitors
 
 METRICS = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
 MAX_UNION_VALUES = 2000  # values whose visitors are counted as a union (the most visitor-days first)
@@ -60,8 +62,16 @@ def breakdown(
     for value, union in zip(counted, pipe.execute()):
         s = sums[value]
         rows.append({dimension: value, "visitors": min(union, max(s["pageviews"], s["visits"])), **_rates(s), "pageviews": s["pageviews"]})
-    rows.sort(key=lambda row: (-row["visitors"], -row["visits"], row[dimension]))
-    return rows[(page - 1) * limit : page * limit], len(ranked)
+    order = lambda row: (-row["visitors"], -row["visits"], row[dimension])  # noqa: E731
+    rows.sort(key=order)
+    shown = rows[(page - 1) * limit : page * limit]
+    # The rows shown are exact where their values have bitmaps (a BITOP OR of each: ~1 ms
+    # for 7 days of a million ids, ~6 ms for 90, where a PFCOUNT union takes ~0.3 ms; so
+    # the ranking is the HLLs', and only the page's rows pay for exactness).
+    exact = exact_visitors(r, site, days, [dimensions.field(dimension, row[dimension]) for row in shown])
+    for row in shown:
+        row["visitors"] = exact.get(dimensions.field(dimension, row[dimension]), row["visitors"])
+    return sorted(shown, key=order), len(ranked)
 
 
 def _sums(r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str, search: str) -> dict[str, dict[str, int]]:

@@ -1,9 +1,11 @@
 """Goals and custom properties: conversions over a range.
 
 A goal converts a visitor who sent its custom event, or viewed a page matching its
-pattern, in the range. Converters are a union over the range (multi-key PFCOUNT over the
-day HLLs of the event, or of every matching page: ±0.81%, never above the events);
-events are exact counts; conversion rate = converters / the range's visitors, in percent.
+pattern, in the range. Converters are a union over the range: exact for an event goal
+over days since it was made (its event is pinned, so it has a bitmap each day:
+queries/exact.py), else a multi-key PFCOUNT over the day HLLs of the event or of every
+matching page (±0.81%, never above the events); events are exact counts; conversion
+rate = converters / the range's visitors, in percent.
 Revenue sums what the goal's events sent, per currency.
 """
 from datetime import date
@@ -11,12 +13,14 @@ from datetime import date
 import redis
 from django.db.models import Max, Sum
 
+from .. import dimensions
 from ..dimensions import OTHER, SEP
 from ..models import DailyMetrics, EventDaily, Goal, PageDaily, page_pattern_regex
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
+from .exact import exact_visitors
 from .pages import page_cover
 
 UNION_CHUNK = 500  # keys per PFMERGE when a page pattern matches many page-days
@@ -46,12 +50,16 @@ def _event_goal(r: redis.Redis, site: SiteInfo, days: list[date], name: str) -> 
     stored = EventDaily.objects.filter(site_id=site.id, name=name, property="", date__in=final).aggregate(
         events=Sum("events"), most=Max("visitors"))
     live = [day for day in days if day not in final]
+    field = dimensions.field("event", name)
+    exact = exact_visitors(r, site, days, [field]).get(field)  # (a goal's event is pinned: it has bitmaps)
     pipe = r.pipeline(transaction=False)
     pipe.pfcount(*(keys.event_visitors(site.id, day, name) for day in days))
     for day in live:
         pipe.get(keys.event_count(site.id, day, name))
     union, *counts = pipe.execute()
     events = (stored["events"] or 0) + sum(int(c or 0) for c in counts)
+    if exact is not None:
+        union = exact
     return min(max(union, stored["most"] or 0), events), events
 
 
