@@ -6,6 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from analytics.sites import SiteInfo
+from analytics.store import keys
 from tests.hll import hll_tolerance
 from tests.test_rollups import brute_force, ingest_history
 
@@ -116,7 +117,7 @@ def test_top_pages_over_weeks_match_brute_force(client, make_site, r, rolled):
     info = SiteInfo.from_model(site)
     today = info.today()
     rng = random.Random(9)
-    views, people, hits = defaultdict(int), defaultdict(set), []
+    views, people, seen_on, hits = defaultdict(int), defaultdict(set), defaultdict(set), []
     for offset in range(45, -1, -1):
         day = today - timedelta(days=offset)
         for _ in range(120):
@@ -125,14 +126,21 @@ def test_top_pages_over_weeks_match_brute_force(client, make_site, r, rolled):
             hits.append(Hit(at(day), page, "pageview", identity_source(None, f"v{v}", None, None)))
             views[page] += 1
             people[page].add(v)
+            seen_on[page].add(day)
     record(r, info, hits)
     if rolled:
         call_command("rollup", "--from", (today - timedelta(days=45)).isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
     body = get(client, key, "pages", limit=30, **{"from": (today - timedelta(days=45)).isoformat(), "to": today.isoformat()}).json()
     assert {p["page"] for p in body["results"]} == set(views)
+    bitmapped = {day: r.smembers(keys.dimension_bitmapped(site.pk, day)) for day in set().union(*seen_on.values())}
+    exact = 0
     for p in body["results"]:
         assert p["pageviews"] == views[p["page"]]
         truth = len(people[p["page"]])
         assert abs(p["visitors"] - truth) <= hll_tolerance(truth), p
+        if all(f"page\x1f{p['page']}".encode() in bitmapped[day] for day in seen_on[p["page"]]):
+            assert p["visitors"] == truth, p  # a bitmap each day it had visitors: exact
+            exact += 1
+    assert exact >= 3  # (the pages that come first each day)
     top3 = get(client, key, "pages", limit=3, **{"from": (today - timedelta(days=45)).isoformat(), "to": today.isoformat()}).json()["results"]
     assert top3 == body["results"][:3]

@@ -447,7 +447,10 @@ DOCUMENT = {
                 "parameters": [SITE, FROM, TO, FILTERS, _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10})],
                 "responses": {
                     "200": {
-                        "description": "Pages with visitors (HLL union over the range) and pageviews.",
+                        "description": (
+                            "Pages with visitors (a union over the range: exact for a page with a visitor bitmap every "
+                            "day it had visitors, else HLL) and pageviews."
+                        ),
                         "content": {
                             "application/json": {
                                 "schema": {

@@ -1,30 +1,45 @@
-"""Each page's visitors and pageviews on a day, from the raw keys. Page visitors are HLL
-estimates; pageviews are exact, and an estimate is never shown above them."""
+"""Each page's visitors and pageviews on a day, from the raw keys. Page visitors are exact
+for the day's pages with a bitmap, HLL estimates for the others; pageviews are exact, and
+an estimate is never shown above them."""
 from datetime import date
 
 import redis
 
+from .. import dimensions
 from ..store import keys
+from .dimensions import complete
 
 
 def page_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict[str, tuple[int, int]]]:
-    """Each page's (visitors, pageviews) on each day, from the raw keys: two round trips."""
+    """Each page's (visitors, pageviews) on each day, from the raw keys: two round trips.
+    Visitors are exact where the page has a complete bitmap that day (dimensions.complete()),
+    else its day HLL's estimate."""
     if not days:
         return {}
     pipe = r.pipeline(transaction=False)
     for day in days:
         pipe.smembers(keys.pages_index(site_id, day))
-    listed = [(day, sorted(p.decode() for p in paths)) for day, paths in zip(days, pipe.execute())]
+        pipe.smembers(keys.dimension_bitmapped(site_id, day))
+    answers = iter(pipe.execute())
+    listed = []
+    for day in days:
+        paths, bitmapped = sorted(p.decode() for p in next(answers)), next(answers)
+        listed.append((day, [(path, dimensions.field("page", path)) for path in paths], bitmapped))
     pipe = r.pipeline(transaction=False)
-    for day, paths in listed:
-        for path in paths:
+    for day, paths, bitmapped in listed:
+        for path, field in paths:
             pipe.pfcount(keys.page_visitors(site_id, day, path))
             pipe.get(keys.page_pageviews(site_id, day, path))
+            if field.encode() in bitmapped:
+                pipe.bitcount(keys.dimension_bitmap(site_id, day, field))
     answers = iter(pipe.execute())
     result = {}
-    for day, paths in listed:
+    for day, paths, bitmapped in listed:
         result[day] = {}
-        for path in paths:
-            estimate, views = next(answers), int(next(answers) or 0)
-            result[day][path] = (min(estimate, views), views)  # never more visitors than views
+        for path, field in paths:
+            visitors, views = next(answers), int(next(answers) or 0)
+            if field.encode() in bitmapped:
+                bits = next(answers)
+                visitors = bits if complete(bits, visitors) else visitors
+            result[day][path] = (min(visitors, views), views)  # never more visitors than views
     return result

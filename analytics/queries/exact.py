@@ -28,10 +28,14 @@ from ..store.scratch import queue_union, scratch
 from .estimates import visitors_key
 
 
-def exact_visitors(r: redis.Redis, site: SiteInfo, days: list[date], fields: list[str]) -> dict[str, int]:
+def exact_visitors(
+    r: redis.Redis, site: SiteInfo, days: list[date], fields: list[str], present: dict[str, set[date]] | None = None
+) -> dict[str, int]:
     """{field: its visitors over the days} for those of `fields` ("<dimension>SEP<value>";
     pages "page", custom events "event") that have a bitmap every day they had visitors.
-    Three round trips at most, whatever the numbers of days and fields."""
+    Which days those are: `present[field]` where the caller knows (a page's day HLLs expire
+    before its stored rows: keep_page_days), else the days its day HLL exists. Three round
+    trips at most, whatever the numbers of days and fields."""
     days = sorted(set(days))
     if not days or not fields or (site.daily_salt and len(days) > 1):
         return {}
@@ -49,14 +53,17 @@ def exact_visitors(r: redis.Redis, site: SiteInfo, days: list[date], fields: lis
     pipe = r.pipeline(transaction=False)
     for f, on in with_bitmaps.items():
         without = [visitors_key(sid, day, f) for day in days if day not in on]
-        if without:
+        if without and present is None:
             pipe.exists(*without)
         for day in on:
             pipe.bitcount(keys.dimension_bitmap(sid, day, f))
             pipe.pfcount(visitors_key(sid, day, f))
     answers = iter(pipe.execute())
     for f, on in list(with_bitmaps.items()):
-        missing = int(next(answers)) if len(on) < len(days) else 0
+        if present is not None:
+            missing = not present.get(f, set()) <= set(on)
+        else:
+            missing = int(next(answers)) if len(on) < len(days) else 0
         bitmaps_complete = [complete(next(answers), next(answers)) for _ in on]
         if missing or not all(bitmaps_complete):
             del with_bitmaps[f]

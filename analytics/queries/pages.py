@@ -4,11 +4,13 @@ from datetime import date, timedelta
 import redis
 from django.db.models import Sum
 
+from .. import dimensions
 from ..counts.pages import page_days
 from ..models import DailyMetrics, PageDaily, PeriodVisitors
 from ..periods import days_between, monday, period_days
 from ..sites import SiteInfo
 from ..store import keys
+from .exact import exact_visitors
 
 # Pages ranked by visitors: at most this many candidates get their visitors counted (a
 # multi-key PFCOUNT each); see top_pages().
@@ -16,7 +18,8 @@ MAX_PAGE_CANDIDATES = 5000
 
 
 def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int = 10) -> list[dict]:
-    """Pages by visitors over the range, with exact pageviews.
+    """Pages by visitors over the range, with exact pageviews, and visitors exact for the
+    pages shown that had a bitmap every day they had visitors (queries/exact.py).
 
     Visitors are a union over the whole range (a visitor who came back on several days
     counts once): multi-key PFCOUNT over the fewest keys that cover it, the rollups'
@@ -43,7 +46,8 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
         for row in totals:
             pageviews[row["path"]] = row["views"]
             visitor_days[row["path"]] = row["people"]
-    for pages in page_days(r, site.id, [day for day in days if day not in final]).values():
+    live = page_days(r, site.id, [day for day in days if day not in final])
+    for pages in live.values():
         for path, (people, views) in pages.items():
             pageviews[path] = pageviews.get(path, 0) + views
             visitor_days[path] = visitor_days.get(path, 0) + people
@@ -66,8 +70,22 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
             break
         wanted = min(2 * wanted, budget)
     pages = [{"page": p, "visitors": v, "pageviews": pageviews[p]} for p, v in visitors.items()]
-    pages.sort(key=lambda p: (-p["visitors"], -p["pageviews"], p["page"]))
-    return pages[:limit]
+    order = lambda p: (-p["visitors"], -p["pageviews"], p["page"])  # noqa: E731
+    pages.sort(key=order)
+    shown = pages[:limit]
+    # Exact where a page had a bitmap every day it had visitors (queries/exact.py): the
+    # ranking is the HLLs', and only the rows shown pay for exactness.
+    fields = {dimensions.field("page", p["page"]): p for p in shown}
+    present: dict[str, set[date]] = {f: set() for f in fields}
+    for path, day in PageDaily.objects.filter(site_id=site.id, date__in=final, path__in=[p["page"] for p in shown]).values_list("path", "date"):
+        present[dimensions.field("page", path)].add(day)
+    for day, paths in live.items():
+        for f, p in fields.items():
+            if p["page"] in paths:
+                present[f].add(day)
+    for f, n in exact_visitors(r, site, days, list(fields), present).items():
+        fields[f]["visitors"] = n
+    return sorted(shown, key=order)
 
 
 def page_cover(site: SiteInfo, start: date, end: date):
