@@ -75,3 +75,12 @@ def test_it_caches_answers_per_user_agent():
 ])
 def test_it_buckets_screen_widths_like_plausible(width, bucket):
     assert screen_of(width) == bucket
+
+
+def test_an_unknown_browsers_version_row_is_unknown_not_unknown_twice():
+    from analytics.ingest.visit import _device_fields
+
+    fields = dict(part.split("\x1f") for part in _device_fields("asdf qwerty 123").split("\x1e"))
+    assert fields["browser_version"] == U and fields["os_version"] == U
+    fields = dict(part.split("\x1f") for part in _device_fields(CHROME_WINDOWS).split("\x1e"))
+    assert fields["browser_version"] == "Chrome 131" and fields["os_version"] == "Windows 10"

@@ -49,9 +49,15 @@ def _source_fields(site_host: str, query: str, referrer: str | None) -> str:
 def _device_fields(user_agent: str) -> str:
     d = devices.device_of(user_agent)
     return _fields((
-        ("browser", d.browser), ("browser_version", f"{d.browser} {d.browser_version}"), ("os", d.os),
-        ("os_version", f"{d.os} {d.os_version}"), ("device", d.device),
+        ("browser", d.browser), ("browser_version", _versioned(d.browser, d.browser_version)), ("os", d.os),
+        ("os_version", _versioned(d.os, d.os_version)), ("device", d.device),
     ))
+
+
+def _versioned(name: str, version: str) -> str:
+    """"Chrome 131", "Chrome (unknown)"; an unknown browser's version is "(unknown)", not
+    "(unknown) (unknown)"."""
+    return name if name == devices.UNKNOWN else f"{name} {version}"
 
 
 @lru_cache(maxsize=512)
