@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
+from analytics.queries import filtered, segments
+from analytics.sites import SiteInfo
 from analytics.store import keys
 from tests.hll import hll_tolerance
 
@@ -141,6 +143,10 @@ def test_a_bitmap_made_after_a_days_first_visitors_is_not_taken_for_exact(client
     assert r.bitcount(keys.dimension_bitmap(site.pk, day.date(), "event\x1fSignup")) == 10  # (the afternoon's only)
     rows = breakdown(client, key, "goal", day.date().isoformat(), day.date().isoformat())
     assert abs(rows["Signup"]["visitors"] - 50) <= hll_tolerance(50) and rows["Signup"]["events"] == 50
+    # A filter on the goal says so too: that day is estimated (from the HLLs), not 10.
+    info = SiteInfo.from_model(Site.objects.get(pk=site.pk))
+    summary, estimated = filtered.summary(r, info, segments.parse("goal==Signup"), day.date(), day.date())
+    assert estimated and abs(summary["visitors"] - 50) <= hll_tolerance(50)
 
 
 def test_bad_parameters_are_400s_naming_them(client, make_site, r):

@@ -15,7 +15,9 @@ site pins (its goals and funnel steps). A day's segment is then
     AND over the filters of:  OR(bitmaps of the matching values)            (== and ~)
                               active AND NOT OR(bitmaps of the values)      (!=)
 
-exact when every matching value of that day has its bitmap. `!=` is BITOP DIFF on servers
+exact when every matching value of that day has its bitmap, and each bitmap holds all of
+its value's visitors that day (complete(): not one made after the day's first visitors,
+say by a goal made at noon). `!=` is BITOP DIFF on servers
 that have it (Redis 8.2+); elsewhere `active XOR (active AND values)`, which needs no
 padding: BITOP NOT of a bitmap shorter than the day's active one would leave the ids past
 its end unset (tests/test_segments.py shows both).
@@ -32,11 +34,12 @@ from datetime import date, timedelta
 import redis
 
 from .. import dimensions
+from ..counts.dimensions import complete
 from ..models import Goal, page_pattern_regex
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, Scratch, queue_union
-from .estimates import estimate
+from .estimates import estimate, visitors_key
 
 PROPERTIES = (*dimensions.VISIT_DIMENSIONS, "page", "goal")
 OPS = ("==", "!=", "~")
@@ -202,9 +205,15 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
         segment.terms[day] = list(terms.values())
         if not all(t.complete and len(t.bitmaps) == len(t.fields) for t in terms.values()):
             segment.estimated.add(day)
-    # 2. Each day's bitmap, and its size.
+    # 2. Each day's bitmap, and its size; and whether each bitmap used holds all of its
+    # value's visitors that day (one made after the day's first visitors, say by a goal
+    # made at noon, misses the morning's: that day is estimated).
     diff = has_bitop_diff(r, sid)
     pipe = r.pipeline(transaction=False)
+    checked = [(day, name) for day in days if day not in segment.estimated for t in segment.terms[day] for name in t.bitmaps]
+    for day, name in checked:
+        pipe.bitcount(keys.dimension_bitmap(sid, day, name))
+        pipe.pfcount(visitors_key(sid, day, name))
     at = []
     for day in days:
         segment.keys[day] = _queue_day(pipe, sid, day, segment.terms[day], tmp, diff)
@@ -212,6 +221,9 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
         pipe.bitcount(segment.keys[day])
     answers = pipe.execute()
     segment.sizes = {day: int(answers[i]) for day, i in zip(days, at)}
+    for n, (day, _) in enumerate(checked):
+        if not complete(answers[2 * n], answers[2 * n + 1]):
+            segment.estimated.add(day)
     # 3. Estimates for the days that need them.
     if segment.estimated:
         late = sorted(segment.estimated)
