@@ -10,8 +10,10 @@ FIELD_SEP; record_batch.lua (lib/visits.lua) splits them the same way.
 """
 import struct
 
+from .store import keys
+
 VISIT_TIMEOUT = 30 * 60  # seconds without an event that end a visit (Plausible's)
-SEP = "\x1f"
+SEP = keys.FIELD_VALUE_SEP  # "\x1f": field names are parts of key names (store/keys.py)
 FIELD_SEP = "\x1e"
 GROUP_SEP = "\x1d"  # between the parts of a visit's fields (source, device, location, screen): see lib/visits.lua
 OTHER = "(other)"  # values past a site's daily quota of distinct values for a dimension

@@ -1,7 +1,8 @@
 """Each visit dimension value's numbers on a day, from the raw keys lib/visits.lua writes:
 exact pageviews, visits, bounces, duration and exits, and visitors: a BITCOUNT of the
-value's day bitmap where it has a complete one (exact: complete()), else its day
+value's day bitmap where it has a complete one (exact: day_visitors()), else its day
 HLL (an estimate, never shown above the value's pageviews or visits)."""
+from collections.abc import Iterator
 from datetime import date
 
 import redis
@@ -31,15 +32,10 @@ def dimension_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date,
     pipe = r.pipeline(transaction=False)
     wanted = [(day, name) for day, fields in result.items() for name in fields if _has_visitors(name)]
     for day, name in wanted:
-        pipe.pfcount(keys.dimension_visitors(site_id, day, name))
-        if name.encode() in bitmapped[day]:
-            pipe.bitcount(keys.dimension_bitmap(site_id, day, name))  # (exact: lib/segments.lua)
+        queue_day_visitors(pipe, site_id, day, name, name.encode() in bitmapped[day])
     answers = iter(pipe.execute())
     for day, name in wanted:
-        visitors = next(answers)
-        if name.encode() in bitmapped[day]:
-            bits = next(answers)
-            visitors = bits if complete(bits, visitors) else visitors
+        visitors, _ = day_visitors(answers, name.encode() in bitmapped[day])
         row = result[day][name]
         row["visitors"] = min(visitors, max(row["pageviews"], row["visits"]))
     return result
@@ -48,6 +44,25 @@ def dimension_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date,
 def _has_visitors(name: str) -> bool:
     """Exit pages count visits only; the totals' visitors are the site's own HLL."""
     return name != dimensions.TOTAL and not name.startswith(dimensions.EXIT + dimensions.SEP)
+
+
+def queue_day_visitors(pipe, site_id: int, day: date, field: str, bitmapped: bool):
+    """Queue what day_visitors() reads: the field's day HLL count and, where the field has
+    a bitmap that day (lib/segments.lua), its BITCOUNT."""
+    pipe.pfcount(keys.field_visitors(site_id, day, field))
+    if bitmapped:
+        pipe.bitcount(keys.dimension_bitmap(site_id, day, field))
+
+
+def day_visitors(answers: Iterator, bitmapped: bool) -> tuple[int, bool]:
+    """A field's visitors that day from queue_day_visitors()'s answers, and whether the
+    number is exact: its bitmap's count where the bitmap is complete(), else the HLL's."""
+    estimate = next(answers)
+    if bitmapped:
+        bits = next(answers)
+        if complete(bits, estimate):
+            return bits, True
+    return estimate, False
 
 
 def complete(bits: int, estimate: int) -> bool:

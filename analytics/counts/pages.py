@@ -7,12 +7,12 @@ import redis
 
 from .. import dimensions
 from ..store import keys
-from .dimensions import complete
+from .dimensions import day_visitors, queue_day_visitors
 
 
 def page_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict[str, tuple[int, int]]]:
     """Each page's (visitors, pageviews) on each day, from the raw keys: two round trips.
-    Visitors are exact where the page has a complete bitmap that day (dimensions.complete()),
+    Visitors are exact where the page has a complete bitmap that day (dimensions.day_visitors()),
     else its day HLL's estimate."""
     if not days:
         return {}
@@ -28,18 +28,14 @@ def page_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict
     pipe = r.pipeline(transaction=False)
     for day, paths, bitmapped in listed:
         for path, field in paths:
-            pipe.pfcount(keys.page_visitors(site_id, day, path))
             pipe.get(keys.page_pageviews(site_id, day, path))
-            if field.encode() in bitmapped:
-                pipe.bitcount(keys.dimension_bitmap(site_id, day, field))
+            queue_day_visitors(pipe, site_id, day, field, field.encode() in bitmapped)
     answers = iter(pipe.execute())
     result = {}
     for day, paths, bitmapped in listed:
         result[day] = {}
         for path, field in paths:
-            visitors, views = next(answers), int(next(answers) or 0)
-            if field.encode() in bitmapped:
-                bits = next(answers)
-                visitors = bits if complete(bits, visitors) else visitors
+            views = int(next(answers) or 0)
+            visitors, _ = day_visitors(answers, field.encode() in bitmapped)
             result[day][path] = (min(visitors, views), views)  # never more visitors than views
     return result

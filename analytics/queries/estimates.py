@@ -10,7 +10,6 @@ from itertools import combinations
 
 import redis
 
-from .. import dimensions
 from ..store import keys
 
 
@@ -25,7 +24,7 @@ def estimate(r: redis.Redis, segment, ranges: list[list[date]]) -> list[int]:
         positives: list[list[str]] = []
         negative: list[str] = []
         for i in range(len(segment.filters)):
-            hlls = [visitors_key(sid, day, name) for day in days for name in segment.terms[day][i].fields]
+            hlls = [keys.field_visitors(sid, day, name) for day in days for name in segment.terms[day][i].fields]
             if segment.terms[days[0]][i].negate:
                 negative += hlls
             else:
@@ -63,12 +62,3 @@ def estimate(r: redis.Redis, segment, ranges: list[list[date]]) -> list[int]:
         value = intersection(p) - (intersection(p + 1) if negated else 0)
         result.append(max(0, min(round(value), universe)))
     return result
-
-
-def visitors_key(sid: int, day: date, name: str) -> str:
-    dimension, value = dimensions.split(name)
-    if dimension == "page":
-        return keys.page_visitors(sid, day, value)
-    if dimension == "event":
-        return keys.event_visitors(sid, day, value)
-    return keys.dimension_visitors(sid, day, name)

@@ -14,18 +14,17 @@ values, or the bitmaps expired before the HLLs: keep_segment_days) leaves the va
 HLLs. So does a bitmap that misses visitors its HLL has: a value pinned in the middle of a
 day (a goal made at noon, or an event backfilled into an older day) has a bitmap from then
 on only. Such a day's bitmap counts fewer than its HLL by more than the HLL's own error
-(complete(), checked on every day read). Daily-salt sites give a visitor a new id every
+(counts.dimensions.complete(), checked on every day read). Daily-salt sites give a visitor a new id every
 day, so their unions over several days stay with the HLLs, as their segments do.
 """
 from datetime import date
 
 import redis
 
-from ..counts.dimensions import complete
+from ..counts.dimensions import day_visitors, queue_day_visitors
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import queue_union, scratch
-from .estimates import visitors_key
 
 
 def exact_visitors(
@@ -52,20 +51,19 @@ def exact_visitors(
     # are in the site's slot), or a bitmap that misses some.
     pipe = r.pipeline(transaction=False)
     for f, on in with_bitmaps.items():
-        without = [visitors_key(sid, day, f) for day in days if day not in on]
+        without = [keys.field_visitors(sid, day, f) for day in days if day not in on]
         if without and present is None:
             pipe.exists(*without)
         for day in on:
-            pipe.bitcount(keys.dimension_bitmap(sid, day, f))
-            pipe.pfcount(visitors_key(sid, day, f))
+            queue_day_visitors(pipe, sid, day, f, bitmapped=True)
     answers = iter(pipe.execute())
     for f, on in list(with_bitmaps.items()):
         if present is not None:
             missing = not present.get(f, set()) <= set(on)
         else:
             missing = int(next(answers)) if len(on) < len(days) else 0
-        bitmaps_complete = [complete(next(answers), next(answers)) for _ in on]
-        if missing or not all(bitmaps_complete):
+        exact_days = [day_visitors(answers, bitmapped=True)[1] for _ in on]  # (a list: every answer is read)
+        if missing or not all(exact_days):
             del with_bitmaps[f]
     if not with_bitmaps:
         return {}
@@ -84,4 +82,3 @@ def exact_visitors(
                 pipe.bitcount(union)
         answers = pipe.execute()
     return {f: int(answers[i]) for f, i in at.items()}
-

@@ -23,7 +23,7 @@ from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
-from . import estimates, segments
+from . import segments
 from .breakdown import field_days, rates
 from .days import percent_change, previous
 
@@ -316,7 +316,7 @@ def _value_visitors(r: redis.Redis, site: SiteInfo, days: list[date], dimension:
     pipe = r.pipeline(transaction=False)
     for value in values:
         name = dimensions.field(dimension, value)
-        pipe.pfcount(*(estimates.visitors_key(site.id, day, name) for day in days))
+        pipe.pfcount(*(keys.field_visitors(site.id, day, name) for day in days))
     return dict(zip(values, pipe.execute()))
 
 

@@ -51,15 +51,16 @@ def _event_goal(r: redis.Redis, site: SiteInfo, days: list[date], name: str) -> 
         events=Sum("events"), most=Max("visitors"))
     live = [day for day in days if day not in final]
     field = dimensions.field("event", name)
-    exact = exact_visitors(r, site, days, [field]).get(field)  # (a goal's event is pinned: it has bitmaps)
+    union = exact_visitors(r, site, days, [field]).get(field)  # (a goal's event is pinned: it has bitmaps)
     pipe = r.pipeline(transaction=False)
-    pipe.pfcount(*(keys.event_visitors(site.id, day, name) for day in days))
     for day in live:
         pipe.get(keys.event_count(site.id, day, name))
-    union, *counts = pipe.execute()
+    if union is None:
+        pipe.pfcount(*(keys.event_visitors(site.id, day, name) for day in days))
+    counts = pipe.execute()
+    if union is None:
+        union = counts.pop()
     events = (stored["events"] or 0) + sum(int(c or 0) for c in counts)
-    if exact is not None:
-        union = exact
     return min(max(union, stored["most"] or 0), events), events
 
 

@@ -16,7 +16,7 @@ site pins (its goals and funnel steps). A day's segment is then
                               active AND NOT OR(bitmaps of the values)      (!=)
 
 exact when every matching value of that day has its bitmap, and each bitmap holds all of
-its value's visitors that day (complete(): not one made after the day's first visitors,
+its value's visitors that day (counts.dimensions.complete(): not one made after the day's first visitors,
 say by a goal made at noon). `!=` is BITOP DIFF on servers
 that have it (Redis 8.2+); elsewhere `active XOR (active AND values)`, which needs no
 padding: BITOP NOT of a bitmap shorter than the day's active one would leave the ids past
@@ -34,12 +34,12 @@ from datetime import date, timedelta
 import redis
 
 from .. import dimensions
-from ..counts.dimensions import complete
+from ..counts.dimensions import day_visitors, queue_day_visitors
 from ..models import Goal, page_pattern_regex
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, Scratch, queue_union
-from .estimates import estimate, visitors_key
+from .estimates import estimate
 
 PROPERTIES = (*dimensions.VISIT_DIMENSIONS, "page", "goal")
 OPS = ("==", "!=", "~")
@@ -212,8 +212,7 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     pipe = r.pipeline(transaction=False)
     checked = [(day, name) for day in days if day not in segment.estimated for t in segment.terms[day] for name in t.bitmaps]
     for day, name in checked:
-        pipe.bitcount(keys.dimension_bitmap(sid, day, name))
-        pipe.pfcount(visitors_key(sid, day, name))
+        queue_day_visitors(pipe, sid, day, name, bitmapped=True)
     at = []
     for day in days:
         segment.keys[day] = _queue_day(pipe, sid, day, segment.terms[day], tmp, diff)
@@ -221,8 +220,9 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
         pipe.bitcount(segment.keys[day])
     answers = pipe.execute()
     segment.sizes = {day: int(answers[i]) for day, i in zip(days, at)}
-    for n, (day, _) in enumerate(checked):
-        if not complete(answers[2 * n], answers[2 * n + 1]):
+    read = iter(answers)  # (the checks' answers come first)
+    for day, _ in checked:
+        if not day_visitors(read, bitmapped=True)[1]:
             segment.estimated.add(day)
     # 3. Estimates for the days that need them.
     if segment.estimated:

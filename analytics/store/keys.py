@@ -89,6 +89,8 @@ tmp:<token>:<name>       any     scratch results of BITOP/PFMERGE, with a short 
 """
 from datetime import date, datetime
 
+FIELD_VALUE_SEP = "\x1f"  # between a field's kind and its value, "page\x1f/path" (analytics.dimensions.SEP)
+
 PREFIX = "tally"
 
 
@@ -250,6 +252,17 @@ def dimension_sizes(site_id: int, day: date) -> str:
 
 def dimension_visitors(site_id: int, day: date, field: str) -> str:
     return f"{dimensions_prefix(site_id)}{day.isoformat()}:v:{field}"
+
+
+def field_visitors(site_id: int, day: date, field: str) -> str:
+    """The day HLL of a field's visitors, whatever its kind: "page<SEP>path" is the page's,
+    "event<SEP>name" the custom event's, anything else a visit dimension value's."""
+    kind, _, value = field.partition(FIELD_VALUE_SEP)
+    if kind == "page":
+        return page_visitors(site_id, day, value)
+    if kind == "event":
+        return event_visitors(site_id, day, value)
+    return dimension_visitors(site_id, day, field)
 
 
 def dimension_bitmap(site_id: int, day: date, field: str) -> str:
