@@ -50,7 +50,7 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
         "realtime minutes": _usage(r, minutes),
         "daily pages": (count, size),
         "daily bitmaps and site HLL": _usage(r, daily),
-        "visitor ids (kept)": _id_map_usage(r, sid),
+        "visitor ids and first days (kept)": _id_map_usage(r, sid),
     }
 
 
@@ -59,10 +59,12 @@ MAX_BUCKETS_MEASURED = 2000  # id-map buckets measured (evenly spread); the rest
 
 def _id_map_usage(r: redis.Redis, sid: int) -> tuple[int, int]:
     """The visitor-id map: its buckets (a big site has hundreds of thousands: a sample of
-    them, scaled), the map of before, the counter."""
+    them, scaled), the map of before, the counter, and each id's first day seen (two
+    bytes an id, kept as long as the id)."""
     buckets = idmap.bucket_keys(r, sid)
     sample = buckets[:: max(1, len(buckets) // MAX_BUCKETS_MEASURED)]
-    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid), keys.visitor_id_narrow(sid)]
+    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid), keys.visitor_id_narrow(sid),
+            keys.first_days(sid), keys.latest_first_day(sid)]
     return _plus(_sampled(r, sample, len(buckets) / len(sample)), _usage(r, rest))
 
 

@@ -68,7 +68,7 @@ def run(r, say, visitors: int = VISITORS) -> tuple[list[tuple], int, int]:
 
 
 OPEN_VISITS = "open visits (sessions, their parts)"
-IDS = "visitor ids (kept)"
+IDS = "visitor ids and first days (kept)"
 
 
 PAGES = "daily pages"

@@ -92,7 +92,7 @@ def table(r, site_id, day, name) -> dict[str, int]:
     """One of dimensions.TABLES as stored for a day: {field: number}, numbers that are not 0."""
     slot = dimensions.TABLES.index(name)
     raw = r.hgetall(keys.dimension_counts(site_id, day))
-    numbers = {k.decode(): dimensions.COUNTS.unpack(v)[slot] for k, v in raw.items()}
+    numbers = {k.decode(): dimensions.COUNTS.unpack_from(v)[slot] for k, v in raw.items()}
     return {field: n for field, n in numbers.items() if n}
 
 
@@ -120,6 +120,24 @@ def test_it_counts_visits_bounces_durations_and_exits_like_brute_force(site, r, 
     for day in {d for d, _ in counts}:
         by_source = sum(n for f, n in got[day, "pageviews"].items() if f.startswith("source\x1f"))
         assert by_source == int(r.get(keys.pageviews(site.id, day)) or 0)
+
+
+def test_a_day_of_many_values_keeps_its_counts_in_a_hash_table_and_counts_like_brute_force(site, r):
+    """Past 128 fields a day's counts hash is widened from a listpack (searched field by
+    field) to a hash table (lib/visits.lua, widen_counts); every count stays the brute
+    force's, the padded total's too, and a day of few values stays a listpack."""
+    rng = random.Random(5)
+    events = [(ts, v, kind, path, attrs(f"source {v % 150}", "DE")) for ts, v, kind, path, _ in make_events(rng, visitors=400)]
+    send(r, site, events, 37)
+    counts, visitors = brute_force(events)
+    got = stored(r, site.id, counts, visitors)
+    for key, expected in counts.items():
+        assert got[key] == {f: n for f, n in expected.items() if n}, key
+    encodings = {day: r.object("encoding", keys.dimension_counts(site.id, day)) for day, _ in counts}
+    sizes = {day: r.hlen(keys.dimension_counts(site.id, day)) for day in encodings}
+    assert {encodings[day] for day in encodings if sizes[day] > 140} == {b"hashtable"}
+    assert {encodings[day] for day in encodings if sizes[day] < 100} <= {b"listpack", b"ziplist"}  # (Redis 6.2's name)
+    assert max(sizes.values()) > 140
 
 
 def test_a_visit_goes_on_across_midnight_in_the_site_time_zone(site, r):
@@ -168,11 +186,11 @@ def test_a_late_event_of_yesterday_does_not_continue_a_carried_visit_twice(site,
     assert table(r, site.id, yesterday, "visits")["source\x1fGoogle"] == 1
     assert table(r, site.id, yesterday, "duration")["source\x1fGoogle"] == 15 * 60  # 23:50 to 00:05, once
     raw = r.hgetall(keys.dimension_counts(site.id, yesterday))
-    assert all(n >= 0 for v in raw.values() for n in dimensions.COUNTS.unpack(v))  # no bounce count below 0
+    assert all(n >= 0 for v in raw.values() for n in dimensions.COUNTS.unpack_from(v))  # no bounce count below 0
     send(r, site, [(midnight + timedelta(minutes=8), 1, "p", "/d", a)], 1)  # the visit goes on today
     assert table(r, site.id, yesterday, "exits") == {"exit_page\x1f/d": 1}  # the late /c was never its last pageview
     raw = r.hgetall(keys.dimension_counts(site.id, yesterday))
-    assert all(n >= 0 for v in raw.values() for n in dimensions.COUNTS.unpack(v))
+    assert all(n >= 0 for v in raw.values() for n in dimensions.COUNTS.unpack_from(v))
 
 
 def test_values_past_the_daily_quota_count_as_other(site, r):
@@ -266,7 +284,7 @@ def test_a_raised_quota_never_sends_a_count_below_zero(site, r):
     site.save()
     record(r, SiteInfo.from_model(site), [hit_at(t + timedelta(minutes=2), "b", "/2", "Direct / None")], now=t)
     raw = r.hgetall(keys.dimension_counts(site.id, t.date()))
-    rows = {k.decode(): dimensions.COUNTS.unpack(v) for k, v in raw.items()}
+    rows = {k.decode(): dimensions.COUNTS.unpack_from(v) for k, v in raw.items()}
     assert all(n >= 0 for row in rows.values() for n in row)
     assert rows["source\x1f(other)"][dimensions.TABLES.index("bounces")] == 0
     _store_dimensions(r, site, [t.date()])

@@ -23,7 +23,7 @@ def dimension_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date,
     answers = iter(pipe.execute())
     result: dict[date, dict[str, dict[str, int]]] = {}
     bitmapped: dict[date, set[bytes]] = {}
-    unpack = dimensions.COUNTS.unpack
+    unpack = dimensions.COUNTS.unpack_from  # (a value may be padded: lib/visits.lua, widen_counts)
     for day in days:
         counts, bitmapped[day] = next(answers), next(answers)
         result[day] = {

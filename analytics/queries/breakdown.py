@@ -129,7 +129,7 @@ def field_days(r: redis.Redis, site: SiteInfo, days: list[date], field: str) -> 
             pipe.hget(keys.dimension_counts(site.id, day), field)
         for day, packed in zip(live, pipe.execute()):
             if packed:
-                numbers = dict(zip(dimensions.TABLES, dimensions.COUNTS.unpack(packed)))
+                numbers = dict(zip(dimensions.TABLES, dimensions.COUNTS.unpack_from(packed)))
                 result[day] = {c: numbers[c] for c in COUNTS[1:]}
     return result
 
