@@ -258,6 +258,33 @@ def test_with_a_drainer_process_the_web_process_only_pushes(site, r, settings):
     assert pageviews(r, site) == 25 and r.llen(keys.inbox(site.pk)) == 0
 
 
+def test_the_drainer_counts_the_sites_the_pushes_name_and_its_sweep_finds_a_lost_hint(site, r, settings):
+    from analytics.management.commands.drain_inboxes import Sites
+
+    settings.INBOX_DRAINER = "process"
+    commit = GroupCommit()
+    assert submit_all(commit, entries(25)) == [WRITTEN] * 25
+    assert r.smembers(keys.inbox_waiting()) == {str(site.pk).encode()}  # (sent in the push's round trip)
+    known = Sites()  # (it knows no site yet: a site named is read then)
+    assert inbox.drain_hinted(r, known.of) == 25
+    assert pageviews(r, site) == 25 and not r.exists(keys.inbox_waiting())
+    assert submit_all(commit, entries(5)) == [WRITTEN] * 5
+    r.delete(keys.inbox_waiting())  # a hint lost (a crash between a push and its hint)
+    assert inbox.drain_hinted(r, known.of) == 0
+    assert inbox.drain_waiting(r, known.read_all()) == 5  # the sweep every few seconds finds it
+    assert pageviews(r, site) == 30
+
+
+@pytest.mark.single_server
+def test_an_idle_drainer_pass_is_one_command_however_many_sites_there_are(site, r):
+    """A pass of the drainer process when nothing waits: one SPOP, no command per site."""
+    r.config_resetstat()
+    assert inbox.drain_hinted(r, lambda ids: pytest.fail(f"no site waits, yet {ids} were named")) == 0
+    calls = {name: stat["calls"] for name, stat in r.info("commandstats").items()}
+    assert calls.pop("cmdstat_spop") == 1
+    assert set(calls) <= {"cmdstat_config|resetstat", "cmdstat_config"}
+
+
 def test_a_forked_process_pushes_in_a_stream_of_its_own():
     read, write = os.pipe()
     parent = inbox.STREAM.name

@@ -120,7 +120,7 @@ class GroupCommit:
         with stream.lock:  # (numbered here; sent below, before the next group is numbered: see inbox.Stream)
             groups, calls = _push_calls(entries, stream, now)
         try:
-            answers = await inbox.push_many_in_loop(self._client, calls)
+            answers = await inbox.push_many_in_loop(self._client, calls, [site.id for site, *_ in groups])
         except OUTAGE:
             stream.broken()  # (these pushes' answers never came: they are their stream's last)
             return await loop.run_in_executor(self.executor, _spool_groups, entries, groups, now)
@@ -173,7 +173,7 @@ def _push_group(r: redis.Redis, entries: list[Entry]) -> list:
     with stream.lock:
         groups, calls = _push_calls(entries, stream, now)
         try:
-            answers = inbox.push_many(r, calls)
+            answers = inbox.push_many(r, calls, [site.id for site, *_ in groups])
         except OUTAGE:
             stream.broken()  # (these pushes' answers never came: they are their stream's last)
             return _spool_groups(entries, groups, now)

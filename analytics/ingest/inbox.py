@@ -31,6 +31,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import orjson
@@ -112,15 +113,20 @@ def push_call(site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark | None,
     return script_keys, args
 
 
-def push_many(r: redis.Redis, calls: list[tuple[list, list]]) -> list[int | Limited]:
-    """Run push calls in one round trip. Each answer: the inbox's length after the push
-    (-1 when its mark says it was pushed before), or Limited (nothing pushed)."""
-    return _push_answers(INBOX_PUSH.run_many(r, calls))
+def push_many(r: redis.Redis, calls: list[tuple[list, list]], site_ids: list[int]) -> list[int | Limited]:
+    """Run push calls (into the inboxes of `site_ids`) in one round trip, with the hint that
+    they wait (keys.inbox_waiting). Each answer: the inbox's length after the push (-1 when
+    its mark says it was pushed before), or Limited (nothing pushed)."""
+    return _push_answers(INBOX_PUSH.run_many(r, calls, after=_hint(site_ids)))
 
 
-async def push_many_in_loop(client, calls: list[tuple[list, list]]) -> list[int | Limited]:
+async def push_many_in_loop(client, calls: list[tuple[list, list]], site_ids: list[int]) -> list[int | Limited]:
     """push_many() on the event loop, over a LoopClient (store/loop_client.py)."""
-    return _push_answers(await INBOX_PUSH.run_in_loop(client, calls))
+    return _push_answers(await INBOX_PUSH.run_in_loop(client, calls, after=_hint(site_ids)))
+
+
+def _hint(site_ids: list[int]) -> tuple:
+    return (("SADD", keys.inbox_waiting(), *site_ids),) if site_ids else ()
 
 
 def _push_answers(replies: list) -> list[int | Limited]:
@@ -130,7 +136,7 @@ def _push_answers(replies: list) -> list[int | Limited]:
 def push(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None, mark: Mark | None = None,
          limits: list[Bucket] = ()) -> int:
     """Push hits into the site's inbox; raises Limited when a rate limit refuses them."""
-    answer = push_many(r, [push_call(site, hits, now or datetime.now(UTC), mark, limits)])[0]
+    answer = push_many(r, [push_call(site, hits, now or datetime.now(UTC), mark, limits)], [site.id])[0]
     if isinstance(answer, Limited):
         raise answer
     return answer
@@ -200,6 +206,18 @@ def flush(r: redis.Redis, site: SiteInfo) -> int:
         return 0
 
 
+HINTS_AT_ONCE = 1000  # sites a drainer takes off the waiting hint in one pass
+
+
+def drain_hinted(r: redis.Redis, sites_of: Callable[[list[int]], list[SiteInfo]]) -> int:
+    """Count the inboxes of the sites the waiting hint names (keys.inbox_waiting), taking
+    them off it: one command when nothing waits, whatever the number of sites. `sites_of`
+    turns site ids into sites (a site unknown there is skipped). A hint taken off and not
+    drained (an outage, a crash) is found by the next sweep (drain_waiting())."""
+    ids = [int(raw) for raw in r.spop(keys.inbox_waiting(), HINTS_AT_ONCE) or []]
+    return _drain_each(r, sites_of(ids)) if ids else 0
+
+
 def drain_waiting(r: redis.Redis, sites: list[SiteInfo]) -> int:
     """Count the inbox of each of `sites` that holds events (or a claim a drainer left),
     looked at in one round trip. Returns the events counted. A site whose drain fails is
@@ -209,15 +227,19 @@ def drain_waiting(r: redis.Redis, sites: list[SiteInfo]) -> int:
         pipe.llen(keys.inbox(site.id))
         pipe.exists(keys.inbox_claim(site.id)[0])
     answers = pipe.execute()
+    return _drain_each(r, [site for n, site in enumerate(sites) if answers[2 * n] or answers[2 * n + 1]])
+
+
+def _drain_each(r: redis.Redis, sites: list[SiteInfo]) -> int:
+    """drain() each site; one whose drain fails is logged and left for the next pass."""
     counted = 0
-    for n, site in enumerate(sites):
-        if answers[2 * n] or answers[2 * n + 1]:
-            try:
-                counted += drain(r, site)
-            except OUTAGE:
-                raise
-            except Exception:
-                log.exception("draining the inbox of site %s failed; it is retried on the next pass", site.id)
+    for site in sites:
+        try:
+            counted += drain(r, site)
+        except OUTAGE:
+            raise
+        except Exception:
+            log.exception("draining the inbox of site %s failed; it is retried on the next pass", site.id)
     return counted
 
 

@@ -73,6 +73,12 @@ inbox-marks        set     marks of the claims' calls already counted (exactly o
 inbox-streams      hash    a pushing process's stream -> the number of its last push applied
 =================  ======  ===============================================================
 
+Keys of no site (one for the whole server or cluster, ``tally:<family>``):
+
+=================  ======  ===============================================================
+inbox-waiting      set     ids of the sites pushed into since a drainer last looked
+=================  ======  ===============================================================
+
 Pub/sub channel ``tally:{<site id>}:live``: ingest publishes there (at most once a second
 per site) when new events arrive; live dashboards listen.
 
@@ -325,6 +331,14 @@ def inbox_claim(site_id: int) -> tuple[str, str, str]:
 def inbox_streams(site_id: int) -> str:
     """The marks of pushes into the inbox: stream -> the number of its last push applied."""
     return f"{PREFIX}:{{{site_id}}}:inbox-streams"
+
+
+def inbox_waiting() -> str:
+    """Set: the ids of sites whose inbox had a push since a drainer last looked. A hint, so
+    an idle drainer looks at the inboxes that have something, not at every site's: sent in
+    the push's round trip but not in its script (no hash tag: on a cluster it is another
+    slot), so a drainer still sweeps every inbox now and then for a hint that got lost."""
+    return f"{PREFIX}:inbox-waiting"
 
 
 def inbox_marks(site_id: int) -> str:

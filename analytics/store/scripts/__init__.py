@@ -32,18 +32,22 @@ class Script:
             client.script_load(self.source)
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
-    def run_many(self, client: redis.Redis, calls: list[tuple[list, list]]) -> list:
-        """Run (KEYS, ARGV) calls in one round trip; their answers, in order."""
-        if len(calls) == 1:
+    def run_many(self, client: redis.Redis, calls: list[tuple[list, list]], after: tuple = ()) -> list:
+        """Run (KEYS, ARGV) calls in one round trip; their answers, in order. `after`:
+        commands (tuples) sent after them in the same round trip, answers dropped."""
+        if len(calls) == 1 and not after:
             return [self.run(client, *calls[0])]  # (no pipeline needed)
         pipe = client.pipeline(transaction=False)
         for keys, args in calls:
             self.queue(pipe, keys, args)
-        return self.rerun_unloaded(client, pipe.execute(raise_on_error=False), calls)
+        for command in after:
+            pipe.execute_command(*command)
+        results = pipe.execute(raise_on_error=False)[: len(calls)]
+        return self.rerun_unloaded(client, results, calls)
 
-    async def run_in_loop(self, client, calls: list[tuple[list, list]]) -> list:
+    async def run_in_loop(self, client, calls: list[tuple[list, list]], after: tuple = ()) -> list:
         """run_many() on the event loop, over a LoopClient (store/loop_client.py)."""
-        results = await client.execute(*(self._command(*call) for call in calls))
+        results = (await client.execute(*(self._command(*call) for call in calls), *after))[: len(calls)]
         unloaded = _unloaded(results)
         if unloaded:
             await client.execute(("SCRIPT", "LOAD", self.source))
