@@ -112,7 +112,7 @@ class SiteAdmin(admin.ModelAdmin):
             "Advanced: Key expiry policy",
             {
                 "classes": ["collapse"],
-                "fields": ("keep_realtime_hours", "keep_page_days", "keep_page_period_days", "keep_daily_days", "keep_segment_days", "memory_today"),
+                "fields": ("keep_realtime_minutes", "keep_page_days", "keep_page_period_days", "keep_daily_days", "keep_segment_days", "memory_today"),
                 "description": "Raw Redis keys expire after these times, and only once their day is rolled up; "
                 "the rolled-up numbers are kept for good.",
             },

@@ -51,8 +51,9 @@ class Site(models.Model):
 
     # Key expiry policy: raw Redis keys live this long; the rollup rows are kept for good.
     # Days' keys get their TTL only once the day's rollup is stored (see analytics.rollups).
-    keep_realtime_hours = models.PositiveIntegerField(
-        default=2, validators=[MinValueValidator(1)], help_text="per-minute realtime HLLs"
+    keep_realtime_minutes = models.PositiveIntegerField(
+        "keep realtime HLLs (minutes)", default=10, validators=[MinValueValidator(5)],
+        help_text="per-minute realtime HLLs: the realtime count reads the last 5 minutes (a busy minute's HLL is 12 KB)",
     )
     keep_page_days = models.PositiveIntegerField(
         default=35, validators=[MinValueValidator(1)],

@@ -22,7 +22,7 @@ class SiteInfo:
     tz: zoneinfo.ZoneInfo
     daily_salt: bool
     salt: bytes
-    realtime_ttl: int = 7200  # seconds the per-minute realtime HLLs live
+    realtime_ttl: int = 600  # seconds the per-minute realtime HLLs live
     bloom: BloomConfig = BloomConfig()  # the site's recommendation-dedup filter settings
     rate_per_minute: int = 0  # events a minute the site accepts (0: no limit)
     max_pages_per_day: int = 10_000  # quotas: past them, names count under "(other)"
@@ -40,7 +40,7 @@ class SiteInfo:
             tz=zoneinfo.ZoneInfo(site.timezone),
             daily_salt=site.identity_mode == Site.IdentityMode.DAILY,
             salt=bytes.fromhex(site.salt),
-            realtime_ttl=site.keep_realtime_hours * 3600,
+            realtime_ttl=site.keep_realtime_minutes * 60,
             bloom=BloomConfig.for_site(site),
             rate_per_minute=site.ingest_rate_per_minute,
             max_pages_per_day=site.max_pages_per_day,

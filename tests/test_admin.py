@@ -17,7 +17,7 @@ def site_form(**changes):
         "domain": "new.example",
         "timezone": "Europe/Berlin",
         "identity_mode": "stable",
-        "keep_realtime_hours": "2",
+        "keep_realtime_minutes": "10",
         "keep_page_days": "35",
         "keep_page_period_days": "400",
         "keep_daily_days": "400",

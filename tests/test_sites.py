@@ -63,3 +63,24 @@ def test_the_admin_shows_the_expiry_policy_and_todays_memory(admin_client, site,
     assert "daily pages" in page and "realtime minutes" in page
     assert "<td>101</td>" in page  # 50 page HLLs + 50 page counters + the page index
     assert "for the first 1,000 items (11.0 bits and 8 hash functions per item)" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_realtime_retention_moves_to_minutes_and_a_chosen_one_is_kept():
+    """Migration 0016: a site at the old default (2 hours) gets the new one (10 minutes),
+    a retention an operator chose is kept in minutes."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("analytics", "0015_segment_retention")], [("analytics", "0016_realtime_minutes")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps.get_model("analytics", "Site")
+    old.objects.create(domain="default.example", keep_realtime_hours=2)
+    old.objects.create(domain="chosen.example", keep_realtime_hours=3)
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps.get_model("analytics", "Site")
+    assert {s.domain: s.keep_realtime_minutes for s in new.objects.all()} == {"default.example": 10, "chosen.example": 180}
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
