@@ -126,7 +126,11 @@ async def push_many_in_loop(client, calls: list[tuple[list, list]], site_ids: li
 
 
 def _hint(site_ids: list[int]) -> tuple:
-    return (("SADD", keys.inbox_waiting(), *site_ids),) if site_ids else ()
+    """The SADD that names the sites to the drainer process; with drainer threads in the
+    web processes (woken directly: group_commit.py) nothing reads the hint, so none is sent."""
+    if not site_ids or settings.INBOX_DRAINER != "process":
+        return ()
+    return (("SADD", keys.inbox_waiting(), *site_ids),)
 
 
 def _push_answers(replies: list) -> list[int | Limited]:

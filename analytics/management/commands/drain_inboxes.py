@@ -36,7 +36,7 @@ class Command(BaseCommand):
 
     def handle(self, once=False, **options):
         if once:
-            counted = inbox.drain_waiting(get_redis(), _sites())
+            counted = inbox.drain_waiting(get_redis(), Sites().read_all())
             self.stdout.write(f"{counted} events counted")
             return
         os.nice(NICE)
@@ -72,6 +72,3 @@ class Sites:
             self.by_id.update((site.pk, SiteInfo.from_model(site)) for site in Site.objects.filter(pk__in=unknown))
         return [self.by_id[i] for i in ids if i in self.by_id]
 
-
-def _sites() -> list[SiteInfo]:
-    return Sites().read_all()
