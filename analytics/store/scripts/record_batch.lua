@@ -270,12 +270,13 @@ end
 -- counts.
 local OTHER = '(other)'
 local key_index = 17 + limits
-local segment_candidates = {}  -- {field, dense ids} of the kept pages and events (lib/segments.lua)
-local function listed_ids(listed)
-  local out = {}
+local segment_candidates = {}  -- {field, visitor indexes} of the kept pages and events (lib/segments.lua)
+local function listed_indexes(listed)
+  local out, c = {}, 0
   for k = 1, #listed, 2 do
     local high, low = byte(listed, k, k + 1)
-    out[#out + 1] = ids[high * 256 + low]
+    c = c + 1
+    out[c] = high * 256 + low
   end
   return out
 end
@@ -304,7 +305,7 @@ local function groups(index_key, dimension)
     if fits then
       pfadd_listed(KEYS[key_index], listed)
       redis.call('INCRBY', KEYS[key_index + 1], n)
-      segment_candidates[#segment_candidates + 1] = {dimension .. SEP .. name, listed_ids(listed)}
+      segment_candidates[#segment_candidates + 1] = {dimension .. SEP .. name, listed_indexes(listed)}
       kept[#kept + 1] = name
       counts[#counts + 1] = n
     else
@@ -460,7 +461,7 @@ local visits_at = pos + 2
 for _, c in ipairs(record_visits(digests, ids, open, not daily_map, ARGV[6], visits_at, session_keys, KEYS[12])) do
   segment_candidates[#segment_candidates + 1] = c
 end
-mark_segments(ARGV[visits_at + 3], ARGV[6], segment_candidates, tonumber(ARGV[visits_at + 4]), ARGV[visits_at + 5])
+mark_segments(ARGV[visits_at + 3], ARGV[6], segment_candidates, ids, tonumber(ARGV[visits_at + 4]), ARGV[visits_at + 5])
 if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")
   local kept_fields = ARGV[pos + 2 + 3] .. ARGV[6] .. ':fields'
   local add = {}

@@ -18,9 +18,10 @@
 --                                 the field that day
 --   `pinned`                      set   fields that always get a bitmap (no day)
 
--- `candidates`: a list of {field, ids} (ids: dense visitor ids, maybe repeated); adds
--- each visitor to its field's bitmap where the field has one, or may have one now.
-local function mark_segments(prefix, day, candidates, limit, pinned)
+-- `candidates`: a list of {field, visitor indexes} (maybe repeated), `dense` the dense id
+-- of each visitor index; adds each visitor to its field's bitmap where the field has one,
+-- or may have one now.
+local function mark_segments(prefix, day, candidates, dense, limit, pinned)
   local n = #candidates
   if n == 0 then return end
   local base = prefix .. day
@@ -73,13 +74,13 @@ local function mark_segments(prefix, day, candidates, limit, pinned)
   end
   local bits = {}  -- field -> BITFIELD arguments
   for i = 1, n do
-    local f, ids = candidates[i][1], candidates[i][2]
+    local f, indexes = candidates[i][1], candidates[i][2]
     if has[f] then
       local args = bits[f]
       if not args then args = {}; bits[f] = args end
       local a = #args
-      for j = 1, #ids do
-        args[a + 1] = 'SET'; args[a + 2] = 'u1'; args[a + 3] = ids[j]; args[a + 4] = 1
+      for j = 1, #indexes do
+        args[a + 1] = 'SET'; args[a + 2] = 'u1'; args[a + 3] = dense[indexes[j]]; args[a + 4] = 1
         a = a + 4
       end
     end

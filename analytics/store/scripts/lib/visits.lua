@@ -34,6 +34,7 @@
 
 local SEP, FIELD_SEP, OTHER_VALUE = '\31', '\30', '(other)'
 local PAGEVIEW, INTERACTIVE = string.byte('p'), string.byte('i')  -- (event kinds, as sent)
+local OTHER_SUFFIX = SEP .. OTHER_VALUE  -- (a field of the value "(other)": it gets no bitmap)
 local TOTAL = 'total' .. SEP .. 'all'  -- every visit counts here too: the site's totals (its visitors are uv:<day>)
 local TOTAL_ID = '*'  -- the part every visit has, holding TOTAL alone (never sent, never stored)
 
@@ -158,8 +159,8 @@ end
 --       "n" other), attribute index, path index
 -- `keys_` are the open visits of this half hour and of the one before, then the parts'
 -- texts of the same two; `dirty_key` the set of days the rollups must compute again.
--- Returns the day's {field, dense ids} of the visitors counted under each kept field
--- (for lib/segments.lua).
+-- Returns the day's {field, visitor indexes} of the visitors counted under each field
+-- not renamed to "(other)" (for lib/segments.lua).
 local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_, dirty_key)
   local sessions_now, sessions_before, parts_now, parts_before = keys_[1], keys_[2], keys_[3], keys_[4]
   local session_ttl, timeout, quota, prefix = ARGV[pos], tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), ARGV[pos + 3]
@@ -487,21 +488,24 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
       call_sliced('HSET', key, set)
     end
     if on == day then
-      local by_name = {}  -- (fields renamed to "(other)" share its HLL)
-      for f, list in pairs(visitors) do
-        local name = rename[f] or f
-        local into = child(by_name, name)
-        local n = #into
-        for j = 1, #list do into[n + j] = list[j] end
+      local hll_prefix, renamed = prefix .. on .. ':v:', {}  -- (fields renamed to "(other)" share its HLL)
+      local function count_visitors(name, list)
+        local chosen = {}
+        for j = 1, #list do chosen[j] = digests[list[j]] end
+        call_sliced('PFADD', hll_prefix .. name, chosen)
       end
-      for name, list in pairs(by_name) do
-        local chosen, dense = {}, {}
-        for j = 1, #list do chosen[j] = digests[list[j]]; dense[j] = dense_ids[list[j]] end
-        call_sliced('PFADD', prefix .. on .. ':v:' .. name, chosen)
-        if string.sub(name, -#OTHER_VALUE - 1) ~= SEP .. OTHER_VALUE then
-          segment_candidates[#segment_candidates + 1] = {name, dense}
+      for f, list in pairs(visitors) do
+        local name = rename[f]
+        if name then
+          local into = child(renamed, name)
+          local n = #into
+          for j = 1, #list do into[n + j] = list[j] end
+        else
+          count_visitors(f, list)
+          if string.sub(f, -#OTHER_SUFFIX) ~= OTHER_SUFFIX then segment_candidates[#segment_candidates + 1] = {f, list} end
         end
       end
+      for name, list in pairs(renamed) do count_visitors(name, list) end
     end
     if on ~= day then dirty[on] = true end
   end
