@@ -46,29 +46,35 @@ local function mark_segments(prefix, day, candidates, dense, limit, pinned)
   end
   if #dims > 0 then
     local sizes = redis.call('HMGET', sizes_key, unpack(dims))
-    local add = {}
+    local add, late = {}, {}
     for d, dim in ipairs(dims) do
       local new = new_by_dim[dim]
       table.sort(new)  -- (which values of one call still fit: decided the same way every time)
       local room = limit - (tonumber(sizes[d]) or 0)
-      local late = {}
+      local granted = 0
       for _, f in ipairs(new) do
         if room > 0 then
           room = room - 1
+          granted = granted + 1
           has[f] = true
           add[#add + 1] = f
         else
           late[#late + 1] = f
         end
       end
-      if #late > 0 and pinned ~= '' then  -- past the limit: only the site's pinned values
-        local is_pinned = redis.call('SMISMEMBER', pinned, unpack(late))
-        for k, f in ipairs(late) do
-          if is_pinned[k] == 1 then has[f] = true; add[#add + 1] = f end
+      if granted > 0 then redis.call('HINCRBY', sizes_key, dim, granted) end
+    end
+    if #late > 0 and pinned ~= '' then  -- past the limit: only the site's pinned values (one look for every dimension)
+      for i = 1, #late, SLICE do
+        local is_pinned = redis.call('SMISMEMBER', pinned, unpack(late, i, math.min(i + SLICE - 1, #late)))
+        for k = 1, #is_pinned do
+          if is_pinned[k] == 1 then
+            local f = late[i + k - 1]
+            has[f] = true
+            add[#add + 1] = f
+          end
         end
       end
-      local granted = #new - #late
-      if granted > 0 then redis.call('HINCRBY', sizes_key, dim, granted) end
     end
     if #add > 0 then call_sliced('SADD', set_key, add) end
   end
