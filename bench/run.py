@@ -41,6 +41,8 @@ os.environ["TALLY_VAR_DIR"] = str(VAR)
 os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")  # the dashboard bench uses the test client
 
+import script_sections  # noqa: E402
+
 from tests.redis_server import RedisServer, free_port  # noqa: E402
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
@@ -520,6 +522,8 @@ def main():
                     bodies_for_http = bodies
             say("the ingest script's own Redis time by events per call")
             cost_rows = script_cost(r, site, bodies_for_http)
+            say("the ingest script's time by section")
+            section_table = script_sections.run(r, site, [hit for body in bodies_for_http for hit in hits_of(body, datetime.now(UTC))])
             say("references: bare redis-py pipeline, bitmapist")
             calibration = round_trips(r)
             pipeline_rate = pipeline_reference(r, bodies_for_http)
@@ -566,6 +570,13 @@ def main():
             ("events per call", "µs per call", "µs per event", "events/s of one Redis core"),
             cost_rows,
         )
+        if section_table:
+            table(
+                f"Where the ingest script's time goes (os.clock() at the --@section marks of its sources), {on}",
+                *section_table,
+            )
+        else:
+            print(f"\n(no table of the ingest script's sections: {on} scripts have no os.clock())")
     if dashboard_rows:
         table(
             f"Dashboard server time: 90-day period, 100,000 daily visitors (closed days from stored rows), {on}",

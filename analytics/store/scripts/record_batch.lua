@@ -83,6 +83,7 @@
 -- {-1, 0, 0} when the mark was there already; {-2, ms to wait, 0} when a rate limit
 -- refused the call (then nothing was written).
 local GC_WAIT_VISITORS = 100
+--@section rate limits, exactly-once mark
 local limits = tonumber(ARGV[10])
 if limits > 0 then
   local wait = gcra_from_args(limits, 16, 10)
@@ -133,7 +134,9 @@ if gc_waits then collectgarbage('stop') end
 -- middle of a visit (most events) has their id in its state, read first, and skips it.
 local daily_map = tonumber(ARGV[1]) > 0
 local session_keys = {KEYS[#KEYS - 3], KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]}
+--@section open visits read (the ids of visitors mid-visit)
 local open = read_open_visits(digests, session_keys[1], session_keys[2])
+--@section visitor-id map: look-ups
 local shape = not daily_map and idmap_shape(KEYS[1]) or nil
 local ids
 if daily_map then
@@ -157,6 +160,7 @@ local missing, m = {}, 0
 for i = 1, n do
   if not ids[i] then m = m + 1; missing[m] = i end
 end
+--@section visitor-id map: new ids
 if m > 0 then
   local first = redis.call('INCRBY', KEYS[2], m) - m
   local pairs_, entries = {}, {}
@@ -179,6 +183,7 @@ end
 
 -- New visitors: fresh ids are new today; a known visitor whose first day is later than
 -- this one (a backfill arriving after newer events) moves here.
+--@section new visitors, first days
 local moved = 0
 if track_new then
   local latest = tonumber(redis.call('GET', KEYS[16])) or 0
@@ -240,6 +245,7 @@ if ttl > 0 then
   redis.call('EXPIRE', KEYS[2], ttl)
 end
 
+--@section active bitmap, site HLL, pageviews
 local set = {}
 for i = 1, n do
   local b = 4 * i
@@ -323,6 +329,7 @@ local function groups(index_key, dimension)
   end
   return kept, counts
 end
+--@section pages and custom events
 local pages, page_counts = groups(KEYS[7], 'page')
 groups(KEYS[8], 'event')
 
@@ -397,6 +404,7 @@ local function property_groups(index_key, sizes_key)
     end
   end
 end
+--@section properties, revenue
 property_groups(KEYS[key_index], KEYS[key_index + 1])
 
 -- Revenue: "event SEP currency" -> hundredths.
@@ -412,6 +420,7 @@ end
 local places_key, places, places_at = KEYS[key_index], tonumber(ARGV[pos]), pos + 1
 key_index, pos = key_index + 1, pos + 1 + 3 * tonumber(ARGV[pos])
 
+--@section realtime minutes, hours
 -- Realtime: the visitors of each recent minute, in short-lived HLLs.
 local realtime_ttl, minutes = ARGV[pos], tonumber(ARGV[pos + 1])
 pos = pos + 2
@@ -433,6 +442,7 @@ for _ = 1, hours do
   pos = pos + 2
 end
 
+--@section page search index
 -- Page search: the paths in a set of equal scores for prefix search (ZRANGEBYLEX), and
 -- in a set scored by pageviews; over the cap, the least visited paths leave both.
 local cap, channel = tonumber(ARGV[pos]), ARGV[pos + 1]
@@ -456,12 +466,15 @@ if #pages > 0 then
   end
 end
 
+--@section visits: arguments, open states parsed
 -- Visits and the visit dimensions.
 local visits_at = pos + 2
 for _, c in ipairs(record_visits(digests, ids, open, not daily_map, ARGV[6], visits_at, session_keys, KEYS[12])) do
   segment_candidates[#segment_candidates + 1] = c
 end
+--@section segments: a bitmap per value
 mark_segments(ARGV[visits_at + 3], ARGV[6], segment_candidates, ids, tonumber(ARGV[visits_at + 4]), ARGV[visits_at + 5])
+--@section places, live tick
 if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")
   local kept_fields = ARGV[pos + 2 + 3] .. ARGV[6] .. ':fields'
   local add = {}
@@ -478,6 +491,7 @@ end
 if channel ~= '' and redis.call('SET', KEYS[10], 1, 'NX', 'PX', 1000) then
   redis.call('PUBLISH', channel, 1)
 end
+--@section Lua's collector (one full cycle after a big call)
 if gc_waits then
   collectgarbage('restart')
   collectgarbage('collect')

@@ -345,6 +345,7 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
     return st
   end
 
+  --@section visits: events in time order
   -- Events older than the visit held for their visitor (a backfill beside newer traffic)
   -- make visits of their own, followed in `past` for this call only: the held visit stays.
   local past = {}
@@ -358,6 +359,7 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
     end
   end
 
+  --@section visits: counts spread over fields, states saved
   -- Spread the counts over the fields.
   local counts = {[day] = {}}   -- day -> table -> field -> number
   for on, by_table in pairs(by_id) do
@@ -395,6 +397,7 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
   call_sliced('HSET', sessions_now, save)
   redis.call('EXPIRE', sessions_now, session_ttl)
 
+  --@section visits: quotas, packed counts
   -- Quotas, then the writes, day by day. A value new to a day's set comes in only with a
   -- visit starting under it that day, or as a count of the day's own events (pageviews,
   -- visitors); a later update of a visit whose value went to "(other)" at its start (a
@@ -487,6 +490,7 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
       end
       call_sliced('HSET', key, set)
     end
+    --@section visits: visitors per value (HLLs)
     if on == day then
       local hll_prefix, renamed = prefix .. on .. ':v:', {}  -- (fields renamed to "(other)" share its HLL)
       local function count_visitors(name, list)
