@@ -7,6 +7,8 @@ Everything runs against one fresh server started here, the one tests and `make r
   from the raw JSON body, in 1,000-event batches;
 * the ingest script's own time in Redis (INFO commandstats) by events per call, 1 to
   1,000: what a single event costs Redis, and what group commit and batches share;
+* the same script section by section (bench/script_sections.py: os.clock() at the
+  `--@section` marks of its Lua sources), for calls of 1 and of 1,000 events;
 * the references: a bare redis-py pipeline doing the same kind of writes per event, and
   Doist's bitmapist `mark_event` (per call, and pipelined 1,000 calls at a time) in its
   own virtualenv (it pins redis-py < 6);
