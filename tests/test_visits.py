@@ -140,6 +140,32 @@ def test_a_day_of_many_values_keeps_its_counts_in_a_hash_table_and_counts_like_b
     assert max(sizes.values()) > 140
 
 
+def test_a_restart_loads_a_wide_day_as_a_listpack_and_the_next_big_call_widens_it_again(site, r):
+    """A restart loads a hash that fits back as a listpack (DUMP and RESTORE do the same to
+    one key): the next call counting many fields widens the day's counts again, though it
+    brings no value new to the day, and the counts stay the brute force's."""
+    rng = random.Random(6)
+    events = [(ts, v, kind, path, attrs(f"source {v % 150}", "DE")) for ts, v, kind, path, _ in make_events(rng, visitors=400)]
+    busiest = max({ts.date() for ts, *_ in events}, key=lambda d: sum(1 for ts, *_ in events if ts.date() == d))
+    events = [e for e in events if e[0].date() <= busiest]
+    name, fields = keys.dimension_counts(site.id, busiest), keys.dimension_fields(site.id, busiest)
+    send(r, site, events[:-200], 37)
+    send(r, site, events[-200:-199], 1)  # (one event: the total, padded when the day widened, is written back plainly)
+    assert r.object("encoding", name) == b"hashtable" and r.hlen(name) > 140
+    dumped, ttl = r.dump(name), r.pttl(name)
+    r.delete(name)
+    r.restore(name, max(ttl, 0), dumped)
+    assert r.object("encoding", name) in (b"listpack", b"ziplist")  # (as a restart leaves it; Redis 6.2's name)
+    known = r.scard(fields)
+    send(r, site, events[-199:], 199)
+    assert r.scard(fields) == known  # (nothing new to the day: no new value widened it)
+    assert r.object("encoding", name) == b"hashtable"
+    counts, visitors = brute_force(events)
+    got = stored(r, site.id, counts, visitors)
+    for key, want in counts.items():
+        assert got[key] == {f: n for f, n in want.items() if n}, key
+
+
 def test_a_visit_goes_on_across_midnight_in_the_site_time_zone(site, r):
     site.timezone = "Europe/Berlin"
     site.save()

@@ -89,9 +89,11 @@ local NO_DAY = '----------'
 -- hash-max-listpack-value (64 by default) turns a hash into a hash table for good, so once
 -- the day has more than COUNTS_LISTPACK_MAX fields its total is written once padded
 -- (readers read a value's first struct.size(COUNTS) bytes; the next update writes it
--- back unpadded). A small day stays a listpack, which costs less memory. (A restart
--- loads a hash that fits back as a listpack: the day's next new value widens it again.)
-local COUNTS_LISTPACK_MAX = 128
+-- back unpadded). A small day stays a listpack, which costs less memory. A restart loads a
+-- hash that fits back as a listpack: the day's next new value widens it again, and so does
+-- the next call counting more than WIDEN_CHECK_FIELDS fields (a drainer's batch; the check
+-- costs two redis.calls, a trifle beside such a call; a single event's call skips it).
+local COUNTS_LISTPACK_MAX, WIDEN_CHECK_FIELDS = 128, 32
 local function widen_counts(key)
   local encoding = redis.call('OBJECT', 'ENCODING', key)
   if encoding and encoding ~= 'hashtable' then
@@ -459,7 +461,9 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
         grew = true
       end
     end
-    if grew and redis.call('SCARD', fields_key) > COUNTS_LISTPACK_MAX then widen_counts(prefix .. on .. ':counts') end
+    if (grew or #all > WIDEN_CHECK_FIELDS) and redis.call('SCARD', fields_key) > COUNTS_LISTPACK_MAX then
+      widen_counts(prefix .. on .. ':counts')
+    end
     -- One hash a day, a field's five numbers packed in its value (COUNTS): one HMGET and
     -- one HSET for every field of the call, where a hash per number took five of each.
     local names, adds = {}, {}
