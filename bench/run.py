@@ -131,20 +131,9 @@ def script_cost(r, site, bodies) -> list[tuple]:
     import importlib
 
     record = importlib.import_module("analytics.ingest.record")  # (the package exports a function of that name)
-    now = datetime.now(UTC)
-    hits = [hit for body in bodies for hit in hits_of(body, now)]
-    r.flushall()  # (visitors new at first, then more and more returning, as on a new site)
-    warm = 5 * BATCH
-    for at in range(0, warm, BATCH):  # scripts loaded, the day's sets and HLLs past their first writes
-        record.record(r, site, hits[at : at + BATCH], now=now)
-    out, at = [], warm
-    for size, calls in ((1, 1000), (4, 500), (16, 250), (BATCH, 20)):
-        calls = min(calls, (len(hits) - at) // size)
-        if not calls:
-            break
-        group = [hits[at + i * size : at + (i + 1) * size] for i in range(calls)]
-        at += size * calls
-        prepared = [record.prepare(site, hits_, now=now) for hits_ in group]
+    hits = [hit for body in bodies for hit in hits_of(body, datetime.now(UTC))]
+    out = []
+    for size, prepared in script_sections.prepared_groups(r, site, hits, ((1, 1000), (4, 500), (16, 250), (BATCH, 20))):
         r.config_resetstat()
         for p in prepared:
             record.execute(r, [p])

@@ -21,12 +21,12 @@ local __spent, __order, __section, __at = {}, {'start of the call'}, 'start of t
 local function __tick(name)
   local now = __clock()
   __spent[__section] = (__spent[__section] or 0) + (now - __at)
-  if not __spent[name] then __spent[name] = 0; __order[#__order + 1] = name end
+  if name ~= '' and not __spent[name] then __spent[name] = 0; __order[#__order + 1] = name end
   __section, __at = name, now
 end
 """
 END = "return {m, pageviews, moved}"
-REPORT = """__tick('')
+REPORT = """__tick('')  -- (closes the last section)
 local __out = {}
 for _, name in ipairs(__order) do __out[#__out + 1] = name; __out[#__out + 1] = tostring(__spent[name]) end
 return __out"""
@@ -39,6 +39,28 @@ def instrumented(source: str) -> str:
     return PRELUDE + body.replace(END, REPORT)
 
 
+def prepared_groups(r, site, hits: list, sizes) -> list[tuple[int, list]]:
+    """[(events per call, the prepared calls)] for each (size, calls) of `sizes`, cut from
+    `hits` in order after 5,000 of them are recorded on an empty server (the day's sets and
+    HLLs past their first writes: visitors new at first, then more and more returning, as
+    on a new site). Sizes that `hits` has no room for are left out."""
+    record = importlib.import_module("analytics.ingest.record")  # (the package exports a function of that name)
+    now = datetime.now(UTC)
+    r.flushall()
+    warm = 5000
+    for at in range(0, warm, 1000):
+        record.record(r, site, hits[at : at + 1000], now=now)
+    out, at = [], warm
+    for size, calls in sizes:
+        calls = min(calls, (len(hits) - at) // size)
+        if not calls:
+            break
+        group = [hits[at + i * size : at + (i + 1) * size] for i in range(calls)]
+        at += size * calls
+        out.append((size, [record.prepare(site, g, now=now) for g in group]))
+    return out
+
+
 def run(r, site, hits: list, sizes=((1, 300), (1000, 10))) -> tuple[list[str], list[tuple]] | None:
     """Rows (section, µs an event per call size...) over `hits` (validated, in time order), or
     None where the server's scripts have no os.clock()."""
@@ -46,23 +68,13 @@ def run(r, site, hits: list, sizes=((1, 300), (1000, 10))) -> tuple[list[str], l
         r.eval("return os.clock()", 0)
     except redis.ResponseError:  # (Redis 6.2: no os library in scripts)
         return None
-    record = importlib.import_module("analytics.ingest.record")  # (the package exports a function of that name)
     from analytics.store.scripts import RECORD_BATCH
 
-    now = datetime.now(UTC)
-    r.flushall()
     sha = r.script_load(instrumented(RECORD_BATCH.source))
-    warm = 5000
-    for at in range(0, warm, 1000):  # (the day's sets and HLLs past their first writes)
-        record.record(r, site, hits[at : at + 1000], now=now)
-    at, columns, header = warm, [], []
-    for size, calls in sizes:
-        calls = min(calls, (len(hits) - at) // size)
-        group = [hits[at + i * size : at + (i + 1) * size] for i in range(calls)]
-        at += size * calls
-        prepared = [record.prepare(site, g, now=now) for g in group]
+    columns, header = [], []
+    for size, prepared in prepared_groups(r, site, hits, sizes):
         spent: dict[str, float] = {}  # (in the order the sections ran first)
-        events = size * calls
+        events = size * len(prepared)
         r.config_resetstat()
         for p in prepared:
             for keys, args in p.calls:
@@ -75,8 +87,6 @@ def run(r, site, hits: list, sizes=((1, 300), (1000, 10))) -> tuple[list[str], l
     names = list(dict.fromkeys(name for spent, _, _ in columns for name in spent))
     rows = []
     for name in names:
-        if name == "":
-            continue
         rows.append((name, *(f"{spent.get(name, 0.0) * 1e6 / events:,.1f}" for spent, _, events in columns)))
     rows.append(("sum of the sections", *(f"{sum(spent.values()) * 1e6 / events:,.1f}" for spent, _, events in columns)))
     rows.append(("the instrumented call (commandstats)", *(f"{per_event:,.1f}" for _, per_event, _ in columns)))

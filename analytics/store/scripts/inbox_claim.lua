@@ -20,8 +20,9 @@ local function run_id()
 end
 local held = redis.call('HMGET', KEYS[2], 'id', 'until', 'server')
 if held[1] then
-  if tonumber(held[2]) > now and held[3] == run_id() then return {'busy'} end
-  redis.call('HSET', KEYS[2], 'until', now + lease, 'server', run_id())  -- (a dead drainer's claim, taken over)
+  local server = run_id()
+  if tonumber(held[2]) > now and held[3] == server then return {'busy'} end
+  redis.call('HSET', KEYS[2], 'until', now + lease, 'server', server)  -- (a dead drainer's claim, taken over)
   local out = redis.call('LRANGE', KEYS[3], 0, -1)
   table.insert(out, 1, held[1])
   return out
