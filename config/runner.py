@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from config import aof_repair
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TALLY_VAR_DIR", BASE_DIR / "var"))
 BIN = Path(sys.executable).parent
@@ -123,6 +125,9 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     pidfile = data_dir / "redis.pid"
     stop_stale_redis(pidfile)
+    cut = aof_repair.repair(aof_repair.append_file(data_dir))
+    if cut:
+        log(f"cut a transaction torn by a crash ({cut} bytes) off the end of the AOF (config/aof_repair.py says why)")
     port = port or pick_port(int(os.environ.get("REDIS_PORT", "6390")))
     process = subprocess.Popen(
         [

@@ -12,9 +12,11 @@ import socket
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 import redis
 
+from config import aof_repair
 from config.runner import redis_server_binary, server_version
 
 
@@ -32,6 +34,7 @@ class RedisServer:
 
     def __init__(self, *extra_args: str, appendonly: bool = False, binary: str | None = None, port: int | None = None):
         self.dir = tempfile.mkdtemp(prefix="tally-redis-")
+        self.torn_cut: list[int] = []  # bytes of each torn transaction start() cut off the AOF
         self.port = port or free_port()
         self.args = [
             str(binary or redis_server_binary()),
@@ -46,6 +49,9 @@ class RedisServer:
         self.start()
 
     def start(self):
+        cut = aof_repair.repair(aof_repair.append_file(Path(self.dir)))  # (as `make run` does)
+        if cut:
+            self.torn_cut.append(cut)
         self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self._wait()
 
