@@ -60,34 +60,35 @@ def _transaction(data, at: int) -> str:
     ends first (whole commands or a torn one), "bad" when the bytes are not commands."""
     size = len(data)
     while at < size:
-        if data[at : at + 1] != b"*":
-            return "bad"
-        line_end = data.find(b"\r\n", at)
-        if line_end == -1:
-            return "open"
-        try:
-            count = int(data[at + 1 : line_end])
-        except ValueError:
-            return "bad"
-        at = line_end + 2
+        count, at = _header(data, at, b"*")
+        if isinstance(count, str):
+            return count
         name = b""
         for argument in range(count):
-            if at >= size:
-                return "open"
-            if data[at : at + 1] != b"$":
-                return "bad"
-            line_end = data.find(b"\r\n", at)
-            if line_end == -1:
-                return "open"
-            try:
-                length = int(data[at + 1 : line_end])
-            except ValueError:
-                return "bad"
+            length, at = _header(data, at, b"$")
+            if isinstance(length, str):
+                return length
             if argument == 0:
-                name = bytes(data[line_end + 2 : line_end + 2 + length]).upper()
-            at = line_end + 2 + length + 2
+                name = bytes(data[at : at + length]).upper()
+            at += length + 2
             if at > size:
                 return "open"
         if name in (b"EXEC", b"DISCARD"):
             return "closed"
     return "open"
+
+
+def _header(data, at: int, marker: bytes) -> tuple[int | str, int]:
+    """The number on a `*N` or `$N` line at `at` and where the line ends; "open" instead of
+    the number when the file ends first, "bad" when the line is not one."""
+    if at >= len(data):
+        return "open", at
+    if data[at : at + 1] != marker:
+        return "bad", at
+    line_end = data.find(b"\r\n", at)
+    if line_end == -1:
+        return "open", at
+    try:
+        return int(data[at + 1 : line_end]), line_end + 2
+    except ValueError:
+        return "bad", at
