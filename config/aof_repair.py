@@ -20,15 +20,21 @@ from pathlib import Path
 MULTI = b"*1\r\n$5\r\nMULTI\r\n"
 
 
-def append_file(data_dir: Path, name: str = "appendonly.aof") -> Path | None:
+def repair_dir(data_dir: Path) -> int:
+    """repair() the file a server started with `--dir data_dir` will append to: what `make
+    run` and the test servers do before each start. Returns the bytes cut."""
+    return repair(append_file(data_dir))
+
+
+def append_file(data_dir: Path) -> Path | None:
     """The file a server with `--dir data_dir` appends to: the manifest's last incremental
     file (Redis 7+, Valkey), else the single file of Redis 6.2; None when there is none."""
-    manifest = data_dir / "appendonlydir" / f"{name}.manifest"
+    manifest = data_dir / "appendonlydir" / "appendonly.aof.manifest"
     if manifest.exists():
         lines = [line.split() for line in manifest.read_text().splitlines()]
         increments = [words[1] for words in lines if dict(zip(words[::2], words[1::2])).get("type") == "i"]
         return manifest.parent / increments[-1] if increments else None
-    single = data_dir / name
+    single = data_dir / "appendonly.aof"
     return single if single.exists() else None
 
 
@@ -56,7 +62,7 @@ def repair(path: Path | None) -> int:
 
 
 def _transaction(data, at: int) -> str:
-    """Read commands from `at`: "closed" at an EXEC (or DISCARD), "open" when the file
+    """Read commands from `at`: "closed" at an EXEC, "open" when the file
     ends first (whole commands or a torn one), "bad" when the bytes are not commands."""
     size = len(data)
     while at < size:
@@ -73,7 +79,7 @@ def _transaction(data, at: int) -> str:
             at += length + 2
             if at > size:
                 return "open"
-        if name in (b"EXEC", b"DISCARD"):
+        if name == b"EXEC":
             return "closed"
     return "open"
 

@@ -125,7 +125,7 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     pidfile = data_dir / "redis.pid"
     stop_stale_redis(pidfile)
-    cut = aof_repair.repair(aof_repair.append_file(data_dir))
+    cut = aof_repair.repair_dir(data_dir)
     if cut:
         log(f"cut a transaction torn by a crash ({cut} bytes) off the end of the AOF (config/aof_repair.py says why)")
     port = port or pick_port(int(os.environ.get("REDIS_PORT", "6390")))

@@ -49,7 +49,7 @@ class RedisServer:
         self.start()
 
     def start(self):
-        cut = aof_repair.repair(aof_repair.append_file(Path(self.dir)))  # (as `make run` does)
+        cut = aof_repair.repair_dir(Path(self.dir))  # (as `make run` does)
         if cut:
             self.torn_cut.append(cut)
         self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)

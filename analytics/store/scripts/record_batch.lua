@@ -126,7 +126,7 @@ if n == 0 then return {0, 0, 0} end  -- a day of bots only
 -- marks them again and again while they grow; one full cycle at the end, when they are
 -- garbage, costs less (measured: 2-5% of a 1,000-event call). Small calls leave it
 -- alone: a full cycle would be most of their time. (A call cut short by an error leaves
--- it stopped only until the server's own periodic GC step, within 50 calls.)
+-- it stopped only until the server's own periodic GC step: within 60 calls, measured.)
 local gc_waits = n >= GC_WAIT_VISITORS
 if gc_waits then collectgarbage('stop') end
 -- Daily-salt maps (they expire with their day) stay one hash; the stable map, which only
