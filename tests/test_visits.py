@@ -59,7 +59,7 @@ def brute_force(events, tz=UTC):
             fields = first[4].split(FIELD_SEP) + [field("entry_page", first[3]), dimensions.TOTAL]
             views = [e for e in visit if e[2] == "p"]
             bounce = len(views) <= 1 and not any(e[2] == "i" for e in visit)
-            duration = int((visit[-1][0] - first[0]).total_seconds())
+            duration = 0 if bounce else int((visit[-1][0] - first[0]).total_seconds())  # (a bounce's is 0)
             for f in fields:
                 counts[start_day, "visits"][f] += 1
                 counts[start_day, "bounces"][f] += bounce
@@ -327,7 +327,7 @@ def test_a_visit_open_across_the_upgrade_that_added_ids_to_states_goes_on(site, 
     generation = int(start.timestamp()) // TIMEOUT
     states = keys.sessions(site.id, generation)
     (digest, raw), = r.hgetall(states).items()
-    assert raw[0] == 1
+    assert raw[0] == 2
     # the same visit as the state before the upgrade wrote it: no version byte, no id
     r.hset(states, digest, raw[1:32] + raw[36:])
     later = start + timedelta(minutes=5)
@@ -336,7 +336,7 @@ def test_a_visit_open_across_the_upgrade_that_added_ids_to_states_goes_on(site, 
     assert visits["source\x1fGoogle"] == 1 and table(r, site.id, start.date(), "duration")["source\x1fGoogle"] == 300
     assert r.bitcount(keys.active(site.id, start.date())) == 1
     raw = r.hget(states, digest)
-    assert raw[0] == 1 and struct.unpack(">I", raw[32:36])[0] == 0 + 1  # the map's id (0), kept again
+    assert raw[0] == 2 and struct.unpack(">I", raw[32:36])[0] == 0 + 1  # the map's id (0), kept again
 
 
 def test_a_visitor_in_an_open_visit_keeps_the_id_of_the_map(site, r):
@@ -354,3 +354,78 @@ def test_a_visitor_in_an_open_visit_keeps_the_id_of_the_map(site, r):
     page_b = r.get(keys.dimension_bitmap(site.id, day, "page\x1f/b"))
     bits = {i for i in range(len(page_b) * 8) if page_b[i // 8] >> (7 - i % 8) & 1}
     assert bits == set(range(0, 50, 2))
+
+
+def test_timeseries_gives_each_days_and_weeks_visit_metrics_like_brute_force(client, make_site, r):
+    site, key = make_site()
+    events = make_events(random.Random(5))
+    send(r, site, events, 1000)
+    counts, _ = brute_force(events)
+    days = sorted({day for day, _ in counts})
+
+    def expected(members):
+        visits = sum(counts[d, "visits"][dimensions.TOTAL] for d in members)
+        bounces = sum(counts[d, "bounces"][dimensions.TOTAL] for d in members)
+        duration = sum(counts[d, "duration"][dimensions.TOTAL] for d in members)
+        views = sum(counts[d, "pageviews"][dimensions.TOTAL] for d in members)
+        return {"visits": visits, "bounce_rate": round(100 * bounces / visits), "visit_duration": round(duration / visits),
+                "views_per_visit": round(views / visits, 2)}
+
+    metrics = "visitors,visits,bounce_rate,visit_duration,views_per_visit"
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    span = {"site": site.domain, "from": days[0].isoformat(), "to": days[-1].isoformat(), "metrics": metrics}
+    rows = client.get("/api/v1/stats/timeseries", span, **auth).json()["results"]
+    assert [row["date"] for row in rows] == [d.isoformat() for d in days]
+    for day, row in zip(days, rows):
+        assert {m: row[m] for m in expected([day])} == expected([day]), day
+    # a week's row sums the days' counts before the rates, as aggregate does over the same days
+    week = client.get("/api/v1/stats/timeseries", {**span, "interval": "week"}, **auth).json()["results"]
+    assert len(week) == 1 and {m: week[0][m] for m in expected(days)} == expected(days)
+    whole = client.get("/api/v1/stats/aggregate", span, **auth).json()["results"]
+    assert {m: whole[m]["value"] for m in expected(days)} == expected(days)
+    # filtered by one value: that value's own visits
+    one = field("source", "Google")
+    google = client.get("/api/v1/stats/timeseries", {**span, "filters": "source==Google"}, **auth).json()["results"]
+    for day, row in zip(days, google):
+        assert row["visits"] == counts[day, "visits"][one], day
+
+
+def other_event_at(ts, who):
+    """A custom event that is not interactive: it never ends a bounce."""
+    return Hit(ts, "/", "Scroll", identity_source(None, who, None, None), attrs=attrs("Google", "DE"), interactive=False)
+
+
+def test_a_bounce_lasts_0_seconds_until_it_ends(site, r):
+    """A pageview and a non-interactive event ten minutes later are a bounce of 0 seconds
+    (duration is last event less first, 0 for a bounce); a second pageview ends the
+    bounce, and the visit then lasts from its first event to its last."""
+    info = SiteInfo.from_model(site)
+    t = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+    record(r, info, [hit_at(t, "v", "/a"), other_event_at(t + timedelta(minutes=10), "v")], now=t + timedelta(minutes=10))
+    numbers = lambda: {n: table(r, site.id, t.date(), n).get(dimensions.TOTAL, 0) for n in ("visits", "bounces", "duration")}  # noqa: E731
+    assert numbers() == {"visits": 1, "bounces": 1, "duration": 0}
+    record(r, info, [hit_at(t + timedelta(minutes=15), "v", "/b")], now=t + timedelta(minutes=15))
+    assert numbers() == {"visits": 1, "bounces": 0, "duration": 900}
+
+
+@pytest.mark.parametrize("then, expected", [("pageview", {"bounces": 0, "duration": 900}), ("other", {"bounces": 1, "duration": 0})])
+def test_a_bounce_timed_before_the_upgrade_is_set_right_by_its_next_event(site, r, then, expected):
+    """States of version 1 come from before a bounce's duration was 0: the day's totals
+    hold their bounce's time; the visit's next event counts it under the new rule."""
+    info = SiteInfo.from_model(site)
+    t = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+    record(r, info, [hit_at(t, "v", "/a"), other_event_at(t + timedelta(minutes=10), "v")], now=t + timedelta(minutes=10))
+    # as the older script left it: version 1, and the bounce's ten minutes counted
+    states = keys.sessions(site.id, int(t.timestamp()) // TIMEOUT)
+    (digest, raw), = r.hgetall(states).items()
+    r.hset(states, digest, b"\x01" + raw[1:])
+    counts = keys.dimension_counts(site.id, t.date())
+    slot = dimensions.TABLES.index("duration")
+    for name, packed in r.hgetall(counts).items():
+        numbers = list(dimensions.COUNTS.unpack_from(packed))
+        numbers[slot] += 600
+        r.hset(counts, name, dimensions.COUNTS.pack(*numbers))
+    later = t + timedelta(minutes=15)
+    record(r, info, [hit_at(later, "v", "/b") if then == "pageview" else other_event_at(later, "v")], now=later)
+    assert {n: table(r, site.id, t.date(), n).get(dimensions.TOTAL, 0) for n in ("bounces", "duration")} == expected
+    assert table(r, site.id, t.date(), "duration").get(field("source", "Google"), 0) == expected["duration"]

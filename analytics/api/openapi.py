@@ -6,7 +6,16 @@ it and that it is a valid OpenAPI document.
 from django.views.decorators.http import require_GET
 
 from ..dimensions import ALL as DIMENSIONS
-from ..queries import AGGREGATE_METRICS, COMPARISONS, DAY_PERIODS, DEFAULT_METRICS, METRICS, PERIOD_METRICS, WEEK_PERIODS
+from ..queries import (
+    AGGREGATE_METRICS,
+    COMPARISONS,
+    DAY_PERIODS,
+    DEFAULT_METRICS,
+    METRICS,
+    PERIOD_METRICS,
+    VISIT_METRICS,
+    WEEK_PERIODS,
+)
 from .http import json_response
 
 
@@ -219,8 +228,10 @@ DOCUMENT = {
                     ),
                     _param(
                         "metrics",
-                        f"Comma-separated. Per day: {', '.join(METRICS)} (default {', '.join(DEFAULT_METRICS)}); "
-                        f"per week or month: {', '.join(PERIOD_METRICS)}; per hour: visitors, pageviews.",
+                        f"Comma-separated. Per day: {', '.join((*METRICS, *VISIT_METRICS))} (default {', '.join(DEFAULT_METRICS)}); "
+                        f"per week or month: {', '.join((*PERIOD_METRICS, *VISIT_METRICS))}; per hour: visitors, pageviews. "
+                        "The visit metrics are those of the visits that started in the row's days (bounce_rate in percent, "
+                        "visit_duration in seconds); with filters, a single value's own (else null).",
                         {"type": "string"},
                     ),
                     _param(

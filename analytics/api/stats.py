@@ -30,7 +30,9 @@ def timeseries(request):
     site = site_param(request)
     start, end = date_range(request, site)
     interval = choice_param(request, "interval", ("hour", "day", "week", "month"), "day")
-    allowed = {"hour": queries.HOUR_METRICS, "day": queries.METRICS}.get(interval, queries.PERIOD_METRICS)
+    allowed = {"hour": queries.HOUR_METRICS, "day": (*queries.METRICS, *queries.VISIT_METRICS)}.get(
+        interval, (*queries.PERIOD_METRICS, *queries.VISIT_METRICS)
+    )
     wanted = request.GET.get("metrics") or ",".join(queries.DEFAULT_METRICS if interval == "day" else allowed)
     if interval == "hour" and (end - start).days + 1 > queries.MAX_HOUR_DAYS:
         raise ApiError(400, f"interval=hour: at most {queries.MAX_HOUR_DAYS} days")

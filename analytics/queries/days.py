@@ -8,6 +8,7 @@ from datetime import date, datetime, timedelta
 
 import redis
 
+from .. import dimensions
 from ..counts.days import day_metrics
 from ..counts.unions import range_visitors
 from ..models import DailyMetrics, PeriodVisitors
@@ -15,12 +16,13 @@ from ..periods import days_between, period_days, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
-from .breakdown import visit_totals
+from .breakdown import field_days, rates, visit_totals
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
 DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
 PERIOD_METRICS = ("visitors", "pageviews", "new_visitors")  # for interval=week|month
 WINDOW_METRICS = {"wau", "mau", "stickiness"}
+VISIT_METRICS = ("visits", "bounce_rate", "visit_duration", "views_per_visit")  # of the visits started in a row's days
 
 
 def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows: bool = True) -> dict[date, dict]:
@@ -53,11 +55,17 @@ def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows
 def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=DEFAULT_METRICS, interval: str = "day") -> list[dict]:
     """One row per day (or per ISO week / calendar month touching the range), zeros
     included. Week and month visitors are true unions, not sums of days (exact bitmap
-    unions for stable-salt sites; see analytics.counts.unions)."""
+    unions for stable-salt sites; see analytics.counts.unions). Visit metrics are those
+    of the visits that started in the row's days (as aggregate() counts them)."""
     values = daily_values(r, site, start, end, windows=bool(WINDOW_METRICS & set(metrics)))
     days = days_between(start, end)
+    visits = field_days(r, site, days, dimensions.TOTAL) if set(VISIT_METRICS) & set(metrics) else {}
     if interval == "day":
-        return [{"date": day.isoformat(), **{m: values[day][m] for m in metrics}} for day in days]
+        rows = []
+        for day in days:
+            of_visits = visit_row(visits, [day], metrics)
+            rows.append({"date": day.isoformat(), **{m: of_visits[m] if m in of_visits else values[day][m] for m in metrics}})
+        return rows
 
     groups: dict[date, list[date]] = {}
     for day in days:
@@ -72,8 +80,11 @@ def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=D
     for first, members in groups.items():
         whole = members == period_days(interval, first)
         row = {"date": first.isoformat()}
+        of_visits = visit_row(visits, members, metrics)
         for metric in metrics:
-            if metric == "visitors":
+            if metric in of_visits:
+                row[metric] = of_visits[metric]
+            elif metric == "visitors":
                 row[metric] = stored[first] if whole and first in stored else live[first]
             elif metric == "new_visitors" and site.daily_salt:
                 row[metric] = None
@@ -81,6 +92,17 @@ def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=D
                 row[metric] = sum(values[day][metric] for day in members)
         rows.append(row)
     return rows
+
+
+def visit_row(counts: dict[date, dict[str, int]], days: list[date], metrics) -> dict:
+    """The visit metrics among `metrics` over `days`, from each day's visit counts
+    (field_days()): counts summed first, then the rates, as over any range."""
+    wanted = [m for m in metrics if m in VISIT_METRICS]
+    if not wanted:
+        return {}
+    sums = {c: sum(counts[day][c] for day in days) for c in ("pageviews", "visits", "bounces", "duration")}
+    totals = rates(sums)
+    return {m: totals[m] for m in wanted}
 
 
 def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict | None = None) -> dict:
@@ -91,7 +113,8 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
     days = days_between(start, end)
     rows = [values[day] for day in days]
     last = values[min(end, site.today())] if start <= site.today() else rows[-1]
-    dau = int(sum(row["dau"] for row in rows) / len(rows) + 0.5)  # an average of people: whole people (half up)
+    average_dau = sum(row["dau"] for row in rows) / len(rows)
+    dau = int(average_dau + 0.5)  # an average of people: whole people (half up)
     with scratch(r, site.id) as tmp:
         visitors = range_visitors(r, site, {"period": days}, tmp)["period"]
     return {
@@ -100,12 +123,11 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
         "dau": dau,
         "wau": last["wau"],
         "mau": last["mau"],
-        "stickiness": round(dau / last["mau"], 4) if last["mau"] else 0.0,
+        "stickiness": round(average_dau / last["mau"], 4) if last["mau"] else 0.0,  # (not the rounded DAU)
         "new_visitors": None if site.daily_salt else sum(row["new_visitors"] for row in rows),
     }
 
 
-VISIT_METRICS = ("visits", "bounce_rate", "visit_duration", "views_per_visit")
 AGGREGATE_METRICS = ("visitors", "pageviews", "dau", "wau", "mau", "stickiness", "new_visitors", *VISIT_METRICS)
 COMPARISONS = ("previous_period", "year")
 

@@ -25,7 +25,7 @@ from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
 from . import segments
 from .breakdown import field_days, rates
-from .days import percent_change, previous
+from .days import VISIT_METRICS, percent_change, previous
 
 WINDOWS = (("wau", 7), ("mau", 30))
 MAX_ROWS = 200  # breakdown values whose filtered visitors are counted (the most visitors first)
@@ -120,15 +120,34 @@ def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, 
         for day in days:
             groups.setdefault(period_start(interval, day), []).append(day)
     values, estimated, unions = _days(r, site, filters, start, end, windows, groups)
+    visits = _visit_counts(r, site, filters, days, metrics)
     if interval == "day":
-        return [{"date": day.isoformat(), **{m: values[day][m] for m in metrics}} for day in days], estimated
+        return [{"date": day.isoformat(), **_row(metrics, values[day], _visit_rates(visits, [day]))} for day in days], estimated
     rows = []
     for first, members in groups.items():
-        row = {"date": first.isoformat()}
-        for metric in metrics:
-            row[metric] = unions[first] if metric == "visitors" else _sum(values[day][metric] for day in members)
-        rows.append(row)
+        sums = {"visitors": unions[first], **{m: _sum(values[day][m] for day in members) for m in metrics if m not in (*VISIT_METRICS, "visitors")}}
+        rows.append({"date": first.isoformat(), **_row(metrics, sums, _visit_rates(visits, members))})
     return rows, estimated
+
+
+def _row(metrics, numbers: dict, visit_rates: dict) -> dict:
+    return {m: visit_rates[m] if m in VISIT_METRICS else numbers[m] for m in metrics}
+
+
+def _visit_counts(r: redis.Redis, site: SiteInfo, filters, days: list[date], metrics) -> dict[date, dict] | None:
+    """Each day's visit counts for the filtered audience where `metrics` asks for visit
+    metrics and the filters are a single value (its own counts); else None."""
+    single = segments.single_field(filters)
+    if not set(VISIT_METRICS) & set(metrics) or single is None:
+        return None
+    return field_days(r, site, days, single)
+
+
+def _visit_rates(counts: dict[date, dict] | None, days: list[date]) -> dict:
+    """visits, bounce_rate, visit_duration, views_per_visit over `days` (None without counts)."""
+    if counts is None:
+        return dict.fromkeys(VISIT_METRICS)
+    return rates({c: sum(counts[day][c] for day in days) for c in ("pageviews", "visits", "bounces", "duration")})
 
 
 def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> tuple[dict, bool]:
@@ -139,14 +158,15 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
     last = min(end, site.today()) if start <= site.today() else end
     values, estimated, unions = _days(r, site, filters, start, end, [last], {"period": days})
     rows = [values[day] for day in days]
-    dau = int(sum(row["dau"] for row in rows) / len(rows) + 0.5)
+    average_dau = sum(row["dau"] for row in rows) / len(rows)
+    dau = int(average_dau + 0.5)
     result = {
         "visitors": unions["period"],
         "pageviews": _sum(row["pageviews"] for row in rows),
         "dau": dau,
         "wau": values[last]["wau"],
         "mau": values[last]["mau"],
-        "stickiness": round(dau / values[last]["mau"], 4) if values[last]["mau"] else 0.0,
+        "stickiness": round(average_dau / values[last]["mau"], 4) if values[last]["mau"] else 0.0,
         "new_visitors": None if site.daily_salt else sum(row["new_visitors"] for row in rows),
     }
     result.update(_visit_totals(r, site, filters, days))
@@ -278,14 +298,7 @@ def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, e
 
 def _visit_totals(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict:
     """visits, bounce_rate, visit_duration, views_per_visit: a single value's own, else None."""
-    single = segments.single_field(filters)
-    if single is None:
-        return dict.fromkeys(("visits", "bounce_rate", "visit_duration", "views_per_visit"))
-    sums = {c: 0 for c in ("pageviews", "visits", "bounces", "duration")}
-    for counts in field_days(r, site, days, single).values():
-        for c in sums:
-            sums[c] += counts[c]
-    return rates(sums)
+    return _visit_rates(_visit_counts(r, site, filters, days, VISIT_METRICS), days)
 
 
 def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict[date, int]:

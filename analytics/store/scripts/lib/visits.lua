@@ -66,7 +66,8 @@ local function split(text, sep)
   end
 end
 
--- A visit's state, packed: a version byte (1), start and last (u32 unix seconds),
+-- A visit's state, packed: a version byte (2; 1 before a bounce's duration was 0, see
+-- step()), start and last (u32 unix seconds),
 -- pageviews (u16), bounce (u8), start day and day last counted (10 characters, "-" padded
 -- when none), the visitor's dense id plus one (u32; 0 for none: a daily map's ids), then
 -- the exit page, FIELD_SEP, and the part ids. (struct.unpack is several times faster than
@@ -102,26 +103,28 @@ local function widen_counts(key)
   end
 end
 
+local STATE_VERSION = 2
 local function parse_state(raw)
   local version, start, last, pv, bounce, start_day, seen_day, id, at
-  if string.byte(raw, 1) == 1 then
+  if string.byte(raw, 1) <= STATE_VERSION then
     version, start, last, pv, bounce, start_day, seen_day, id, at = struct.unpack(STATE, raw)
   else
     start, last, pv, bounce, start_day, seen_day, at = struct.unpack(STATE_V0, raw)
   end
   local cut = string.find(raw, FIELD_SEP, at, true)
   return {start = start, last = last, pv = pv, bounce = bounce, start_day = start_day,
-          seen_day = seen_day ~= NO_DAY and seen_day or '', exit = string.sub(raw, at, cut - 1), ids = string.sub(raw, cut + 1)}
+          seen_day = seen_day ~= NO_DAY and seen_day or '', exit = string.sub(raw, at, cut - 1), ids = string.sub(raw, cut + 1),
+          bounce_timed = version ~= STATE_VERSION}  -- (an older state's bounce had its duration counted)
 end
 
 local function dump_state(st, id)
-  return struct.pack(STATE, 1, st.start, st.last, math.min(st.pv, 65535), st.bounce, st.start_day,
+  return struct.pack(STATE, STATE_VERSION, st.start, st.last, math.min(st.pv, 65535), st.bounce, st.start_day,
     st.seen_day ~= '' and st.seen_day or NO_DAY, id) .. st.exit .. FIELD_SEP .. st.ids
 end
 
 -- The dense id kept in a visit's raw state (nil for none: an old state, a daily map's).
 local function state_id(raw)
-  if not raw or string.byte(raw, 1) ~= 1 then return nil end
+  if not raw or string.byte(raw, 1) > STATE_VERSION then return nil end
   local id = struct.unpack('>I', raw, STATE_ID_AT)
   if id > 0 then return id - 1 end
 end
@@ -319,17 +322,22 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
       if st.bounce == 1 then add(day, 'bounces', st.ids, 1) end
     else
       latest = ts >= st.last
+      -- A visit's duration is its last event's time less its first's, and 0 while it is a
+      -- bounce (a non-interactive event after its one pageview leaves it one): counted is
+      -- what the day's total holds for it, before and after this event.
+      local counted = (st.bounce == 0 or st.bounce_timed) and st.last - st.start or 0
       if ts > st.last then
-        add(st.start_day, 'duration', st.ids, ts - st.last)
         st.last = ts
       elseif ts < st.start then  -- (an earlier event of the visit, late: the visit began then)
-        add(st.start_day, 'duration', st.ids, st.start - ts)
         st.start = ts
       end
       if st.bounce == 1 and (kind == INTERACTIVE or (kind == PAGEVIEW and st.pv >= 1)) then
         st.bounce = 0
         add(st.start_day, 'bounces', st.ids, -1)
       end
+      st.bounce_timed = nil
+      local now_counted = st.bounce == 0 and st.last - st.start or 0
+      if now_counted ~= counted then add(st.start_day, 'duration', st.ids, now_counted - counted) end
     end
     if kind == PAGEVIEW then
       st.pv = st.pv + 1
