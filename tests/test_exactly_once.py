@@ -93,6 +93,18 @@ def test_an_idempotency_key_makes_a_client_retry_harmless(client, site, r):
     assert batch(client, key, events, HTTP_IDEMPOTENCY_KEY="k" * 256).status_code == 400
 
 
+def test_an_idempotency_key_sent_again_with_another_body_is_refused(client, site, r):
+    """Not a retry: answering it as a replay would report events that were never counted."""
+    key = site.create_api_key()
+    events = [{"url": "https://example.com/y", "visitor": f"v{n}"} for n in range(5)]
+    assert batch(client, key, events, HTTP_IDEMPOTENCY_KEY="order-17").status_code == 200
+    other = batch(client, key, events[:3], HTTP_IDEMPOTENCY_KEY="order-17")
+    assert other.status_code == 422 and "Idempotency-Key" in other.json()["error"]
+    again = batch(client, key, events, HTTP_IDEMPOTENCY_KEY="order-17")
+    assert again.status_code == 200 and again["Idempotent-Replayed"] == "true"
+    assert today(r, site)["pageviews"] == 5
+
+
 @pytest.mark.single_server
 def test_a_replay_that_times_out_is_picked_up_again(site, settings, tmp_path, r):
     settings.VAR_DIR = tmp_path

@@ -17,10 +17,10 @@ from .. import sites
 from ..ingest import schemas, spool
 from ..ingest.bots import is_bot
 from ..ingest.identity import identity_source
-from ..ingest.record import Hit, Mark, client_mark, new_mark
+from ..ingest.record import IDEMPOTENCY_KEY_TTL, Hit, Mark, client_mark, idempotency_digest, new_mark
 from ..ingest.visit import visit_attrs
 from ..store import keys
-from ..store.connection import get_redis
+from ..store.connection import OUTAGE, get_redis
 from ..store.limits import Bucket, Limited, Rate
 from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
 
@@ -150,6 +150,8 @@ def events(request):
         key = request.headers.get("Idempotency-Key", "").strip()
         if len(key) > 255:
             raise ApiError(400, "Idempotency-Key: at most 255 characters")
+        if key:
+            _same_body_as_before(site, key, body)
         mark = client_mark(site, key) if key else new_mark(site, now)
         recorded = _record_or_spool(site, hits, now, mark, _site_limit(site, len(hits)))
         if recorded is None:
@@ -159,6 +161,25 @@ def events(request):
     return json_response(
         {"accepted": len(hits) - dropped, "bots_dropped": dropped, "rejected": rejected}, headers=headers or None
     )
+
+
+def _same_body_as_before(site, idempotency_key: str, body: bytes):
+    """A retry sends the same body under its Idempotency-Key; another body under a key
+    already used is a client's mistake, which would be answered as a replay while none of
+    its events were counted: 422, as Stripe answers it. The first body's fingerprint is
+    kept as long as the key's marks. Without Redis there is nothing to compare with: the
+    batch goes to the spool under its key's mark, as before."""
+    name = keys.idempotency_body(site.id, idempotency_digest(site, idempotency_key))
+    fingerprint = hashlib.blake2b(body, digest_size=16).hexdigest()
+    try:
+        pipe = get_redis().pipeline(transaction=False)
+        pipe.set(name, fingerprint, nx=True, ex=IDEMPOTENCY_KEY_TTL)
+        pipe.get(name)
+        first = pipe.execute()[1]
+    except OUTAGE:
+        return
+    if first is not None and first.decode() != fingerprint:
+        raise ApiError(422, "Idempotency-Key: already used with another body (a retry must send the same body; use a new key for new events)")
 
 
 def _parse_batch(body: bytes):

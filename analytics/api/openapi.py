@@ -187,7 +187,8 @@ DOCUMENT = {
                     {
                         "name": "Idempotency-Key",
                         "in": "header",
-                        "description": "Up to 255 characters: the same key within 24 hours counts the batch once (a retry answers `Idempotent-Replayed: true`).",
+                        "description": "Up to 255 characters: the same key within 24 hours counts the batch once (a retry answers "
+                        "`Idempotent-Replayed: true`); the same key with another body is refused (422).",
                         "schema": {"type": "string", "maxLength": 255},
                     },
                 ],
@@ -207,6 +208,7 @@ DOCUMENT = {
                     "400": _error("Neither a JSON array nor NDJSON."),
                     "401": _error("No valid API key."),
                     "413": _error("Over 10,000 events or 16 MB (once inflated)."),
+                    "422": _error("The Idempotency-Key was used with another body."),
                     **INGEST_ERRORS,
                 },
             }

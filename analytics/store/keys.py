@@ -351,6 +351,11 @@ def idempotency(site_id: int, key_digest: str) -> str:
     return f"{PREFIX}:{{{site_id}}}:idempotency:{key_digest}"
 
 
+def idempotency_body(site_id: int, key_digest: str) -> str:
+    """The fingerprint of the first body sent with a client's `Idempotency-Key` (hashed)."""
+    return f"{PREFIX}:{{{site_id}}}:idempotency-body:{key_digest}"
+
+
 def visitor_ids(site_id: int, day: date | None = None) -> str:
     """The digest -> dense id map: one per site, or one per day when the salt rotates daily."""
     suffix = f":{day.isoformat()}" if day else ""
