@@ -97,6 +97,29 @@ def test_a_daily_salt_sites_range_is_an_estimate_never_below_its_largest_day(mak
     assert abs(total - truth) <= hll_tolerance(truth)
 
 
+def test_a_daily_salt_sites_wau_and_mau_are_unions_of_its_days_visitors(make_site, r):
+    """Its ids are each day's own: an OR of day bitmaps counted people of different days as
+    one (the audit's MAU of 5 beside 10 visitors). WAU and MAU are the HLL unions of the
+    days' visitors, like its visitors over a range, live, filtered and rolled up."""
+    site, _ = make_site(identity_mode="daily")
+    info, active, views = history(r, site, days=10)
+    today = info.today()
+
+    def truth(window):
+        return sum(len(active[today - timedelta(days=n)]) for n in range(window))  # (a new person every day)
+
+    totals = queries.aggregate(r, info, today - timedelta(days=9), today)
+    for metric, window in (("wau", 7), ("mau", 30)):
+        assert abs(totals[metric]["value"] - truth(window)) <= hll_tolerance(truth(window)), metric
+    assert totals["mau"]["value"] >= totals["visitors"]["value"] * 0.97
+    filters = queries.segments.parse("page~/p")  # (every page: everyone)
+    rows, estimated = queries.filtered.daily_values(r, info, filters, today, today)
+    assert estimated and abs(rows[today]["mau"] - truth(30)) <= hll_tolerance(truth(30))
+    rollups.rollup(r, site, today - timedelta(days=9), today)
+    [row] = queries.timeseries(r, info, today, today, ("mau",))
+    assert abs(row["mau"] - truth(30)) <= hll_tolerance(truth(30))
+
+
 def test_a_page_never_has_more_visitors_than_pageviews(site, r):
     info = SiteInfo.from_model(site)
     today = info.today()

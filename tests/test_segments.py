@@ -251,6 +251,7 @@ def test_values_past_the_days_bitmaps_are_estimated_and_say_so(site, r):
     ("source==", "a value is empty"),
     ("goal~Sign", "goals are matched by name"),
     (";".join(["source==a"] * 7), "at most 6 filters"),
+    ("source==a\\", "ends with a lone backslash"),
 ])
 def test_bad_filters_are_refused_with_the_reason(text, problem):
     with pytest.raises(ValueError, match=problem):

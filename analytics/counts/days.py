@@ -10,7 +10,9 @@ from ..store.scratch import Scratch, queue_union
 
 def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch, windows: bool = True) -> dict[date, dict]:
     """Visitors, pageviews, DAU, new visitors, and (with `windows`) WAU and MAU of each
-    day, straight from the raw keys: one round trip."""
+    day, straight from the raw keys: one round trip. WAU and MAU are exact unions of the
+    active bitmaps; on daily-salt sites, whose visitors get new ids every day, estimates
+    (HLL unions of the days' visitors, as for visitors over a range)."""
     sid = site.id
     pipe = r.pipeline(transaction=False)
     wanted = []  # (day, metric, position of its answer)
@@ -24,8 +26,13 @@ def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch, 
             wanted.append((day, metric, len(pipe)))
             command(key)
         for metric, window in (("wau", 7), ("mau", 30)) if windows else ():
+            window_days = [day - timedelta(days=n) for n in range(window)]
+            if site.daily_salt:  # (a visitor's id is the day's own: an OR of days would mix people up)
+                wanted.append((day, metric, len(pipe)))
+                pipe.pfcount(*(keys.site_visitors(sid, d) for d in window_days))
+                continue
             dest = tmp.key(f"{metric}:{day.isoformat()}")
-            queue_union(pipe, dest, [keys.active(sid, day - timedelta(days=n)) for n in range(window)])
+            queue_union(pipe, dest, [keys.active(sid, d) for d in window_days])
             wanted.append((day, metric, len(pipe)))
             pipe.bitcount(dest)
             pipe.unlink(dest)
@@ -37,6 +44,9 @@ def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch, 
         if site.daily_salt:
             row["new_visitors"] = None
             row["visitors"] = max(row["visitors"], row["dau"])  # an estimate, never below the exact count
+            for metric in ("wau", "mau"):
+                if metric in row:  # (HLL unions of the days' visitors: a person back on another day counts again)
+                    row[metric] = max(row[metric], row["dau"])
         else:
             row["visitors"] = row["dau"]  # the day's visitors, exactly: its active bitmap
     return result

@@ -53,7 +53,10 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
                 at[day, "new_visitors"] = len(pipe)
                 pipe.bitcount(dest)
                 pipe.unlink(dest)
-        if len(window_days) > 3:
+        windows = {}  # daily salt: (day, metric) -> the window's days, estimated (segments.visitors)
+        if site.daily_salt:  # (a visitor's id is the day's own: an OR of days would mix people up)
+            windows = {(day, metric): [day - timedelta(days=n) for n in range(window)] for day in window_days for metric, window in WINDOWS}
+        elif len(window_days) > 3:
             at.update(_queue_windows_doubling(pipe, segment, days_between(first, end), set(window_days)))
         else:
             for day in window_days:
@@ -65,6 +68,7 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
                     pipe.unlink(dest)
         answers = pipe.execute()
         totals = segments.visitors(r, segment, unions) if unions else {}
+        window_visitors = segments.visitors(r, segment, windows) if windows else {}
     pageviews = _pageviews(r, site, filters, days)
     values = {}
     for day in days:
@@ -72,10 +76,13 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
                "new_visitors": None if site.daily_salt else int(answers[at[day, "new_visitors"]])}
         if (day, "mau") in at:
             row.update({metric: int(answers[at[day, metric]]) for metric, _ in WINDOWS})
+        elif (day, "mau") in window_visitors:
+            row.update({metric: max(window_visitors[day, metric], row["dau"]) for metric, _ in WINDOWS})
+        if "mau" in row:
             row["stickiness"] = round(row["dau"] / row["mau"], 4) if row["mau"] else 0.0
         values[day] = row
     estimated = bool(segment.estimated.intersection(days_between(first, end)))
-    estimated = estimated or any(segment.estimate_over(members) for members in (unions or {}).values())
+    estimated = estimated or any(segment.estimate_over(members) for members in [*(unions or {}).values(), *windows.values()])
     return values, estimated, totals
 
 

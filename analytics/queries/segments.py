@@ -75,7 +75,9 @@ def _split(text: str, sep: str, unescape: bool) -> list[str]:
     parts, current, chars = [], [], iter(text)
     for c in chars:
         if c == "\\":
-            following = next(chars, "")
+            following = next(chars, None)
+            if following is None:
+                raise ValueError(f"{text[-60:]!r}: ends with a lone backslash (write \\\\ for a backslash)")
             current.append(following if unescape else c + following)
         elif c == sep:
             parts.append("".join(current))
