@@ -18,13 +18,13 @@ from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.templatetags.static import static
 from django.urls import path, reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from .models import ApiKey, Funnel, Goal, Site
+from .sites import tracking_snippet
 
 admin.site.site_header = admin.site.site_title = "Tally admin"
 
@@ -247,8 +247,7 @@ class SiteAdmin(admin.ModelAdmin):
             "site": added,
         }
         if added:
-            tracker = request.build_absolute_uri(static("tracker.js"))
-            context["snippet"] = f'<script defer data-domain="{added.domain}" src="{tracker}"></script>'
+            context["snippet"] = tracking_snippet(request, added.domain)
             context["event_url"] = request.build_absolute_uri(reverse("event"))
         response = render(request, "admin/analytics/site/api_key.html", context)
         add_never_cache_headers(response)

@@ -112,3 +112,14 @@ def connect_signals():
     for model in (Site, ApiKey):
         post_save.connect(_forget, sender=model, dispatch_uid=f"tally-sites-{model.__name__}-save")
         post_delete.connect(_forget, sender=model, dispatch_uid=f"tally-sites-{model.__name__}-del")
+
+
+def tracking_snippet(request, domain: str) -> str:
+    """The <script> tag a site pastes into its pages: the tracker at its stable address,
+    /static/tracker.js, served with a short max-age so that an update reaches every site;
+    not the hashed copy {% static %} names, cached for ten years and gone after a rebuild.
+    (Shown as text: the templates escape it.)"""
+    from django.conf import settings
+
+    tracker = request.build_absolute_uri(settings.STATIC_URL + "tracker.js")
+    return f'<script defer data-domain="{domain}" src="{tracker}"></script>'

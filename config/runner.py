@@ -178,7 +178,11 @@ def offer_demo() -> bool:
     ).stdout.strip().splitlines()
     if not count or count[-1] != "0":
         return True
-    if not sys.stdin.isatty() or os.environ.get("TALLY_DEMO") == "no":
+    choice = os.environ.get("TALLY_DEMO", "").strip().lower()
+    if choice == "yes":  # (asked in advance: a script or a container with no terminal)
+        manage("demo")
+        return True
+    if not sys.stdin.isatty() or choice == "no":
         log("no site yet: `.venv/bin/python manage.py demo` makes demo.example with 90 days of data")
         return True
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C must work here

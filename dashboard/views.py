@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from analytics import queries
 from analytics.queries import access, recommendations
-from analytics.sites import SiteInfo
+from analytics.sites import SiteInfo, tracking_snippet
 from analytics.store.connection import get_redis
 from config.middleware import live_origin
 
@@ -71,8 +71,7 @@ def site(request, site, info, base, shared):
     today = info.today()
     period = periods.parse(request.GET, today)
     r = get_redis()
-    tracker = request.build_absolute_uri(static("tracker.js"))
-    snippet = f'<script defer data-domain="{site.domain}" src="{tracker}"></script>'
+    snippet = tracking_snippet(request, site.domain)
     if not queries.has_events(r, info):  # one clear state, not empty axes and a grid of 0%
         context = {"site": site, "info": info, "snippet": snippet, "event_url": request.build_absolute_uri(reverse("event"))}
         return render(request, "dashboard/waiting.html", context)

@@ -65,7 +65,7 @@ def test_it_shows_a_new_sites_key_once_with_the_snippet(admin_client):
     key = shown_key(response)
     assert ApiKey.objects.get(key_hash=hash_api_key(key)).site == site
     page = response.content.decode()
-    assert "&lt;script defer data-domain=&quot;new.example&quot; src=&quot;http://testserver/static/tracker." in page
+    assert "&lt;script defer data-domain=&quot;new.example&quot; src=&quot;http://testserver/static/tracker.js&quot;" in page
     assert "curl -X POST http://testserver/api/event" in page
     assert 'href="/dashboard/new.example/"' in page and f'href="{change_url(site)}"' in page
 
