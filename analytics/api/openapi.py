@@ -376,11 +376,17 @@ DOCUMENT = {
                     ),
                     _param("limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}),
                     _param("page", "Which page of rows, from 1.", {"type": "integer", "minimum": 1, "default": 1}),
-                    _param("search", "Only values containing this text (case-insensitive).", {"type": "string"}),
+                    _param(
+                        "search",
+                        "Only values containing this text (case-insensitive), for every property (pages' paths, goals' "
+                        "names, custom properties' values); kept before paging, so `total` counts them. At most 200 characters "
+                        "are used.",
+                        {"type": "string"},
+                    ),
                 ],
                 "responses": {
                     "200": {
-                        "description": "One page of rows, and how many rows there are in all (`total`, but for page).",
+                        "description": "One page of rows, and how many rows there are in all (`total`: those `search` kept).",
                         "content": {
                             "application/json": {
                                 "schema": {

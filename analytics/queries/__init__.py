@@ -41,7 +41,7 @@ from .days import (
 from .funnels import funnel
 from .goals import event_properties, goals, properties
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
-from .pages import page_timeseries, search_pages, top_pages
+from .pages import page_timeseries, ranked_pages, search_pages, top_pages
 from .places import visitors_near
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
@@ -76,6 +76,7 @@ __all__ = [
     "page_timeseries",
     "realtime_keys",
     "realtime_visitors",
+    "ranked_pages",
     "retention",
     "search_pages",
     "summary",
