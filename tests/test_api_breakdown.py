@@ -156,9 +156,13 @@ def test_a_bitmap_made_after_a_days_first_visitors_is_not_taken_for_exact(client
 
 def test_bad_parameters_are_400s_naming_them(client, make_site, r):
     site, key = make_site()
-    for params, word in (({}, "property"), ({"property": "shoe_size"}, "property"), ({"property": "source", "limit": "0"}, "limit")):
+    for params, word in (({}, "property"), ({"property": "shoe_size"}, "property"), ({"property": "visit:shoe_size"}, "property"),
+                         ({"property": "event:props:"}, "property"), ({"property": "source", "limit": "0"}, "limit")):
         response = client.get("/api/v1/stats/breakdown", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}")
         assert response.status_code == 400 and word in response.json()["error"]
+    error = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "visit:shoe_size"},
+                       HTTP_AUTHORIZATION=f"Bearer {key}").json()["error"]
+    assert "source" in error and "event:props:<name>" in error  # (it names the properties there are)
 
 
 def test_rolled_up_days_read_the_same_from_their_rows(client, make_site, r):
@@ -357,3 +361,18 @@ def test_search_works_under_filters_too(client, make_site, r):
         body = answer(client, key, prop, d, d, search=search, filters="source==Google")
         assert {row[prop] for row in body["results"]} == rows and body["total"] == len(rows), prop
 
+
+def test_plausibles_prefixed_property_names_answer_as_tallys_own(client, make_site, r):
+    """Plausible's clients send visit:source, event:page, event:goal: the same breakdown
+    as Tally's name, which the answer's `property` and its rows' key keep."""
+    site, key = make_site()
+    d = send_search_fixture(client, key)
+    visit = ["source", "referrer", "channel", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content", "device",
+             "browser", "browser_version", "os", "os_version", "country", "region", "city", "screen", "entry_page", "exit_page"]
+    for prefixed, name in [(f"visit:{p}", p) for p in visit] + [("event:page", "page"), ("event:goal", "goal")]:
+        assert answer(client, key, prefixed, d, d) == answer(client, key, name, d, d), prefixed
+    assert answer(client, key, "visit:source", d, d)["property"] == "source"
+    assert [row["source"] for row in answer(client, key, "visit:source", d, d)["results"]] == ["Google"]
+    assert {row["goal"] for row in answer(client, key, "event:goal", d, d)["results"]} == {"Signup", "Read the blog"}
+    filtered = answer(client, key, "event:page", d, d, filters="visit:source==Google", search="blog")
+    assert filtered["property"] == "page" and {row["page"] for row in filtered["results"]} == {"/blog/a", "/Blog/b"}

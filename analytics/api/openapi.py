@@ -25,7 +25,8 @@ FILTERS = _param(
     "filters",
     "Only the visitors that match, e.g. `source==Google;country!=DE|FR;page~/blog`: `property==v1|v2` (one of), `!=` (none "
     "of), `~` (contains, case-insensitive), joined by `;` (all must hold; at most 6). Properties: the visit dimensions, `page` "
-    "(viewed it that day) and `goal` (converted that day). A value holding `;`, `|` or `\\` escapes it with a backslash. "
+    "(viewed it that day) and `goal` (converted that day); Plausible's `visit:` and `event:` prefixes are accepted. A value "
+    "holding `;`, `|` or `\\` escapes it with a backslash. "
     "Visitor numbers (visitors, DAU, WAU, MAU, new visitors, retention, converters) are counted exactly from per-day visitor "
     "bitmaps of each dimension's first values of the day (the site's `segment_values`, and its pinned goals and funnel "
     "steps); a value without its bitmap that day is estimated from HyperLogLogs, and the answer then says "
@@ -362,7 +363,9 @@ DOCUMENT = {
                         "property",
                         f"The dimension: one of {', '.join(DIMENSIONS)}, page, goal (rows: goal, visitors = converters, events, "
                         "conversion_rate in percent, revenue per currency), or event:props:NAME (a custom property's values: "
-                        "visitors, events; with `event` to keep one event's).",
+                        "visitors, events; with `event` to keep one event's). Plausible's names are accepted too, as in "
+                        "`filters`: their `visit:` or `event:` prefix is dropped (`visit:source`, `visit:utm_campaign`, "
+                        "`event:page`, `event:goal`); the answer's `property` and its rows' key are then Tally's (`source`).",
                         {"type": "string"},
                         required=True,
                     ),

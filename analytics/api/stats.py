@@ -116,8 +116,7 @@ def breakdown(request):
     `total` counts those."""
     site = site_param(request)
     start, end = date_range(request, site)
-    raw = request.GET.get("property", "")
-    prop = raw if raw.startswith(PROPS) and len(raw) > len(PROPS) else choice_param(request, "property", PROPERTIES, None)
+    prop = _property(request)
     limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
     page = int_param(request, "page", 1, 1, 10_000)
     search = _search(request)
@@ -150,6 +149,19 @@ def breakdown(request):
         results = [{name: row[name], **{m: row.get(m) for m in wanted}} for row in results]
     return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page,
                           "results": results, "total": total})
+
+
+def _property(request) -> str:
+    """The breakdown's property by Tally's name, which the answer and its rows then use:
+    Plausible's names (visit:source, event:page, event:goal) are taken as filters take
+    them; event:props:NAME is a custom property, whose own name has no prefix to drop."""
+    raw = request.GET.get("property", "")
+    if raw.startswith(PROPS) and len(raw) > len(PROPS):
+        return raw
+    prop = queries.segments.unprefixed(raw)
+    if prop not in PROPERTIES:
+        raise ApiError(400, f"property: must be one of {', '.join(PROPERTIES)} (Plausible's visit: and event: prefixes too)")
+    return prop
 
 
 def _search(request) -> str:
