@@ -2,7 +2,7 @@
 over events sent through the ingest API (issue 12)."""
 import random
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import orjson
 
@@ -32,12 +32,17 @@ def post(client, key, events):
     assert response.json()["accepted"] == len(events)
 
 
-def breakdown(client, key, prop, start, end, **extra):
+def answer(client, key, prop, start, end, **extra) -> dict:
+    """The whole answer of a breakdown, 100 rows a page unless told."""
     response = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": prop, "from": start, "to": end, "limit": 100, **extra},
                           HTTP_AUTHORIZATION=f"Bearer {key}")
     assert response.status_code == 200, response.content
+    return response.json()
+
+
+def breakdown(client, key, prop, start, end, **extra):
     name = prop.removeprefix("event:props:")  # (property rows are keyed by the property's own name, as Plausible's)
-    return {row[name]: row for row in response.json()["results"]}
+    return {row[name]: row for row in answer(client, key, prop, start, end, **extra)["results"]}
 
 
 def test_each_dimension_matches_brute_force(client, make_site, r):
@@ -151,9 +156,13 @@ def test_a_bitmap_made_after_a_days_first_visitors_is_not_taken_for_exact(client
 
 def test_bad_parameters_are_400s_naming_them(client, make_site, r):
     site, key = make_site()
-    for params, word in (({}, "property"), ({"property": "shoe_size"}, "property"), ({"property": "source", "limit": "0"}, "limit")):
+    for params, word in (({}, "property"), ({"property": "shoe_size"}, "property"), ({"property": "visit:shoe_size"}, "property"),
+                         ({"property": "event:props:"}, "property"), ({"property": "source", "limit": "0"}, "limit")):
         response = client.get("/api/v1/stats/breakdown", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}")
         assert response.status_code == 400 and word in response.json()["error"]
+    error = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "visit:shoe_size"},
+                       HTTP_AUTHORIZATION=f"Bearer {key}").json()["error"]
+    assert "source" in error and "event:props:<name>" in error  # (it names the properties there are)
 
 
 def test_rolled_up_days_read_the_same_from_their_rows(client, make_site, r):
@@ -292,3 +301,78 @@ def test_goals_and_properties_keep_their_counts_once_the_raw_keys_expire(client,
     assert max(len(people) for people in daily.values()) - hll_tolerance(60) <= after["visitors"] <= before["visitors"]
     props = breakdown(client, key, "event:props:plan", first, last, event="Signup")
     assert {value: row["events"] for value, row in props.items()} == dict(plans)
+
+
+def send_search_fixture(client, key) -> str:
+    """Two days ago: pages under /blog/ and /Blog/ among others, two goals, a property
+    plan with a capitalised value, all from Google; returns the day."""
+    from django.core.management import call_command
+
+    call_command("addgoal", "example.com", "--event", "Signup")
+    call_command("addgoal", "example.com", "--page", "/blog/*", "--name", "Read the blog")
+    day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=2)
+    paths = ["/", "/blog/a", "/Blog/b", "/pricing", "/about"]
+    events = []
+    for v in range(30):
+        t = day + timedelta(minutes=v)
+        events.append({"url": f"https://example.com{paths[v % len(paths)]}", "ts": t.isoformat(), "visitor": f"v{v}",
+                       "referrer": "https://www.google.com/"})
+        if v % 3 == 0:
+            events.append({"url": "https://example.com/signup", "ts": (t + timedelta(seconds=30)).isoformat(), "visitor": f"v{v}",
+                           "name": "Signup", "props": {"plan": ["free", "pro", "Team"][v % 9 // 3]}})
+    post(client, key, events)
+    return day.date().isoformat()
+
+
+def test_search_keeps_matching_pages_goals_and_property_values_before_paging(client, make_site, r):
+    """The user audit: search=zzz answered every page, goal and property value. search
+    keeps the values containing the text, case-insensitively, before paging, so `total`
+    counts them; page answers have a total too."""
+    from analytics.rollups import jobs
+
+    site, key = make_site()
+    d = send_search_fixture(client, key)
+
+    def found(prop, search, **extra):
+        body = answer(client, key, prop, d, d, search=search, **extra)
+        name = prop.removeprefix("event:props:")
+        return [row[name] for row in body["results"]], body["total"]
+
+    def check():
+        for prop in ("page", "goal", "event:props:plan", "source"):
+            assert found(prop, "zzz") == ([], 0), prop
+        assert answer(client, key, "page", d, d)["total"] == 5  # (the five paths: a custom event is no pageview)
+        assert sorted(found("page", "BLOG")[0]) == ["/Blog/b", "/blog/a"] and found("page", "BLOG")[1] == 2
+        assert found("page", "blog", limit=1, page=2)[1] == 2 and len(found("page", "blog", limit=1, page=2)[0]) == 1
+        assert found("page", "blog", limit=1, page=3) == ([], 2)
+        assert found("goal", "BLOG") == (["Read the blog"], 1)
+        assert found("event:props:plan", "team", event="Signup") == (["Team"], 1)
+        assert sorted(found("event:props:plan", "E")[0]) == ["Team", "free"]
+
+    check()
+    jobs.rollup(r, site, date.fromisoformat(d), date.fromisoformat(d))  # (the day's rows, read from the database)
+    check()
+
+
+def test_search_works_under_filters_too(client, make_site, r):
+    site, key = make_site()
+    d = send_search_fixture(client, key)
+    for prop, search, rows in (("page", "BLOG", {"/blog/a", "/Blog/b"}), ("goal", "sign", {"Signup"}), ("source", "zzz", set())):
+        body = answer(client, key, prop, d, d, search=search, filters="source==Google")
+        assert {row[prop] for row in body["results"]} == rows and body["total"] == len(rows), prop
+
+
+def test_plausibles_prefixed_property_names_answer_as_tallys_own(client, make_site, r):
+    """Plausible's clients send visit:source, event:page, event:goal: the same breakdown
+    as Tally's name, which the answer's `property` and its rows' key keep."""
+    site, key = make_site()
+    d = send_search_fixture(client, key)
+    visit = ["source", "referrer", "channel", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content", "device",
+             "browser", "browser_version", "os", "os_version", "country", "region", "city", "screen", "entry_page", "exit_page"]
+    for prefixed, name in [(f"visit:{p}", p) for p in visit] + [("event:page", "page"), ("event:goal", "goal")]:
+        assert answer(client, key, prefixed, d, d) == answer(client, key, name, d, d), prefixed
+    assert answer(client, key, "visit:source", d, d)["property"] == "source"
+    assert [row["source"] for row in answer(client, key, "visit:source", d, d)["results"]] == ["Google"]
+    assert {row["goal"] for row in answer(client, key, "event:goal", d, d)["results"]} == {"Signup", "Read the blog"}
+    filtered = answer(client, key, "event:page", d, d, filters="visit:source==Google", search="blog")
+    assert filtered["property"] == "page" and {row["page"] for row in filtered["results"]} == {"/blog/a", "/Blog/b"}

@@ -34,7 +34,8 @@ FILTERS = _param(
     "filters",
     "Only the visitors that match, e.g. `source==Google;country!=DE|FR;page~/blog`: `property==v1|v2` (one of), `!=` (none "
     "of), `~` (contains, case-insensitive), joined by `;` (all must hold; at most 6). Properties: the visit dimensions, `page` "
-    "(viewed it that day) and `goal` (converted that day). A value holding `;`, `|` or `\\` escapes it with a backslash. "
+    "(viewed it that day) and `goal` (converted that day); Plausible's `visit:` and `event:` prefixes are accepted. A value "
+    "holding `;`, `|` or `\\` escapes it with a backslash. "
     "Visitor numbers (visitors, DAU, WAU, MAU, new visitors, retention, converters) are counted exactly from per-day visitor "
     "bitmaps of each dimension's first values of the day (the site's `segment_values`, and its pinned goals and funnel "
     "steps); a value without its bitmap that day is estimated from HyperLogLogs, and the answer then says "
@@ -375,7 +376,9 @@ DOCUMENT = {
                         "property",
                         f"The dimension: one of {', '.join(DIMENSIONS)}, page, goal (rows: goal, visitors = converters, events, "
                         "conversion_rate in percent, revenue per currency), or event:props:NAME (a custom property's values: "
-                        "visitors, events; with `event` to keep one event's).",
+                        "visitors, events; with `event` to keep one event's). Plausible's names are accepted too, as in "
+                        "`filters`: their `visit:` or `event:` prefix is dropped (`visit:source`, `visit:utm_campaign`, "
+                        "`event:page`, `event:goal`); the answer's `property` and its rows' key are then Tally's (`source`).",
                         {"type": "string"},
                         required=True,
                     ),
@@ -389,11 +392,17 @@ DOCUMENT = {
                     ),
                     _param("limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}),
                     _param("page", "Which page of rows, from 1.", {"type": "integer", "minimum": 1, "default": 1}),
-                    _param("search", "Only values containing this text (case-insensitive).", {"type": "string"}),
+                    _param(
+                        "search",
+                        "Only values containing this text (case-insensitive), for every property (pages' paths, goals' "
+                        "names, custom properties' values); kept before paging, so `total` counts them. At most 200 characters "
+                        "are used.",
+                        {"type": "string"},
+                    ),
                 ],
                 "responses": {
                     "200": {
-                        "description": "One page of rows, and how many rows there are in all (`total`, but for page).",
+                        "description": "One page of rows, and how many rows there are in all (`total`: those `search` kept).",
                         "content": {
                             "application/json": {
                                 "schema": {

@@ -113,13 +113,15 @@ def aggregate(request):
 @methods("GET")
 @json_errors
 def breakdown(request):
-    """Rows by one visit dimension (`property`), most visitors first, paged; or by page."""
+    """Rows by one visit dimension (`property`), most visitors first, paged; or by page,
+    goal or custom property. `search` keeps the values containing it before paging, so
+    `total` counts those."""
     site = site_param(request)
     start, end = date_range(request, site)
-    raw = request.GET.get("property", "")
-    prop = raw if raw.startswith(PROPS) and len(raw) > len(PROPS) else choice_param(request, "property", PROPERTIES, None)
+    prop = _property(request)
     limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
     page = int_param(request, "page", 1, 1, 10_000)
+    search = _search(request)
     r = get_redis()
     filters = filters_param(request)
     if filters:
@@ -129,15 +131,16 @@ def breakdown(request):
         return json_response(body)
     if prop.startswith(PROPS):
         event = request.GET.get("event") or None
-        results, total = queries.properties(r, site, start, end, prop[len(PROPS) :][:300], event, limit, page)
+        results, total = queries.properties(r, site, start, end, prop[len(PROPS) :][:300], event, limit, page, search)
     elif prop == "goal":
-        rows = queries.goals(r, site, start, end, queries.summary(r, site, start, end)["visitors"])
+        rows = queries.goals(r, site, start, end, queries.summary(r, site, start, end)["visitors"], search)
         results, total = rows[(page - 1) * limit : page * limit], len(rows)
     elif prop == "page":
-        rows = queries.top_pages(r, site, start, end, limit * page)[(page - 1) * limit :]
-        results, total = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]} for row in rows], None
+        rows, total = queries.ranked_pages(r, site, start, end, limit * page, search)
+        results = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]}
+                   for row in rows[(page - 1) * limit :]]
     else:
-        results, total = queries.breakdown(r, site, start, end, prop, limit, page, request.GET.get("search", "")[:200])
+        results, total = queries.breakdown(r, site, start, end, prop, limit, page, search)
     wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
     if wanted:
         name = prop.removeprefix(PROPS)
@@ -146,15 +149,32 @@ def breakdown(request):
         if unknown:
             raise ApiError(400, f"metrics: {', '.join(unknown)} not available for property={prop}; choose from {', '.join(available)}")
         results = [{name: row[name], **{m: row.get(m) for m in wanted}} for row in results]
-    body = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page, "results": results}
-    if total is not None:
-        body["total"] = total
-    return json_response(body)
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page,
+                          "results": results, "total": total})
+
+
+def _property(request) -> str:
+    """The breakdown's property by Tally's name, which the answer and its rows then use:
+    Plausible's names (visit:source, event:page, event:goal) are taken as filters take
+    them; event:props:NAME is a custom property, whose own name has no prefix to drop."""
+    raw = request.GET.get("property", "")
+    if raw.startswith(PROPS) and len(raw) > len(PROPS):
+        return raw
+    prop = queries.segments.unprefixed(raw)
+    if prop not in PROPERTIES:
+        raise ApiError(400, f"property: must be one of {', '.join(PROPERTIES)} (Plausible's visit: and event: prefixes too)")
+    return prop
+
+
+def _search(request) -> str:
+    """`search`: only the values containing this text, case-insensitive ("" keeps all)."""
+    return request.GET.get("search", "")[:200]
 
 
 def _filtered_breakdown(r, site, filters, start, end, prop: str, request) -> tuple[list[dict], int, bool]:
     """Every row of a breakdown for a filtered audience (visitors only: the other counts
     exist per value, not per combination), and whether any is estimated."""
+    search = _search(request)
     wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
     allowed = ("visitors", "conversion_rate") if prop == "goal" else ("visitors",)
     if any(m not in allowed for m in wanted):
@@ -163,12 +183,13 @@ def _filtered_breakdown(r, site, filters, start, end, prop: str, request) -> tup
         raise ApiError(400, f"filters: not available with property={prop} (its rows count events or visits, not visitors)")
     if prop == "goal":
         summary, _ = queries.filtered.summary(r, site, filters, start, end)
-        rows, estimate = queries.filtered.goals(r, site, filters, start, end, summary["visitors"])
+        rows, estimate = queries.filtered.goals(r, site, filters, start, end, summary["visitors"], search)
         return rows, len(rows), estimate
     if prop == "page":
-        candidates = [row["page"] for row in queries.top_pages(r, site, start, end, queries.filtered.MAX_ROWS)]
+        ranked, _ = queries.ranked_pages(r, site, start, end, queries.filtered.MAX_ROWS, search)
+        candidates = [row["page"] for row in ranked]
     else:
-        unfiltered, _ = queries.breakdown(r, site, start, end, prop, queries.filtered.MAX_ROWS, 1, request.GET.get("search", "")[:200])
+        unfiltered, _ = queries.breakdown(r, site, start, end, prop, queries.filtered.MAX_ROWS, 1, search)
         candidates = [row[prop] for row in unfiltered]
     rows, estimate = queries.filtered.breakdown(r, site, filters, start, end, prop, candidates)
     results = [{prop: row["value"], "visitors": row["visitors"], **({"estimate": True} if row["estimate"] else {})} for row in rows]

@@ -42,7 +42,7 @@ from .days import (
 from .funnels import funnel
 from .goals import event_properties, goals, properties
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
-from .pages import page_timeseries, search_pages, top_pages
+from .pages import page_timeseries, ranked_pages, search_pages, top_pages
 from .places import visitors_near
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
@@ -78,6 +78,7 @@ __all__ = [
     "page_timeseries",
     "realtime_keys",
     "realtime_visitors",
+    "ranked_pages",
     "retention",
     "search_pages",
     "summary",

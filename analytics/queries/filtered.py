@@ -18,7 +18,6 @@ import redis
 
 from .. import dimensions
 from ..counts.cohorts import retention as live_retention
-from ..models import Goal
 from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
@@ -26,6 +25,7 @@ from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
 from . import segments
 from .breakdown import field_days, rates
 from .days import VISIT_METRICS, percent_change, previous
+from .goals import matching_goals
 
 WINDOWS = (("wau", 7), ("mau", 30))
 MAX_ROWS = 200  # breakdown values whose filtered visitors are counted (the most visitors first)
@@ -236,12 +236,15 @@ def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, d
     return ranked, any(row["estimate"] for row in ranked)
 
 
-def goals(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, visitors: int) -> tuple[list[dict], bool]:
+def goals(
+    r: redis.Redis, site: SiteInfo, filters, start: date, end: date, visitors: int, search: str = ""
+) -> tuple[list[dict], bool]:
     """Each goal's converters in the filtered audience: [{"goal", "visitors",
-    "conversion_rate"}] (conversion rate over the audience's `visitors`)."""
+    "conversion_rate"}] (conversion rate over the audience's `visitors`); with `search`,
+    only the goals whose name contains it (case-insensitive)."""
     days = days_between(start, end)
     rows, estimated = [], False
-    goal_list = list(Goal.objects.filter(site_id=site.id))
+    goal_list = matching_goals(site, search)
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
         events = segments.present(r, site, days, "event", [g.event_name for g in goal_list if g.event_name])

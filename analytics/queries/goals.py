@@ -26,12 +26,14 @@ from .pages import page_cover
 UNION_CHUNK = 500  # keys per PFMERGE when a page pattern matches many page-days
 
 
-def goals(r: redis.Redis, site: SiteInfo, start: date, end: date, visitors: int) -> list[dict]:
+def goals(r: redis.Redis, site: SiteInfo, start: date, end: date, visitors: int, search: str = "") -> list[dict]:
     """One row per goal of the site, most converters first: {"goal", "visitors",
-    "events", "conversion_rate", "revenue": {currency: amount}} (revenue only when sent)."""
+    "events", "conversion_rate", "revenue": {currency: amount}} (revenue only when sent).
+    With `search`, only the goals whose name contains it (case-insensitive): the others'
+    conversions are not counted at all."""
     days = days_between(start, end)
     rows = []
-    for goal in Goal.objects.filter(site_id=site.id):
+    for goal in matching_goals(site, search):
         if goal.event_name:
             converters, events = _event_goal(r, site, days, goal.event_name)
         else:
@@ -43,6 +45,13 @@ def goals(r: redis.Redis, site: SiteInfo, start: date, end: date, visitors: int)
         rows.append(row)
     rows.sort(key=lambda row: (-row["visitors"], -row["events"], row["goal"]))
     return rows
+
+
+def matching_goals(site: SiteInfo, search: str = "") -> list[Goal]:
+    """The site's goals whose name contains `search`, matched in Python as page paths and
+    property values are (the database's LIKE would fold the case of ASCII letters only)."""
+    needle = search.lower()
+    return [goal for goal in Goal.objects.filter(site_id=site.id) if needle in goal.name.lower()]
 
 
 def _event_goal(r: redis.Redis, site: SiteInfo, days: list[date], name: str) -> tuple[int, int]:
@@ -144,10 +153,12 @@ def event_properties(r: redis.Redis, site: SiteInfo, start: date, end: date, eve
 
 
 def properties(
-    r: redis.Redis, site: SiteInfo, start: date, end: date, prop: str, event: str | None = None, limit: int = 10, page: int = 1
+    r: redis.Redis, site: SiteInfo, start: date, end: date, prop: str, event: str | None = None, limit: int = 10, page: int = 1,
+    search: str = "",
 ) -> tuple[list[dict], int]:
     """Rows {prop: value, "visitors", "events"} of a custom property over the range (of one
-    event, or of all), most visitors first, and how many values there are. Values past the
+    event, or of all), most visitors first, and how many values there are (with `search`,
+    only the values containing it, case-insensitive: counted before paging). Values past the
     day's quota of values of the property are counted together in its row "(other)"
     (days stored before the quota was per property kept one "(other)" for all properties,
     which belongs to no one property and is left out)."""
@@ -176,7 +187,8 @@ def properties(
             key, _, value = rest.partition(SEP)
             if key == prop and (event is None or name == event):
                 groups.setdefault(value, []).append((day, group))
-    values = sorted(groups)
+    needle = search.lower()
+    values = sorted(value for value in groups if needle in value.lower())
     pipe = r.pipeline(transaction=False)
     for value in values:
         pipe.pfcount(*(keys.prop_visitors(site.id, day, group) for day, group in groups[value]))

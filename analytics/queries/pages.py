@@ -1,4 +1,5 @@
-"""Pages: the top pages of a range by visitors, one page's days, prefix search of paths."""
+"""Pages: the top pages of a range by visitors (all, or those whose path contains a text), one
+page's days, prefix search of paths."""
 from datetime import date, timedelta
 
 import redis
@@ -18,8 +19,17 @@ MAX_PAGE_CANDIDATES = 5000
 
 
 def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int = 10) -> list[dict]:
+    """The `limit` pages with the most visitors over the range (see ranked_pages)."""
+    return ranked_pages(r, site, start, end, limit)[0]
+
+
+def ranked_pages(
+    r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int = 10, search: str = ""
+) -> tuple[list[dict], int]:
     """Pages by visitors over the range, with exact pageviews, and visitors exact for the
-    pages shown that had a bitmap every day they had visitors (queries/exact.py).
+    pages shown that had a bitmap every day they had visitors (queries/exact.py); and how
+    many pages there are (the breakdown API's `total`). With `search`, only the paths
+    containing it (case-insensitive), before ranking, so the count is theirs too.
 
     Visitors are a union over the whole range (a visitor who came back on several days
     counts once): multi-key PFCOUNT over the fewest keys that cover it, the rollups'
@@ -52,7 +62,8 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
             pageviews[path] = pageviews.get(path, 0) + views
             visitor_days[path] = visitor_days.get(path, 0) + people
 
-    ranked = sorted(visitor_days, key=lambda p: (-visitor_days[p], -pageviews[p], p))
+    needle = search.lower()
+    ranked = sorted((p for p in visitor_days if needle in p.lower()), key=lambda p: (-visitor_days[p], -pageviews[p], p))
     cover = page_cover(site, start, end)
     visitors: dict[str, int] = {}
     wanted, budget = limit + 5, min(2 * limit + 5, MAX_PAGE_CANDIDATES)
@@ -85,7 +96,7 @@ def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int
                 present[f].add(day)
     for f, n in exact_visitors(r, site, days, list(fields), present).items():
         fields[f]["visitors"] = n
-    return sorted(shown, key=order)
+    return sorted(shown, key=order), len(ranked)
 
 
 def page_cover(site: SiteInfo, start: date, end: date):

@@ -88,6 +88,12 @@ def _split(text: str, sep: str, unescape: bool) -> list[str]:
     return parts
 
 
+def unprefixed(prop: str) -> str:
+    """A property by Tally's name: Plausible names them `visit:source`, `event:page`,
+    `event:goal`, and its clients send those to filters and breakdowns alike."""
+    return prop.removeprefix("visit:").removeprefix("event:")
+
+
 def parse(text: str) -> tuple[Filter, ...]:
     """`source==Google;country!=DE|FR;page~blog` as Filters; ValueError says what is wrong.
     A value holding ";", "|" or "\\" has it escaped by a backslash (escape())."""
@@ -99,7 +105,7 @@ def parse(text: str) -> tuple[Filter, ...]:
         if not at:
             raise ValueError(f"{part[:60]!r}: expected property==value, property!=value or property~text")
         where, op = min(at)
-        prop = part[:where].strip().removeprefix("visit:").removeprefix("event:")
+        prop = unprefixed(part[:where].strip())
         if prop not in PROPERTIES:
             raise ValueError(f"{prop[:60]!r}: unknown property; choose from {', '.join(PROPERTIES)}")
         if prop == "goal" and op == "~":
