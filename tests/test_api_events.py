@@ -104,6 +104,18 @@ def test_good_events_are_kept_beside_bad_ones(client, keyed, r):
     assert row["pageviews"] == 2 and row["dau"] == 2
 
 
+def test_an_ip_that_is_no_address_and_a_width_that_is_no_number_are_rejected_alone(client, keyed):
+    _, key = keyed
+    events = [
+        {"url": "https://example.com/", "ip": "999.1.1.1", "user_agent": "x"},
+        {"url": "https://example.com/", "visitor": "a", "screen_width": True},
+        {"url": "https://example.com/", "ip": "2001:db8::1", "user_agent": "x", "screen_width": 390},
+    ]
+    answer = post(client, key, json.dumps(events)).json()
+    assert answer["accepted"] == 1
+    assert [(item["index"], item["error"].split(":")[0]) for item in answer["rejected"]] == [(0, "ip"), (1, "screen_width")]
+
+
 def test_bad_ndjson_lines_are_rejected_alone(client, keyed):
     _, key = keyed
     body = '{"url": "https://example.com/", "visitor": "a"}\n{oops\n\n{"url": "https://example.com/", "visitor": "b"}\n'

@@ -5,6 +5,7 @@ about a millisecond); the checks pydantic cannot express (an http(s) URL with a 
 timestamp in a sane range) follow in plain Python. Every failure becomes a short message
 naming the field, which the API returns as a 4xx JSON error or, in a batch, per event.
 """
+import ipaddress
 import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -26,7 +27,7 @@ Url = Annotated[str, Field(min_length=1, max_length=2048)]
 Name = Annotated[str, Field(min_length=1, max_length=120)]
 Text = Annotated[str, Field(max_length=2048)]
 Id = Annotated[str, Field(min_length=1, max_length=256)]
-Width = Annotated[int, Field(ge=0, le=100_000)]
+Width = Annotated[int, Field(ge=0, le=100_000, strict=True)]  # (strict: true is not a width)
 
 
 class PlausibleEvent(BaseModel):
@@ -185,11 +186,22 @@ def check_revenue(revenue) -> tuple[str, int] | None:
     return currency, int(hundredths)
 
 
+def check_ip(ip: str):
+    """A sender's `ip` is an identity and a country: text that is no address would count a
+    made-up visitor from nowhere."""
+    try:
+        ipaddress.ip_address(ip)
+    except ValueError:
+        raise BadEvent(f"ip: {ip[:64]!r} is not an IPv4 or IPv6 address") from None
+
+
 def batch_hit(event: BatchEvent, now: datetime, is_bot, site_host: str) -> Hit:
     """A validated batch event as a Hit, or BadEvent."""
     user_id, visitor, ip = event.get("user_id"), event.get("visitor"), event.get("ip")
     if not (user_id or visitor or ip):
         raise BadEvent("no identity: give visitor, user_id or ip (with user_agent)")
+    if ip:
+        check_ip(ip)
     user_agent = event.get("user_agent")
     url = event["url"]
     name = event.get("name") or PAGEVIEW
