@@ -573,8 +573,11 @@ DOCUMENT = {
         "/api/v1/reports/{fmt}": {
             "get": {
                 "summary": "Export a report: daily metrics, top pages, retention",
-                "description": "Up to 31 days the file comes at once; longer periods (or async=1) answer 202 with a job. "
-                "Cells starting with = + - @ are prefixed with ' (no spreadsheet formulas from public strings).",
+                "description": "goals has a row per goal and revenue currency: revenue a number (the breakdown's amount), "
+                "currency its code, both empty without revenue. "
+                "Up to 31 days the file comes at once; longer periods (or async=1) answer 202 with a job. "
+                "In CSV and XLSX, text cells starting with = + - @ are prefixed with ' (no spreadsheet formulas "
+                "from public strings); numbers stay numbers.",
                 "security": [{"apiKey": []}],
                 "parameters": [
                     {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table; xlsx: a sheet per table."},

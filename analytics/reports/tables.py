@@ -64,12 +64,19 @@ def breakdown_tables(r, site: SiteInfo, start: date, end: date, visitors: int) -
         columns = ["visits"] if dimension == dimensions.EXIT else BREAKDOWN_COLUMNS
         tables[dimension] = {"columns": [dimension, *columns], "rows": [[row[dimension], *(row[c] for c in columns)] for row in rows]}
     goals = queries.goals(r, site, start, end, visitors or 0)
-    tables["goals"] = {
-        "columns": ["goal", "visitors", "events", "conversion_rate", "revenue"],
-        "rows": [[g["goal"], g["visitors"], g["events"], g["conversion_rate"],
-                  "; ".join(f"{amount:.2f} {currency}" for currency, amount in g.get("revenue", {}).items())] for g in goals],
-    }
+    tables["goals"] = {"columns": ["goal", "visitors", "events", "conversion_rate", "revenue", "currency"], "rows": goal_rows(goals)}
     return tables
+
+
+def goal_rows(goals: list[dict]) -> list[list]:
+    """A row per goal and currency of its revenue (the goal's counts repeated), one with
+    neither when it has none: the amount a number apart from its currency, so that a
+    spreadsheet can sum it and the formula guard (safe_cell) never turns -5 into text."""
+    rows = []
+    for g in goals:
+        counts = [g["goal"], g["visitors"], g["events"], g["conversion_rate"]]
+        rows += [[*counts, amount, currency] for currency, amount in g.get("revenue", {}).items()] or [[*counts, None, None]]
+    return rows
 
 
 def filtered_tables(r, site: SiteInfo, start: date, end: date, filters, progress=lambda share: None) -> dict:
@@ -117,7 +124,8 @@ def filtered_tables(r, site: SiteInfo, start: date, end: date, filters, progress
 
 def safe_cell(value):
     """Neutralise spreadsheet formulas: paths and referrers come from the public, and a cell
-    starting with = + - @ would run as a formula when the file is opened."""
+    starting with = + - @ would run as a formula when the file is opened. Numbers are ours
+    and stay numbers (a negative revenue is no formula)."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
