@@ -1,5 +1,6 @@
-"""Exports: all three formats parsed back equal the API (revenue included); big ones run
-as jobs behind the semaphore; spreadsheet formulas are neutralised, numbers left numbers."""
+"""Exports: all three formats parsed back equal the API (custom properties and revenue
+included); big ones run as jobs behind the semaphore; spreadsheet formulas are neutralised,
+numbers left numbers."""
 import csv
 import io
 import json
@@ -143,6 +144,35 @@ def test_formulas_are_neutralised():
 
 
 @pytest.mark.parametrize("fmt", ["csv", "xlsx", "json"])
+def test_each_custom_property_has_a_table_like_the_breakdown_api(client, make_site, fmt):
+    site, key = make_site()
+    names = ["plan", "seats", "Plan", "utm/source?[x]:*\\", "a very long property name that goes past 31 characters",
+             "a very long property name that goes past 31 characters too"]
+    post(client, key, [event(v, props={names[v % len(names)]: f"value {v % 4}", "seats": str(v % 3)}) for v in range(30)])
+    tables = today_report(client, key, fmt)
+    found = {rows[0][0]: (name, rows) for name, rows in tables.items() if name.startswith("prop_")}
+    assert set(found) == set(names)  # (the first column is headed by the property's full name)
+    assert found["seats"][0] == "prop_seats"
+    assert (found["Plan"][0], found["plan"][0]) == ("prop_Plan", "prop_plan~2")  # (a sheet name ignores case; names in code point order)
+    assert len({name.lower() for name, _ in found.values()}) == len(names)
+    for name, _ in found.values():
+        assert len(name) <= 31 and not set(name) & set("[]:*?/\\")
+    for prop, (_, rows) in found.items():
+        answer = api(client, key, "/api/v1/stats/breakdown", site="example.com", property=f"event:props:{prop}", limit=1000,
+                     **{"from": datetime.now(UTC).date().isoformat()}).json()["results"]
+        assert answer and [[_num(str(v)) for v in row] for row in rows[1:]] == [[_num(str(row[c])) for c in (prop, "visitors", "events")] for row in answer]
+
+
+def test_a_filtered_report_leaves_out_the_custom_properties(client, make_site):
+    """Property rows count events, which no filter narrows (the breakdown API says so with a 400)."""
+    site, key = make_site()
+    post(client, key, [event(v, props={"plan": "team"}) for v in range(3)])
+    assert "prop_plan" in today_report(client, key, "json")
+    tables = today_report(client, key, "json", filters="page==/signup")
+    assert "goals" in tables and not [name for name in tables if name.startswith("prop_") or name == "exit_page"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "json"])
 def test_revenue_is_a_number_beside_its_currency(client, make_site, fmt):
     site, key = make_site()
     call_command("addgoal", "example.com", "--event", "Signup")
@@ -162,9 +192,21 @@ def test_revenue_is_a_number_beside_its_currency(client, make_site, fmt):
         assert all(isinstance(row[4], int | float) and isinstance(row[5], str) for row in rows[:3])
 
 
-def test_negative_revenue_is_written_as_a_plain_number():
-    report = {"tables": {"goals": {"columns": ["goal", "revenue", "currency"], "rows": [["-Refund", -5.0, "EUR"]]}}}
+def test_numbers_are_written_plain_and_public_headers_neutralised():
+    """A negative amount is no formula; a custom property's name heads its table's first column."""
+    report = {"tables": {"prop_x": {"columns": ["=cmd", "revenue", "currency"], "rows": [["-Refund", -5.0, "EUR"]]}}}
     with zipfile.ZipFile(io.BytesIO(reports.write(report, "csv"))) as archive:
-        assert archive.read("goals.csv").decode().splitlines() == ["goal,revenue,currency", "'-Refund,-5.0,EUR"]
+        assert archive.read("prop_x.csv").decode().splitlines() == ["'=cmd,revenue,currency", "'-Refund,-5.0,EUR"]
     rows = load_workbook(io.BytesIO(reports.write(report, "xlsx"))).active.iter_rows(values_only=True)
-    assert list(rows) == [("goal", "revenue", "currency"), ("'-Refund", -5.0, "EUR")]
+    assert list(rows) == [("'=cmd", "revenue", "currency"), ("'-Refund", -5.0, "EUR")]
+
+
+def test_table_names_fit_a_sheet_and_a_file_and_stay_apart():
+    taken = set()
+    assert reports.table_name("plan", taken) == "prop_plan"
+    assert reports.table_name("PLAN", taken) == "prop_PLAN~2"
+    assert reports.table_name("plan", taken) == "prop_plan~3"
+    assert reports.table_name("a/b\\c:d*e?f[g]h 'i'.csv", taken) == "prop_a_b_c_d_e_f_g_h__i__csv"
+    assert reports.table_name("x" * 300, taken) == "prop_" + "x" * 26
+    assert reports.table_name("x" * 299, taken) == "prop_" + "x" * 24 + "~2"
+    assert reports.table_name("país 📈", taken) == "prop_país__"
