@@ -1,12 +1,15 @@
-"""Exports: all three formats parsed back equal the API; big ones run as jobs behind the
-semaphore; spreadsheet formulas are neutralised."""
+"""Exports: all three formats parsed back equal the API (custom properties and revenue
+included); big ones run as jobs behind the semaphore; spreadsheet formulas are neutralised,
+numbers left numbers."""
 import csv
 import io
 import json
 import zipfile
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
+import orjson
 import pytest
+from django.core.management import call_command
 from openpyxl import load_workbook
 
 from analytics import dimensions
@@ -35,6 +38,25 @@ def tables_of(fmt, body):
             return {n[:-4]: [[_num(v) for v in row] for row in csv.reader(io.StringIO(archive.read(n).decode()))] for n in archive.namelist()}
     book = load_workbook(io.BytesIO(body), read_only=True)
     return {name: [list(row) for row in book[name].iter_rows(values_only=True)] for name in book.sheetnames}
+
+
+def post(client, key, events):
+    response = client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 200 and response.json()["accepted"] == len(events), response.content
+
+
+def event(visitor, name="Signup", props=None, revenue=None):
+    """A custom event of today's (an hour ago: a visit of its own minute)."""
+    ts = (datetime.now(UTC) - timedelta(hours=1)).replace(minute=visitor % 60).isoformat()
+    return {"url": "https://example.com/signup", "ts": ts, "visitor": f"v{visitor}", "name": name,
+            **({"props": props} if props else {}), **({"revenue": revenue} if revenue else {})}
+
+
+def today_report(client, key, fmt, **params):
+    today = datetime.now(UTC).date().isoformat()
+    response = api(client, key, f"/api/v1/reports/{fmt}", site="example.com", **{"from": today, "to": today}, **params)
+    assert response.status_code == 200, response.content
+    return tables_of(fmt, response.content)
 
 
 def _num(value):
@@ -119,3 +141,72 @@ def test_formulas_are_neutralised():
     assert [row[0] for row in rows] == ["'=HYPERLINK(\"http://x\")", "'+1", "'-2", "'@SUM(A1)", "/fine"]
     sheet = tables_of("xlsx", reports.write(report, "xlsx"))["pages"][1:]
     assert [row[0] for row in sheet] == ["'=HYPERLINK(\"http://x\")", "'+1", "'-2", "'@SUM(A1)", "/fine"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "json"])
+def test_each_custom_property_has_a_table_like_the_breakdown_api(client, make_site, fmt):
+    site, key = make_site()
+    names = ["plan", "seats", "Plan", "utm/source?[x]:*\\", "a very long property name that goes past 31 characters",
+             "a very long property name that goes past 31 characters too"]
+    post(client, key, [event(v, props={names[v % len(names)]: f"value {v % 4}", "seats": str(v % 3)}) for v in range(30)])
+    tables = today_report(client, key, fmt)
+    found = {rows[0][0]: (name, rows) for name, rows in tables.items() if name.startswith("prop_")}
+    assert set(found) == set(names)  # (the first column is headed by the property's full name)
+    assert found["seats"][0] == "prop_seats"
+    assert (found["Plan"][0], found["plan"][0]) == ("prop_Plan", "prop_plan~2")  # (a sheet name ignores case; names in code point order)
+    assert len({name.lower() for name, _ in found.values()}) == len(names)
+    for name, _ in found.values():
+        assert len(name) <= 31 and not set(name) & set("[]:*?/\\")
+    for prop, (_, rows) in found.items():
+        answer = api(client, key, "/api/v1/stats/breakdown", site="example.com", property=f"event:props:{prop}", limit=1000,
+                     **{"from": datetime.now(UTC).date().isoformat()}).json()["results"]
+        assert answer and [[_num(str(v)) for v in row] for row in rows[1:]] == [[_num(str(row[c])) for c in (prop, "visitors", "events")] for row in answer]
+
+
+def test_a_filtered_report_leaves_out_the_custom_properties(client, make_site):
+    """Property rows count events, which no filter narrows (the breakdown API says so with a 400)."""
+    site, key = make_site()
+    post(client, key, [event(v, props={"plan": "team"}) for v in range(3)])
+    assert "prop_plan" in today_report(client, key, "json")
+    tables = today_report(client, key, "json", filters="page==/signup")
+    assert "goals" in tables and not [name for name in tables if name.startswith("prop_") or name == "exit_page"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "json"])
+def test_revenue_is_a_number_beside_its_currency(client, make_site, fmt):
+    site, key = make_site()
+    call_command("addgoal", "example.com", "--event", "Signup")
+    call_command("addgoal", "example.com", "--event", "Buy")
+    call_command("addgoal", "example.com", "--page", "/pricing", "--name", "Pricing")
+    post(client, key, [event(1, revenue={"currency": "EUR", "amount": "-5"}), event(2, "Buy", revenue={"currency": "EUR", "amount": "7"}),
+                       event(3, "Buy", revenue={"currency": "EUR", "amount": 12}), event(4, "Buy", revenue={"currency": "USD", "amount": "10.5"})])
+    header, *rows = today_report(client, key, fmt)["goals"]
+    rows = [(row + [None] * 6)[:6] for row in rows]  # (a sheet drops empty last cells)
+    assert header == ["goal", "visitors", "events", "conversion_rate", "revenue", "currency"]
+    blank = "" if fmt == "csv" else None
+    assert [row[:1] + row[4:] for row in rows] == [["Buy", 19, "EUR"], ["Buy", 10.5, "USD"], ["Signup", -5, "EUR"], ["Pricing", blank, blank]]
+    assert rows[0][1:4] == rows[1][1:4] == [3, 3, 75.0]  # (a row per currency, the goal's counts repeated)
+    goals = api(client, key, "/api/v1/stats/breakdown", site="example.com", property="goal", **{"from": datetime.now(UTC).date().isoformat()}).json()["results"]
+    assert {g["goal"]: g.get("revenue", {}) for g in goals} == {"Buy": {"EUR": 19.0, "USD": 10.5}, "Signup": {"EUR": -5.0}, "Pricing": {}}
+    if fmt != "csv":  # (a sheet and JSON keep the types: numbers, as the API's amounts; a sheet reads 19.0 back as 19)
+        assert all(isinstance(row[4], int | float) and isinstance(row[5], str) for row in rows[:3])
+
+
+def test_numbers_are_written_plain_and_public_headers_neutralised():
+    """A negative amount is no formula; a custom property's name heads its table's first column."""
+    report = {"tables": {"prop_x": {"columns": ["=cmd", "revenue", "currency"], "rows": [["-Refund", -5.0, "EUR"]]}}}
+    with zipfile.ZipFile(io.BytesIO(reports.write(report, "csv"))) as archive:
+        assert archive.read("prop_x.csv").decode().splitlines() == ["'=cmd,revenue,currency", "'-Refund,-5.0,EUR"]
+    rows = load_workbook(io.BytesIO(reports.write(report, "xlsx"))).active.iter_rows(values_only=True)
+    assert list(rows) == [("'=cmd", "revenue", "currency"), ("'-Refund", -5.0, "EUR")]
+
+
+def test_table_names_fit_a_sheet_and_a_file_and_stay_apart():
+    taken = set()
+    assert reports.table_name("plan", taken) == "prop_plan"
+    assert reports.table_name("PLAN", taken) == "prop_PLAN~2"
+    assert reports.table_name("plan", taken) == "prop_plan~3"
+    assert reports.table_name("a/b\\c:d*e?f[g]h 'i'.csv", taken) == "prop_a_b_c_d_e_f_g_h__i__csv"
+    assert reports.table_name("x" * 300, taken) == "prop_" + "x" * 26
+    assert reports.table_name("x" * 299, taken) == "prop_" + "x" * 24 + "~2"
+    assert reports.table_name("país 📈", taken) == "prop_país__"

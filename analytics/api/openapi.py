@@ -599,12 +599,20 @@ DOCUMENT = {
         },
         "/api/v1/reports/{fmt}": {
             "get": {
-                "summary": "Export a report: daily metrics, top pages, retention",
-                "description": "Up to 31 days the file comes at once; longer periods (or async=1) answer 202 with a job. "
-                "Cells starting with = + - @ are prefixed with ' (no spreadsheet formulas from public strings).",
+                "summary": "Export a report: daily metrics, top pages, retention, breakdowns, goals, custom properties",
+                "description": "Tables: summary, daily, pages, retention_day and retention_week (stable-salt sites), one per visit "
+                "dimension and exit_page, goals, and prop_NAME for each custom property sent in the period (the rows of "
+                "breakdown property=event:props:NAME, the first column headed by the property's full name; NAME with all but "
+                "letters, digits, _ and - as _, cut to 31 characters, numbered ~2, ~3... when two names meet whatever their case). "
+                "goals has a row per goal and revenue currency: revenue a number (the breakdown's amount), currency its code, "
+                "both empty without revenue. With filters, breakdowns and goals have visitors (and conversion rates) only, and "
+                "exit_page and the custom properties have no table (they count visits or events, which filters cannot narrow). "
+                "Up to 31 days the file comes at once; longer periods (or async=1) answer 202 with a job. "
+                "In CSV and XLSX, text cells and headers starting with = + - @ are prefixed with ' (no spreadsheet formulas "
+                "from public strings); numbers stay numbers.",
                 "security": [{"apiKey": []}],
                 "parameters": [
-                    {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table; xlsx: a sheet per table."},
+                    {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table (NAME.csv); xlsx: a sheet per table; json: {site, from, to, tables: {NAME: {columns, rows}}}."},
                     SITE,
                     FROM,
                     TO,

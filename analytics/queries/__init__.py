@@ -40,7 +40,7 @@ from .days import (
     timeseries,
 )
 from .funnels import funnel
-from .goals import event_properties, goals, properties
+from .goals import event_properties, every_property, goals, properties
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
 from .pages import page_timeseries, ranked_pages, search_pages, top_pages
 from .places import visitors_near
@@ -56,6 +56,7 @@ __all__ = [
     "goals",
     "visitors_near",
     "event_properties",
+    "every_property",
     "properties",
     "visit_totals",
     "HOUR_METRICS",

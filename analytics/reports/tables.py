@@ -3,6 +3,7 @@ table), Excel (one sheet per table) or JSON. The numbers come from the same quer
 functions as the read API, so they are the same numbers."""
 import csv
 import io
+import re
 import zipfile
 from datetime import date, timedelta
 
@@ -19,6 +20,9 @@ FORMATS = {
 TOP_PAGES = 1000
 MAX_ROWS = 10_000  # values per dimension in a report
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+PROPERTY_TABLE = "prop_"  # a custom property's table: prop_ and its name, made safe (table_name)
+NAME_LENGTH = 31  # the longest sheet name Excel opens
+UNSAFE_IN_NAMES = re.compile(r"[^\w-]|[^\u0000-\uffff]")  # (astral characters count twice in Excel's 31)
 
 
 def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None, filters=()) -> dict:
@@ -64,18 +68,56 @@ def breakdown_tables(r, site: SiteInfo, start: date, end: date, visitors: int) -
         columns = ["visits"] if dimension == dimensions.EXIT else BREAKDOWN_COLUMNS
         tables[dimension] = {"columns": [dimension, *columns], "rows": [[row[dimension], *(row[c] for c in columns)] for row in rows]}
     goals = queries.goals(r, site, start, end, visitors or 0)
-    tables["goals"] = {
-        "columns": ["goal", "visitors", "events", "conversion_rate", "revenue"],
-        "rows": [[g["goal"], g["visitors"], g["events"], g["conversion_rate"],
-                  "; ".join(f"{amount:.2f} {currency}" for currency, amount in g.get("revenue", {}).items())] for g in goals],
-    }
+    tables["goals"] = {"columns": ["goal", "visitors", "events", "conversion_rate", "revenue", "currency"], "rows": goal_rows(goals)}
+    tables.update(property_tables(r, site, start, end))
     return tables
+
+
+def goal_rows(goals: list[dict]) -> list[list]:
+    """A row per goal and currency of its revenue (the goal's counts repeated), one with
+    neither when it has none: the amount a number apart from its currency, so that a
+    spreadsheet can sum it and the formula guard (safe_cell) never turns -5 into text."""
+    rows = []
+    for g in goals:
+        counts = [g["goal"], g["visitors"], g["events"], g["conversion_rate"]]
+        rows += [[*counts, amount, currency] for currency, amount in g.get("revenue", {}).items()] or [[*counts, None, None]]
+    return rows
+
+
+def property_tables(r, site: SiteInfo, start: date, end: date) -> dict:
+    """One table per custom property sent in the period, of any event: the rows of
+    GET /api/v1/stats/breakdown?property=event:props:NAME, whose first column is headed by
+    the property's full name (its table name may be cut: table_name)."""
+    taken: set[str] = set()
+    return {
+        table_name(prop, taken): {
+            "columns": [prop, "visitors", "events"],
+            "rows": [[row[prop], row["visitors"], row["events"]] for row in rows],
+        }
+        for prop, rows in queries.every_property(r, site, start, end, MAX_ROWS).items()
+    }
+
+
+def table_name(prop: str, taken: set[str]) -> str:
+    """A custom property's table name, which is also a file name in the CSV zip and an
+    Excel sheet name (at most 31 characters, none of / \\ : * ? [ ]): prop_ and the name
+    with all but letters, digits, _ and - as _, cut to fit, and numbered (~2, ~3...) when
+    it meets a name in `taken` whatever the case (Excel and many file systems ignore it)."""
+    base = (PROPERTY_TABLE + UNSAFE_IN_NAMES.sub("_", prop))[:NAME_LENGTH]
+    name, n = base, 1
+    while name.lower() in taken:
+        n += 1
+        name = base[: NAME_LENGTH - len(f"~{n}")] + f"~{n}"
+    taken.add(name.lower())
+    return name
 
 
 def filtered_tables(r, site: SiteInfo, start: date, end: date, filters, progress=lambda share: None) -> dict:
     """The report of a filtered audience (analytics.queries.filtered): the same tables,
     with visitors alone in the breakdowns (the other counts exist per value, not per
-    combination), and the filters and whether any number is estimated in the report."""
+    combination), and the filters and whether any number is estimated in the report.
+    Exit pages and custom properties have no table: their rows count visits or events,
+    which no filter narrows (the breakdown API refuses them with filters too)."""
     filtered = queries.filtered
     daily, estimate = filtered.timeseries(r, site, filters, start, end, queries.METRICS)
     totals, estimated = filtered.aggregate(r, site, filters, start, end, queries.AGGREGATE_METRICS, compare="previous_period")
@@ -116,8 +158,9 @@ def filtered_tables(r, site: SiteInfo, start: date, end: date, filters, progress
 
 
 def safe_cell(value):
-    """Neutralise spreadsheet formulas: paths and referrers come from the public, and a cell
-    starting with = + - @ would run as a formula when the file is opened."""
+    """Neutralise spreadsheet formulas: paths, referrers and property names come from the
+    public, and a cell starting with = + - @ would run as a formula when the file is
+    opened. Numbers are ours and stay numbers (a negative revenue is no formula)."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
@@ -132,7 +175,7 @@ def write(report: dict, fmt: str) -> bytes:
             for name, table in report["tables"].items():
                 text = io.StringIO()
                 writer = csv.writer(text)
-                writer.writerow(table["columns"])
+                writer.writerow([safe_cell(c) for c in table["columns"]])
                 writer.writerows([safe_cell(v) for v in row] for row in table["rows"])
                 archive.writestr(f"{name}.csv", text.getvalue())
         return out.getvalue()
@@ -142,7 +185,7 @@ def write(report: dict, fmt: str) -> bytes:
         book = Workbook(write_only=True)
         for name, table in report["tables"].items():
             sheet = book.create_sheet(name)
-            sheet.append(table["columns"])
+            sheet.append([safe_cell(c) for c in table["columns"]])
             for row in table["rows"]:
                 sheet.append([safe_cell(v) for v in row])
         out = io.BytesIO()
