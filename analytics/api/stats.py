@@ -33,7 +33,8 @@ def timeseries(request):
     allowed = {"hour": queries.HOUR_METRICS, "day": (*queries.METRICS, *queries.VISIT_METRICS)}.get(
         interval, (*queries.PERIOD_METRICS, *queries.VISIT_METRICS)
     )
-    wanted = request.GET.get("metrics") or ",".join(queries.DEFAULT_METRICS if interval == "day" else allowed)
+    defaults = {"hour": queries.HOUR_METRICS, "day": queries.DEFAULT_METRICS}.get(interval, queries.PERIOD_METRICS)
+    wanted = request.GET.get("metrics") or ",".join(defaults)
     if interval == "hour" and (end - start).days + 1 > queries.MAX_HOUR_DAYS:
         raise ApiError(400, f"interval=hour: at most {queries.MAX_HOUR_DAYS} days")
     metrics = [m.strip() for m in wanted.split(",") if m.strip()]

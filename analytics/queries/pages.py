@@ -16,6 +16,7 @@ from .exact import exact_visitors
 # Pages ranked by visitors: at most this many candidates get their visitors counted (a
 # multi-key PFCOUNT each); see top_pages().
 MAX_PAGE_CANDIDATES = 5000
+EXACT_MARGIN = 5  # rows past the page shown that are made exact too, for the cut
 
 
 def top_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int = 10) -> list[dict]:
@@ -83,9 +84,11 @@ def ranked_pages(
     pages = [{"page": p, "visitors": v, "pageviews": pageviews[p]} for p, v in visitors.items()]
     order = lambda p: (-p["visitors"], -p["pageviews"], p["page"])  # noqa: E731
     pages.sort(key=order)
-    shown = pages[:limit]
+    shown = pages[: limit + EXACT_MARGIN]
     # Exact where a page had a bitmap every day it had visitors (queries/exact.py): the
-    # ranking is the HLLs', and only the rows shown pay for exactness.
+    # ranking is the HLLs', and only the rows shown pay for exactness, with a few past
+    # them, so that the cut is made on exact numbers where the estimates are close (the
+    # top 3 is then the top 3 of the top 30).
     fields = {dimensions.field("page", p["page"]): p for p in shown}
     present: dict[str, set[date]] = {f: set() for f in fields}
     for path, day in PageDaily.objects.filter(site_id=site.id, date__in=final, path__in=[p["page"] for p in shown]).values_list("path", "date"):
@@ -96,7 +99,7 @@ def ranked_pages(
                 present[f].add(day)
     for f, n in exact_visitors(r, site, days, list(fields), present).items():
         fields[f]["visitors"] = n
-    return sorted(shown, key=order), len(ranked)
+    return sorted(shown, key=order)[:limit], len(ranked)
 
 
 def page_cover(site: SiteInfo, start: date, end: date):
