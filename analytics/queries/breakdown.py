@@ -134,6 +134,7 @@ def field_days(r: redis.Redis, site: SiteInfo, days: list[date], field: str) -> 
     return result
 
 
-def rates(sums: dict[str, int]) -> dict:
-    """visits, bounce_rate, visit_duration, views_per_visit of summed counts."""
-    return _rates(sums)
+def rates_over(day_counts: dict[date, dict[str, int]], days: list[date]) -> dict:
+    """visits, bounce_rate, visit_duration, views_per_visit over `days`, from field_days()'s
+    counts: summed first, then the rates, as over any range."""
+    return _rates({c: sum(day_counts[day][c] for day in days) for c in COUNTS[1:]})

@@ -16,7 +16,7 @@ from ..periods import days_between, period_days, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
-from .breakdown import field_days, rates, visit_totals
+from .breakdown import field_days, rates_over, visit_totals
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
 DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
@@ -100,8 +100,7 @@ def visit_row(counts: dict[date, dict[str, int]], days: list[date], metrics) -> 
     wanted = [m for m in metrics if m in VISIT_METRICS]
     if not wanted:
         return {}
-    sums = {c: sum(counts[day][c] for day in days) for c in ("pageviews", "visits", "bounces", "duration")}
-    totals = rates(sums)
+    totals = rates_over(counts, days)
     return {m: totals[m] for m in wanted}
 
 

@@ -23,7 +23,7 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
 from . import segments
-from .breakdown import field_days, rates
+from .breakdown import field_days, rates_over
 from .days import VISIT_METRICS, percent_change, previous
 from .goals import matching_goals
 
@@ -127,7 +127,7 @@ def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, 
         for day in days:
             groups.setdefault(period_start(interval, day), []).append(day)
     values, estimated, unions = _days(r, site, filters, start, end, windows, groups)
-    visits = _visit_counts(r, site, filters, days, metrics)
+    visits = _visit_counts(r, site, filters, days) if set(VISIT_METRICS) & set(metrics) else None
     if interval == "day":
         return [{"date": day.isoformat(), **_row(metrics, values[day], _visit_rates(visits, [day]))} for day in days], estimated
     rows = []
@@ -141,20 +141,16 @@ def _row(metrics, numbers: dict, visit_rates: dict) -> dict:
     return {m: visit_rates[m] if m in VISIT_METRICS else numbers[m] for m in metrics}
 
 
-def _visit_counts(r: redis.Redis, site: SiteInfo, filters, days: list[date], metrics) -> dict[date, dict] | None:
-    """Each day's visit counts for the filtered audience where `metrics` asks for visit
-    metrics and the filters are a single value (its own counts); else None."""
+def _visit_counts(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict[date, dict] | None:
+    """Each day's visit counts for the filtered audience where the filters are a single
+    value (its own counts); else None: visits cannot be split by a set of visitors."""
     single = segments.single_field(filters)
-    if not set(VISIT_METRICS) & set(metrics) or single is None:
-        return None
-    return field_days(r, site, days, single)
+    return None if single is None else field_days(r, site, days, single)
 
 
 def _visit_rates(counts: dict[date, dict] | None, days: list[date]) -> dict:
     """visits, bounce_rate, visit_duration, views_per_visit over `days` (None without counts)."""
-    if counts is None:
-        return dict.fromkeys(VISIT_METRICS)
-    return rates({c: sum(counts[day][c] for day in days) for c in ("pageviews", "visits", "bounces", "duration")})
+    return dict.fromkeys(VISIT_METRICS) if counts is None else rates_over(counts, days)
 
 
 def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> tuple[dict, bool]:
@@ -308,7 +304,7 @@ def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, e
 
 def _visit_totals(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict:
     """visits, bounce_rate, visit_duration, views_per_visit: a single value's own, else None."""
-    return _visit_rates(_visit_counts(r, site, filters, days, VISIT_METRICS), days)
+    return _visit_rates(_visit_counts(r, site, filters, days), days)
 
 
 def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict[date, int]:
