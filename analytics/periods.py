@@ -18,6 +18,39 @@ def out_of_bounds(day: date, today: date) -> str:
     return ""
 
 
+# Named periods: the dashboard's picker, and the read API's `period` (Plausible's Stats
+# API v1 names: day, 7d, 30d, month, 6mo, 12mo, custom; and Tally's own).
+NAMED_PERIODS = ("today", "yesterday", "day", "7d", "30d", "90d", "month", "last_month", "6mo", "12mo")
+
+
+def named_range(name: str, anchor: date, today: date) -> tuple[date, date]:
+    """The days a named period covers, ending on or around `anchor` (today unless a
+    request names a date): "day" the anchor itself; "7d", "30d", "90d" the days up to
+    the anchor, it included; "month" the anchor's calendar month, "6mo" and "12mo" that
+    many calendar months up to the anchor's (never past today: days to come have nothing);
+    "last_month" the month before the anchor's. "today" and "yesterday" ignore the anchor.
+    ValueError for a name that is none of NAMED_PERIODS."""
+    if name == "today":
+        return today, today
+    if name == "yesterday":
+        return today - timedelta(days=1), today - timedelta(days=1)
+    if name == "day":
+        return anchor, anchor
+    if name in ("7d", "30d", "90d"):
+        return anchor - timedelta(days=int(name[:-1]) - 1), anchor
+    if name == "last_month":
+        end = month_start(anchor) - timedelta(days=1)
+        return month_start(end), end
+    if name in ("month", "6mo", "12mo"):
+        months = 1 if name == "month" else int(name[:-2])
+        first = month_start(anchor)
+        for _ in range(months - 1):
+            first = month_start(first - timedelta(days=1))
+        last = (month_start(anchor) + timedelta(days=31)).replace(day=1) - timedelta(days=1)
+        return first, max(min(last, today), first)
+    raise ValueError(f"unknown period {name!r}; choose from {', '.join(NAMED_PERIODS)} or custom")
+
+
 def days_between(start: date, end: date) -> list[date]:
     """Every day from start to end, both included."""
     return [start + timedelta(days=n) for n in range((end - start).days + 1)]

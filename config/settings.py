@@ -263,6 +263,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BATCH_BODY
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"denied_without_traceback": {"()": "config.log_filters.DeniedWithoutTraceback"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["denied_without_traceback"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }

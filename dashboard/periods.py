@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from analytics.periods import out_of_bounds
+from analytics.periods import named_range, out_of_bounds
 
 CHOICES = [
     ("today", "Today"),
@@ -49,17 +49,8 @@ class Period:
 
 def parse(params, today: date) -> Period:
     key = params.get("period") or DEFAULT
-    if key == "today":
-        return Period(key, today, today)
-    if key == "yesterday":
-        return Period(key, today - timedelta(days=1), today - timedelta(days=1))
-    if key in ("7d", "30d", "90d"):
-        return Period(key, today - timedelta(days=int(key[:-1]) - 1), today)
-    if key == "month":
-        return Period(key, today.replace(day=1), today)
-    if key == "last_month":
-        end = today.replace(day=1) - timedelta(days=1)
-        return Period(key, end.replace(day=1), end)
+    if key in dict(CHOICES) and key != "custom":
+        return Period(key, *named_range(key, today, today))
     if key == "custom":
         try:
             start, end = date.fromisoformat(params.get("from", "")), date.fromisoformat(params.get("to", ""))

@@ -84,7 +84,9 @@ def site(request, site, info, base, shared):
         key = f"funnel-{found.pk}"
         numbers["figures"][key] = charts.funnel(steps)
         funnels.append({"name": found.name, "chart": f"chart-{key}", "estimate": estimate, "steps": steps})
-    cards = [_card(key, label, totals[key]) for key, label in CARDS if not (key == "new_visitors" and totals[key]["value"] is None)]
+    comparable = queries.comparable_metrics(info, view.compare, period.start, period.end)
+    cards = [_card(key, label, totals[key], key in comparable) for key, label in CARDS
+             if not (key == "new_visitors" and totals[key]["value"] is None)]
     pageviews = totals["pageviews"]
     return render(
         request,
@@ -135,7 +137,7 @@ def _numbers(r, info, site, period, view) -> dict:
     else:
         active_rows = rows
     figures = {
-        "visitors": charts.visitors(_until_now(queries.hourly(r, info, period.start, period.end), info), hourly=True)
+        "visitors": charts.visitors(queries.hourly(r, info, period.start, period.end), hourly=True)
         if hourly
         else charts.visitors(rows, compared=_compared_rows(r, info, period, view), compared_label=view.compare_label),
         "actives": charts.actives(active_rows),
@@ -206,17 +208,9 @@ def _compared_rows(r, info, period, view) -> list[dict]:
     return [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
 
 
-def _until_now(rows: list[dict], info) -> list[dict]:
-    """Hours still to come today drawn as gaps, not as zeros."""
-    from datetime import datetime
-
-    now = datetime.now(info.tz).strftime("%Y-%m-%dT%H:00")
-    return [row if row["date"] <= now else {**row, "visitors": None, "pageviews": None} for row in rows]
-
-
-def _card(key: str, label: str, total: dict) -> dict:
+def _card(key: str, label: str, total: dict, comparable: bool) -> dict:
     """A card: its value, its change in percent, and whether that change is good news
-    (a bounce rate going down is)."""
+    (a bounce rate going down is); "new" where the period compared with had none of it."""
     change = total.get("change")
     return {
         "key": key,
@@ -224,7 +218,7 @@ def _card(key: str, label: str, total: dict) -> dict:
         "value": total["value"],
         "change": change,
         "good": None if not change else (change < 0) == (key in LOWER_IS_BETTER),
-        "new": "change" in total and change is None and bool(total["value"]),
+        "new": comparable and change is None and bool(total["value"]),
     }
 
 

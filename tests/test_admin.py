@@ -116,6 +116,22 @@ def test_it_refuses_staff_who_may_not_change_the_site(staff_client, site):
     assert site.api_keys.count() == 1 and site.share_token is None
 
 
+def test_a_refused_request_is_logged_in_one_line_without_a_traceback(staff_client, site):
+    import io
+    import logging
+
+    from config.log_filters import DeniedWithoutTraceback
+
+    handler = next(h for h in logging.root.handlers if any(isinstance(f, DeniedWithoutTraceback) for f in h.filters))
+    buffer = io.StringIO()
+    stream = handler.setStream(buffer)
+    try:
+        assert staff_client.post(f"/admin/analytics/site/{site.pk}/api-key/").status_code == 403
+    finally:
+        handler.setStream(stream)
+    assert "Forbidden" in buffer.getvalue() and "Traceback" not in buffer.getvalue()
+
+
 def test_it_checks_csrf(admin_user, site):
     client = Client(enforce_csrf_checks=True)
     client.force_login(admin_user)

@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import orjson
 
+from analytics import queries
 from analytics.queries import filtered, segments
 from analytics.sites import SiteInfo
 from analytics.store import keys
@@ -301,6 +302,8 @@ def test_goals_and_properties_keep_their_counts_once_the_raw_keys_expire(client,
     assert max(len(people) for people in daily.values()) - hll_tolerance(60) <= after["visitors"] <= before["visitors"]
     props = breakdown(client, key, "event:props:plan", first, last, event="Signup")
     assert {value: row["events"] for value, row in props.items()} == dict(plans)
+    card = queries.event_properties(r, SiteInfo.from_model(site), days[0].date(), days[-1].date(), "Signup")  # (the dashboard's Goals card)
+    assert {row["plan"]: row["events"] for row in card["plan"]} == dict(plans)
 
 
 def send_search_fixture(client, key) -> str:

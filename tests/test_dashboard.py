@@ -315,10 +315,10 @@ def test_the_cards_show_visits_bounce_rate_and_duration(client, sources_site, ow
 def test_a_falling_bounce_rate_is_good_news():
     from dashboard.views import _card
 
-    assert _card("bounce_rate", "Bounce rate", {"value": 40, "change": -12.5})["good"] is True
-    assert _card("bounce_rate", "Bounce rate", {"value": 60, "change": 9.0})["good"] is False
-    assert _card("visitors", "Visitors", {"value": 60, "change": 9.0})["good"] is True
-    assert _card("visitors", "Visitors", {"value": 60, "change": 0.0})["good"] is None
+    assert _card("bounce_rate", "Bounce rate", {"value": 40, "change": -12.5}, True)["good"] is True
+    assert _card("bounce_rate", "Bounce rate", {"value": 60, "change": 9.0}, True)["good"] is False
+    assert _card("visitors", "Visitors", {"value": 60, "change": 9.0}, True)["good"] is True
+    assert _card("visitors", "Visitors", {"value": 60, "change": 0.0}, True)["good"] is None
 
 
 def test_durations_and_rates_read_like_plausible():

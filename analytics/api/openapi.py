@@ -6,6 +6,7 @@ it and that it is a valid OpenAPI document.
 from django.views.decorators.http import require_GET
 
 from ..dimensions import ALL as DIMENSIONS
+from ..periods import NAMED_PERIODS
 from ..queries import (
     AGGREGATE_METRICS,
     COMPARISONS,
@@ -30,6 +31,15 @@ def _param(name, description, schema, required=False):
 SITE = _param("site", "The site's domain.", {"type": "string"}, required=True)
 FROM = _param("from", "First day, the site's local date (default: 30 days before `to`); 2000-01-01 at the earliest.", {"type": "string", "format": "date"})
 TO = _param("to", "Last day, inclusive (default: today in the site's time zone); tomorrow at the latest. At most 731 days in all.", {"type": "string", "format": "date"})
+PERIOD = _param(
+    "period",
+    "Instead of from/to, a named period as Plausible's Stats API v1 takes it: `day`, `7d`, `30d` (the days up to `date`), "
+    "`month`, `6mo`, `12mo` (calendar months up to `date`'s, never past today), `custom` (with `date=FROM,TO`); Tally's "
+    "`today`, `yesterday`, `90d` and `last_month` too. Not with from or to.",
+    {"type": "string", "enum": [*NAMED_PERIODS, "custom"]},
+)
+DATE = _param("date", "With `period`: the day it ends on or around (default today); with `period=custom`, `FROM,TO`.", {"type": "string"})
+RANGE = (FROM, TO, PERIOD, DATE)
 FILTERS = _param(
     "filters",
     "Only the visitors that match, e.g. `source==Google;country!=DE|FR;page~/blog`: `property==v1|v2` (one of), `!=` (none "
@@ -61,6 +71,7 @@ READ_ERRORS = {
     "400": _error("A parameter is missing or wrong; the message names it."),
     "401": _error("No valid API key (and no staff session)."),
     "403": _error("The key is for another site."),
+    "404": _error("Signed in (no key), but the site is unknown or not one the user may see."),
     "503": _error("Redis is unavailable; retry later."),
 }
 
@@ -225,8 +236,7 @@ DOCUMENT = {
                 "security": [{"apiKey": []}],
                 "parameters": [
                     SITE,
-                    FROM,
-                    TO,
+                    *RANGE,
                     FILTERS,
                     _param(
                         "compare",
@@ -245,7 +255,7 @@ DOCUMENT = {
                     _param(
                         "interval",
                         "Row per local hour (ranges of at most 2 days; rows dated YYYY-MM-DDTHH:00; metrics visitors, an "
-                        "estimate, and pageviews), day, ISO week (Monday) or calendar month.",
+                        "estimate, and pageviews; null in the hours still to come), day, ISO week (Monday) or calendar month.",
                         {"type": "string", "enum": ["hour", "day", "week", "month"], "default": "day"},
                     ),
                 ],
@@ -286,8 +296,7 @@ DOCUMENT = {
                 "security": [{"apiKey": []}],
                 "parameters": [
                     SITE,
-                    FROM,
-                    TO,
+                    *RANGE,
                     FILTERS,
                     _param("metrics", f"Comma-separated, from {', '.join(AGGREGATE_METRICS)} (default all).", {"type": "string"}),
                     _param(
@@ -341,7 +350,7 @@ DOCUMENT = {
                     "dropoff, the visitors lost since the step before."
                 ),
                 "security": [{"apiKey": []}],
-                "parameters": [SITE, FROM, TO, FILTERS, _param("funnel", "The funnel's name.", {"type": "string"}, required=True)],
+                "parameters": [SITE, *RANGE, FILTERS, _param("funnel", "The funnel's name.", {"type": "string"}, required=True)],
                 "responses": {
                     "200": {
                         "description": "{funnel, filters, estimate, steps: [{step, visitors, conversion_rate, dropoff}]}",
@@ -374,8 +383,7 @@ DOCUMENT = {
                 "security": [{"apiKey": []}],
                 "parameters": [
                     SITE,
-                    FROM,
-                    TO,
+                    *RANGE,
                     FILTERS,
                     _param(
                         "property",
@@ -441,8 +449,7 @@ DOCUMENT = {
                 "security": [{"apiKey": []}],
                 "parameters": [
                     SITE,
-                    FROM,
-                    TO,
+                    *RANGE,
                     _param("lat", "Latitude of the place.", {"type": "number", "minimum": -85.05, "maximum": 85.05}, required=True),
                     _param("lon", "Longitude of the place.", {"type": "number", "minimum": -180, "maximum": 180}, required=True),
                     _param("km", "Radius in kilometres.", {"type": "number", "exclusiveMinimum": 0, "maximum": 20000}, required=True),
@@ -471,7 +478,7 @@ DOCUMENT = {
             "get": {
                 "summary": "Top pages by unique visitors over the range",
                 "security": [{"apiKey": []}],
-                "parameters": [SITE, FROM, TO, FILTERS, _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10})],
+                "parameters": [SITE, *RANGE, FILTERS, _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10})],
                 "responses": {
                     "200": {
                         "description": (
@@ -502,8 +509,7 @@ DOCUMENT = {
                 "security": [{"apiKey": []}],
                 "parameters": [
                     SITE,
-                    FROM,
-                    TO,
+                    *RANGE,
                     FILTERS,
                     _param("unit", "Day cohorts or ISO-week cohorts.", {"type": "string", "enum": ["day", "week"], "default": "day"}),
                     _param("periods", f"Largest n in retained (at most {DAY_PERIODS} days or {WEEK_PERIODS} weeks).", {"type": "integer", "minimum": 0, "maximum": DAY_PERIODS}),
@@ -614,8 +620,7 @@ DOCUMENT = {
                 "parameters": [
                     {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table (NAME.csv); xlsx: a sheet per table; json: {site, from, to, tables: {NAME: {columns, rows}}}."},
                     SITE,
-                    FROM,
-                    TO,
+                    *RANGE,
                     _param("async", "1 to run as a job whatever the length.", {"type": "string", "enum": ["1"]}),
                     FILTERS,
                 ],

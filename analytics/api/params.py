@@ -4,7 +4,7 @@ from datetime import date, timedelta
 
 from .. import sites
 from ..ingest import inbox
-from ..periods import out_of_bounds
+from ..periods import EARLIEST_DAY, named_range, out_of_bounds
 from ..queries import access, segments
 from ..store.connection import get_redis
 from .http import ApiError, bearer_site
@@ -38,8 +38,12 @@ def _date(request, name: str, default: date, today: date) -> date:
     value = request.GET.get(name)
     if not value:
         return default
+    return _day(value, name, today)
+
+
+def _day(value: str, name: str, today: date) -> date:
     try:
-        day = date.fromisoformat(value)
+        day = date.fromisoformat(value.strip())
     except ValueError:
         raise ApiError(400, f"{name}: not a date, expected YYYY-MM-DD") from None
     problem = out_of_bounds(day, today)
@@ -48,11 +52,39 @@ def _date(request, name: str, default: date, today: date) -> date:
     return day
 
 
+def _named_period(request, today: date) -> tuple[date, date]:
+    """`period` as Plausible's Stats API v1 takes it (and the dashboard's names)."""
+    name, given = request.GET["period"].strip(), request.GET.get("date", "").strip()
+    if request.GET.get("from") or request.GET.get("to"):
+        raise ApiError(400, "period: give either period (and date) or from and to, not both")
+    if name == "custom":
+        first, comma, last = given.partition(",")
+        if not comma:
+            raise ApiError(400, "date: period=custom needs date=YYYY-MM-DD,YYYY-MM-DD")
+        start, end = _day(first, "date", today), _day(last, "date", today)
+        if start > end:
+            raise ApiError(400, "date: FROM must not be after TO")
+        return start, end
+    anchor = _day(given, "date", today) if given else today
+    try:
+        start, end = named_range(name, anchor, today)
+    except ValueError as error:
+        raise ApiError(400, f"period: {error}") from None
+    if start < EARLIEST_DAY:
+        raise ApiError(400, f"date: period={name} would start before {EARLIEST_DAY.isoformat()}")
+    return start, end
+
+
 def date_range(request, site) -> tuple[date, date]:
-    """`from` and `to` (the site's local dates): the last 30 days by default."""
+    """`from` and `to` (the site's local dates), or Plausible's `period` (`date`: the day
+    a named period ends around, or `period=custom&date=FROM,TO`): the last 30 days by
+    default."""
     today = site.today()
-    end = _date(request, "to", today, today)
-    start = _date(request, "from", end - timedelta(days=DEFAULT_RANGE_DAYS - 1), today)
+    if request.GET.get("period"):
+        start, end = _named_period(request, today)
+    else:
+        end = _date(request, "to", today, today)
+        start = _date(request, "from", end - timedelta(days=DEFAULT_RANGE_DAYS - 1), today)
     if start > end:
         raise ApiError(400, "from: must not be after to")
     if (end - start).days + 1 > MAX_RANGE_DAYS:

@@ -152,15 +152,25 @@ def aggregate(
         if visits:
             before.update(visit_totals(r, site, before_start, before_end))
         if compare == "previous_period" and start == end == site.today():
-            # Today so far against yesterday up to the same hour, where hours are kept;
-            # new visitors and visits are not kept by the hour: no change for them.
+            # Today so far against yesterday up to the same hour, where hours are kept.
             before.update(_yesterday_until_now(r, site))
             before["stickiness"] = _stickiness(before["dau"], before["mau"])  # (yesterday so far, as today)
-            before.update(dict.fromkeys(("new_visitors", *VISIT_METRICS)))
         for metric in metrics:
-            if before[metric] is not None or now[metric] is None:
-                results[metric]["change"] = percent_change(now[metric], before[metric])
+            comparable = metric in comparable_metrics(site, compare, start, end)
+            results[metric]["change"] = percent_change(now[metric], before[metric]) if comparable else None
     return results
+
+
+def comparable_metrics(site: SiteInfo, compare: str | None, start: date, end: date) -> tuple[str, ...]:
+    """The metrics a comparison can give a change for. Today is compared with yesterday up
+    to the same hour, and only visitors, DAU, pageviews and stickiness are kept by the hour:
+    new visitors and the visit metrics then have a null change that means "not comparable",
+    not "new" (the dashboard tells them apart with this)."""
+    if compare not in COMPARISONS:
+        return ()
+    if compare == "previous_period" and start == end == site.today():
+        return tuple(m for m in AGGREGATE_METRICS if m not in ("new_visitors", *VISIT_METRICS))
+    return AGGREGATE_METRICS
 
 
 def previous(compare: str, start: date, end: date) -> tuple[date, date]:

@@ -140,16 +140,11 @@ def revenue(r: redis.Redis, site: SiteInfo, days: list[date], event: str) -> dic
 
 
 def event_properties(r: redis.Redis, site: SiteInfo, start: date, end: date, event: str, top: int = 5) -> dict[str, list[dict]]:
-    """{property: its top rows} for every custom property the event was sent with in the range."""
-    days = days_between(start, end)
-    pipe = r.pipeline(transaction=False)
-    for day in days:
-        pipe.smembers(keys.props_index(site.id, day))
-    names = sorted({
-        group.decode().split(SEP)[1] for members in pipe.execute() for group in members
-        if group.decode().startswith(event + SEP) and group.decode().count(SEP) == 2
-    })
-    return {name: properties(r, site, start, end, name, event, limit=top)[0] for name in names}
+    """{property: its top rows} for every custom property the event was sent with in the
+    range: the rolled-up days' from their stored rows (a day's index of property values in
+    Redis expires with the day's keys), the others' from Redis."""
+    rows = _property_rows(r, site, days_between(start, end), event)
+    return {prop: rows[prop][:top] for prop in sorted(rows)}
 
 
 def properties(
