@@ -36,6 +36,16 @@ def test_recommendations_skip_pages_the_user_viewed(client, make_site):
     assert ann["user"] == "ann"
 
 
+def test_recommendations_never_offer_the_pages_past_the_quota_as_a_page(client, make_site):
+    site, key = make_site()
+    site.max_pages_per_day = 2
+    site.save()
+    events = [{"url": f"https://example.com/p{n}", "visitor": f"v{n}-{k}"} for n in range(8) for k in range(3)]
+    assert client.post("/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}").json()["accepted"] == len(events)
+    pages = client.get("/api/v1/recommendations", {"site": "example.com", "user": "nobody", "limit": 6}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["pages"]
+    assert pages and "(other)" not in [p["page"] for p in pages]
+
+
 def test_an_anonymous_event_never_writes_a_named_users_filter(client, make_site, r):
     """Issue 10: anyone could post `user_id=victim` and empty the victim's recommendations.
     Only Bearer-key calls mark items seen; the user_id still identifies the visitor."""

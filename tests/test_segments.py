@@ -245,12 +245,36 @@ def test_values_past_the_days_bitmaps_are_estimated_and_say_so(site, r):
             assert abs(values[day]["dau"] - truth) <= max(3, 0.15 * truth), (text, day, values[day]["dau"], truth)
 
 
+def test_windows_and_new_visitors_over_estimated_days_are_estimated_not_cut_short(site, r):
+    """An estimated day's bitmap holds only the visitors of the values that have one: WAU,
+    MAU and new visitors must not be counted from it as if it held them all (they were:
+    WAU 0 beside 77 visitors a day)."""
+    info, brute, days = history(r, site, 11, visitors=400, segment_values=1)
+    for text in ("source==Hacker News", "source==newsletter;country==FR", "country==FR;country==FR"):
+        filters = segments.parse(text)
+        values, estimated = filtered.daily_values(r, info, filters, days[0], days[-1])
+        assert estimated, text
+        for day in days[-5:]:
+            row = values[day]
+            week = set().union(*(brute.segment(day - timedelta(days=n), filters) for n in range(7)))
+            month = set().union(*(brute.segment(day - timedelta(days=n), filters) for n in range(30)))
+            new = brute.segment(day, filters) & brute.new[day]
+            assert row["dau"] <= row["wau"] <= row["mau"], (text, day, row)
+            assert abs(row["wau"] - len(week)) <= max(4, 0.15 * len(week)), (text, day, row["wau"], len(week))
+            assert abs(row["mau"] - len(month)) <= max(4, 0.15 * len(month)), (text, day, row["mau"], len(month))
+            assert abs(row["new_visitors"] - len(new)) <= max(6, 0.5 * len(new)), (text, day, row["new_visitors"], len(new))
+
+
+def test_a_filter_given_twice_counts_as_once():
+    assert segments.parse("country==DE;source==Google;country==DE") == segments.parse("country==DE;source==Google")
+
+
 @pytest.mark.parametrize("text, problem", [
     ("source", "expected property==value"),
     ("colour==red", "unknown property"),
     ("source==", "a value is empty"),
     ("goal~Sign", "goals are matched by name"),
-    (";".join(["source==a"] * 7), "at most 6 filters"),
+    (";".join(f"source==a{n}" for n in range(7)), "at most 6 filters"),
     ("source==a\\", "ends with a lone backslash"),
 ])
 def test_bad_filters_are_refused_with_the_reason(text, problem):
@@ -312,3 +336,22 @@ def test_filter_bitmaps_expire_after_keep_segment_days_and_older_days_are_then_e
     assert estimated
     truth = len(brute.segment(old, filters))
     assert abs(values[old]["dau"] - truth) <= max(3, 0.1 * truth)
+
+
+def test_a_batch_gives_its_bitmaps_to_its_most_visited_values_not_the_first_names(site, r):
+    """One call bringing a day's values at once (a batch, an import, a drained inbox):
+    the values past `segment_values` go without a bitmap, so the call's most visited win."""
+    site.segment_values = 2
+    site.save()
+    info = SiteInfo.from_model(site)
+    day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    crowd = {"AD": 1, "AE": 2, "DE": 30, "US": 20, "FR": 3}
+    hits, n = [], 0
+    for country, people in crowd.items():
+        for _ in range(people):
+            hits.append(Hit(day + timedelta(seconds=n), "/", "pageview", identity_source(None, f"c{n}", None, None),
+                            attrs=field("country", country)))
+            n += 1
+    record(r, info, hits)
+    bitmapped = {m.decode() for m in r.smembers(keys.dimension_bitmapped(site.pk, day.date()))}
+    assert {f for f in bitmapped if f.startswith("country")} == {field("country", "DE"), field("country", "US")}

@@ -53,13 +53,29 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
                 at[day, "new_visitors"] = len(pipe)
                 pipe.bitcount(dest)
                 pipe.unlink(dest)
-        windows = {}  # daily salt: (day, metric) -> the window's days, estimated (segments.visitors)
-        if site.daily_salt:  # (a visitor's id is the day's own: an OR of days would mix people up)
-            windows = {(day, metric): [day - timedelta(days=n) for n in range(window)] for day in window_days for metric, window in WINDOWS}
-        elif len(window_days) > 3:
-            at.update(_queue_windows_doubling(pipe, segment, days_between(first, end), set(window_days)))
+                if day in segment.estimated:  # (the day's bitmap holds only the values that have one: a share of it)
+                    at[day, "partial"] = len(pipe)
+                    pipe.bitcount(segment.keys[day])
+                    pipe.bitcount(keys.new_visitors(site.id, day))
+                    pipe.bitcount(keys.active(site.id, day))
+        # (day, metric) -> the window's days, counted by segments.visitors: on daily-salt
+        # sites (a visitor's id is the day's own: an OR of days would mix people up), and
+        # where a day of the window is estimated (its bitmap holds only the values that
+        # have one: an OR would leave the others' visitors out).
+        windows = {}
+        for day in window_days:
+            for metric, window in WINDOWS:
+                span = [day - timedelta(days=n) for n in range(window)]
+                if site.daily_salt or segment.estimated.intersection(span):
+                    windows[day, metric] = span
+        if site.daily_salt:
+            exact_window_days = []
         else:
-            for day in window_days:
+            exact_window_days = [day for day in window_days if (day, "mau") not in windows or (day, "wau") not in windows]
+        if len(exact_window_days) > 3:
+            at.update(_queue_windows_doubling(pipe, segment, days_between(first, end), set(exact_window_days)))
+        else:
+            for day in exact_window_days:
                 for metric, window in WINDOWS:
                     dest = tmp.key(f"{metric}:{day}")
                     queue_union(pipe, dest, [segment.keys[day - timedelta(days=n)] for n in range(window)])
@@ -73,17 +89,32 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
     values = {}
     for day in days:
         row = {"visitors": segment.sizes[day], "dau": segment.sizes[day], "pageviews": pageviews.get(day),
-               "new_visitors": None if site.daily_salt else int(answers[at[day, "new_visitors"]])}
-        if (day, "mau") in at:
-            row.update({metric: int(answers[at[day, metric]]) for metric, _ in WINDOWS})
-        elif (day, "mau") in window_visitors:
-            row.update({metric: max(window_visitors[day, metric], row["dau"]) for metric, _ in WINDOWS})
+               "new_visitors": None if site.daily_salt else _new_visitors(answers, at, day, segment.sizes[day])}
+        for metric, _ in WINDOWS:
+            if (day, metric) in window_visitors:
+                row[metric] = max(window_visitors[day, metric], row["dau"])
+            elif (day, metric) in at:
+                row[metric] = int(answers[at[day, metric]])
         if "mau" in row:
+            row["mau"] = max(row["mau"], row["wau"])  # (two estimates may cross)
             row["stickiness"] = round(row["dau"] / row["mau"], 4) if row["mau"] else 0.0
         values[day] = row
     estimated = bool(segment.estimated.intersection(days_between(first, end)))
     estimated = estimated or any(segment.estimate_over(members) for members in [*(unions or {}).values(), *windows.values()])
     return values, estimated, totals
+
+
+def _new_visitors(answers: list, at: dict, day: date, size: int) -> int:
+    """The segment's new visitors on a day: exact from its bitmap, or on an estimated day
+    (its bitmap holds the visitors of the values that have one) that bitmap's share of new
+    visitors applied to the day's estimated size; the site's share when it holds nobody."""
+    new = int(answers[at[day, "new_visitors"]])
+    if (day, "partial") not in at:
+        return new
+    i = at[day, "partial"]
+    partial, site_new, site_active = (int(a) for a in answers[i : i + 3])
+    share = new / partial if partial else (site_new / site_active if site_active else 0.0)
+    return min(round(share * size), size)
 
 
 def _queue_windows_doubling(pipe, segment: segments.Segment, built: list[date], window_days: set[date]) -> dict:

@@ -7,6 +7,7 @@ from datetime import timedelta
 import redis
 
 from ..dedup import bloom
+from ..dimensions import OTHER
 from ..sites import SiteInfo
 from .pages import top_pages
 
@@ -17,6 +18,7 @@ def unseen_top_pages(r: redis.Redis, site: SiteInfo, user: str, limit: int, days
     API); the dashboard only looks."""
     end = site.today()
     candidates = top_pages(r, site, end - timedelta(days=days - 1), end, limit=min(4 * limit + 20, 200))
+    candidates = [p for p in candidates if p["page"] != OTHER]  # (the pages past a day's quota, together: no page to visit)
     pages = [p["page"] for p in candidates]
     flags = bloom.seen(r, site.id, bloom.user_digest(site.salt, user), pages, site.bloom, touch=touch)
     return [p for p, was_seen in zip(candidates, flags) if not was_seen][:limit]

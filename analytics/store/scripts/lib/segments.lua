@@ -26,8 +26,12 @@ local function mark_segments(prefix, day, candidates, dense, limit, pinned)
   if n == 0 then return end
   local base = prefix .. day
   local set_key, sizes_key = base .. ':bitmapped', base .. ':bitmap-sizes'
-  local fields = {}
-  for i = 1, n do fields[i] = candidates[i][1] end
+  local fields, weight = {}, {}  -- (weight: a field's visitors in this call)
+  for i = 1, n do
+    local f = candidates[i][1]
+    fields[i] = f
+    weight[f] = (weight[f] or 0) + #candidates[i][2]
+  end
   local has, new_by_dim, dims = {}, {}, {}
   for i = 1, n, SLICE do
     local known = redis.call('SMISMEMBER', set_key, unpack(fields, i, math.min(i + SLICE - 1, n)))
@@ -49,7 +53,13 @@ local function mark_segments(prefix, day, candidates, dense, limit, pinned)
     local add, late = {}, {}
     for d, dim in ipairs(dims) do
       local new = new_by_dim[dim]
-      table.sort(new)  -- (which values of one call still fit: decided the same way every time)
+      -- Which values of one call still fit: the most visited first (a batch, an import or
+      -- a drained inbox brings a day's values all at once: its top values are the ones
+      -- filters need), then by name, so the same call decides the same way every time.
+      table.sort(new, function(a, b)
+        if weight[a] ~= weight[b] then return weight[a] > weight[b] end
+        return a < b
+      end)
       local room = limit - (tonumber(sizes[d]) or 0)
       local granted = 0
       for _, f in ipairs(new) do
