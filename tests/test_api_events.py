@@ -260,3 +260,26 @@ def test_a_chunked_body_from_a_wsgi_server_is_read(keyed, rf):
     request.META["wsgi.input"] = io.BytesIO(body)
     response = view(request)
     assert response.status_code == 200 and json.loads(response.content)["accepted"] == 1
+
+
+@pytest.mark.parametrize("sent, page", [
+    ("/%C3%BCber", "/über"),
+    ("/über", "/über"),
+    ("/caf%c3%a9/men%C3%BC", "/café/menü"),
+    ("/a%20b", "/a b"),
+    ("/a%2Fb%3Fc%23d%25e", "/a%2Fb%3Fc%23d%25e"),  # (they would change what the path says)
+    ("/bad%ff%fe", "/bad%FF%FE"),  # (no UTF-8: left escaped)
+    ("/line%0Abreak", "/line%0Abreak"),
+])
+def test_a_path_is_counted_as_people_read_it(sent, page):
+    from analytics.ingest.schemas import page_path
+
+    assert page_path(f"https://example.com{sent}") == page
+
+
+def test_an_escaped_and_a_plain_path_are_one_page(client, keyed):
+    _, key = keyed
+    assert post(client, key, [{"url": "https://example.com/%C3%BCber", "visitor": "a"},
+                               {"url": "https://example.com/über", "visitor": "b"}]).json()["accepted"] == 2
+    pages = client.get("/api/v1/stats/pages", {"site": "example.com"}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+    assert [(p["page"], p["visitors"]) for p in pages] == [("/über", 2)]

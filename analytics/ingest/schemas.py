@@ -10,6 +10,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import orjson
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError
@@ -89,14 +90,38 @@ _URL = re.compile(r"https?://(?:\[[0-9a-f:.]+\](?::\d*)?|[^/?#\s\[\]]+)(/[^?#]*)
 
 def page_path(url: str, keep_fragment: bool = False) -> str:
     """The page a URL names: its path, without query string (and without fragment unless
-    the site uses hash-based routing)."""
+    the site uses hash-based routing), percent-decoded (decoded_path)."""
     match = _URL.match(url)
     if match is None:
         raise BadEvent("url: must be an absolute http(s) URL, e.g. https://example.com/page")
-    path = match.group(1) or "/"
+    path = decoded_path(match.group(1) or "/")
     if keep_fragment and "#" in url:
         path = f"{path}#{url.split('#', 1)[1]}"
     return path[:MAX_PATH]
+
+
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_KEPT_ESCAPED = frozenset("/?#%") | frozenset(map(chr, range(0x20))) | {"\x7f"}
+
+
+def decoded_path(path: str) -> str:
+    """A path as people read it: browsers send `/%C3%BCber` for `/über` (and a server
+    log, a batch or a goal typed by hand may say either), so each run of percent escapes
+    that is UTF-8 text is decoded, and one page is one row whichever way it came. What
+    would change the path's meaning or is no text stays escaped (upper-case hex): `%2F`,
+    `%3F`, `%23`, `%25`, control characters, and bytes that are not UTF-8."""
+    if "%" not in path:
+        return path
+    return _ESCAPES.sub(_decoded_run, path)
+
+
+def _decoded_run(match: re.Match) -> str:
+    run = match.group(0)
+    try:
+        text = bytes.fromhex(run.replace("%", "")).decode("utf-8")
+    except UnicodeDecodeError:
+        return run.upper()
+    return "".join(quote(c, safe="") if c in _KEPT_ESCAPED else c for c in text)
 
 
 def check_ts(ts: datetime | None, now: datetime) -> datetime | None:

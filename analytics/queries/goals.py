@@ -84,7 +84,8 @@ def _final(site: SiteInfo, days: list[date]) -> set[date]:
 
 def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -> tuple[int, int]:
     """(converters, pageviews) of a page goal: the matching pages of final days from their
-    stored rows, of the others from the days' page index; converters the union of the
+    stored rows, of the others from the days' page index; converters, for a single page
+    with its bitmaps every day, their exact union (queries/exact.py), else the union of the
     matching pages' HLLs over the range (page_cover: week and month HLLs where the day
     ones are gone), never above the pageviews nor the sum of the days' visitors."""
     match = page_pattern_regex(pattern).fullmatch
@@ -111,6 +112,14 @@ def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -
     paths.update(path for _, path in matched)
     if not paths:
         return 0, 0
+    if len(paths) == 1:  # (a literal page, pinned: its bitmaps give the very number a filter on it shows)
+        path = next(iter(paths))
+        field = dimensions.field("page", path)
+        on = {day for day, _ in matched} | set(
+            PageDaily.objects.filter(site_id=site.id, date__in=final, path=path).values_list("date", flat=True))
+        exact = exact_visitors(r, site, days, [field], present={field: on}).get(field)
+        if exact is not None:
+            return exact, views
     cover = page_cover(site, days[0], days[-1])
     hlls = [key for path in sorted(paths) for key in cover(path)]
     with scratch(r, site.id) as tmp:
