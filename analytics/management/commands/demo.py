@@ -171,7 +171,10 @@ class Command(BaseCommand):
                     hits.append(Hit(start.astimezone(UTC) + timedelta(seconds=30), "/signup", "Signup", source, attrs=attrs,
                                     props=(("plan", plan),), revenue=money))
             if offset == 0:  # a few people on the site right now, for the live counter
-                hits += [Hit(now - timedelta(seconds=rng.randrange(240)), rng.choice(pages[:8]), "pageview", identity_source(None, f"now-{n}", None, None)) for n in range(rng.randint(3, 9))]
+                for _ in range(rng.randint(3, 9)):  # (people like the others: sources, devices and places too)
+                    person, page = crowd.new(), rng.choice(pages[:8])
+                    hits.append(Hit(now - timedelta(seconds=rng.randrange(240)), page, "pageview", person[0],
+                                    attrs=crowd.visit(person, page)))
             hits += [Hit(day_start.astimezone(UTC), "/", "pageview", b"bot", bot=True)] * rng.randint(20, 60)
             hits.sort(key=lambda h: h.ts)
             for i in range(0, len(hits), 2000):
