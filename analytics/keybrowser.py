@@ -3,15 +3,19 @@ site's keys, walked with SCAN (never KEYS, which blocks the server on a big data
 removed with UNLINK (freed in the background, so a big key does not block either).
 
 Every function is held to the site's prefix (`keys.site_pattern`): a pattern typed in the
-admin narrows the site's keys and cannot reach another site's.
+admin narrows the site's keys and cannot reach another site's. A purge needs only the
+site's id, so it works for a site whose row is gone (analytics.site_deletion).
 """
 import heapq
+import logging
 from collections.abc import Callable
 
 import redis
 
 from .store import keys
 from .store.cluster import site_client
+
+log = logging.getLogger(__name__)
 
 MAX_SCANS_PER_PAGE = 100  # SCAN calls one page may make when few keys match (a bound, not a loop forever)
 TOP = 5  # keys per type in the big-key report
@@ -118,3 +122,18 @@ def purge(r: redis.Redis, site_id: int, batch: int = 500, progress: Callable[[in
                 progress(gone)
         if cursor == 0:
             return deleted
+
+
+def purge_deleted(r: redis.Redis, site_id: int, domain: str = "") -> int | None:
+    """`purge` for a site whose row is gone: how many keys went, or None when Redis failed.
+    Then the keys stay, and the warning names the command that removes them later (nothing
+    else would: only a site's rollups give its keys an expiry)."""
+    try:
+        return purge(r, site_id)
+    except redis.exceptions.RedisError as e:
+        log.warning(
+            "the Redis keys of deleted site %s (id %s) are still there (%s: %s); remove them with "
+            "`manage.py purgesite --site-id %s --yes` once Redis answers",
+            domain or "?", site_id, e.__class__.__name__, e, site_id,
+        )
+        return None
