@@ -190,14 +190,14 @@ class SiteAdmin(admin.ModelAdmin):
         return {**self.admin_site.each_context(request), "opts": self.opts, "original": site, "site": site, "title": title}
 
     def keys_view(self, request, object_id):
-        from .keybrowser import big_keys, browse
+        from .keybrowser import MAX_CURSOR, big_keys, browse, scan_cursor
         from .store.connection import get_redis
 
         site = self._site_to_change(request, object_id)
         pattern = request.GET.get("pattern", "*")[:200] or "*"
-        try:
-            cursor = max(int(request.GET.get("cursor", 0)), 0)
-        except ValueError:
+        cursor = scan_cursor(request.GET.get("cursor") or "0")
+        if cursor is None:  # (a hand-edited URL: the first page, and why)
+            self.message_user(request, f"Not a SCAN cursor (a whole number from 0 to {MAX_CURSOR}): started from the first page.", messages.WARNING)
             cursor = 0
         r = get_redis()
         next_cursor, rows = browse(r, site.pk, pattern, cursor)

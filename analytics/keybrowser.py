@@ -8,6 +8,7 @@ site's id, so it works for a site whose row is gone (analytics.site_deletion).
 """
 import heapq
 import logging
+import re
 from collections.abc import Callable
 
 import redis
@@ -49,6 +50,18 @@ def _describe(r: redis.Redis, names: list) -> list[dict]:
             }
         )
     return rows
+
+
+MAX_CURSOR = 2**64 - 1  # SCAN's cursor is an unsigned 64-bit number: Redis answers "invalid cursor" past it
+
+
+def scan_cursor(text: str) -> int | None:
+    """A SCAN cursor from a URL's text, or None when the text is none: ASCII digits only
+    (int() would take "-1", " 7" and other scripts' digits too), at most MAX_CURSOR."""
+    if not re.fullmatch(r"[0-9]{1,20}", text):
+        return None
+    cursor = int(text)
+    return cursor if cursor <= MAX_CURSOR else None
 
 
 def browse(r: redis.Redis, site_id: int, pattern: str = "*", cursor: int = 0, count: int = 200) -> tuple[int, list[dict]]:
