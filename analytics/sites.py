@@ -69,8 +69,17 @@ class SiteInfo:
         return self.today() - timedelta(days=self.keep_daily_days - 1)
 
 
+@dataclass
+class _Key:
+    """An API key as the cache holds it: its site, and when it was last used."""
+
+    site: SiteInfo
+    key_id: int
+    last_used: datetime | None  # as stored when loaded, or as this process last wrote it
+
+
 _by_domain: dict[str, tuple[float, SiteInfo | None]] = {}
-_by_key: dict[str, tuple[float, SiteInfo | None]] = {}
+_by_key: dict[str, tuple[float, _Key | None]] = {}
 
 
 def _cached(cache, token, load):
@@ -95,13 +104,6 @@ def site_for_domain(domain: str) -> SiteInfo | None:
     return _cached(_by_domain, domain, load)
 
 
-@dataclass
-class _Key:
-    site: SiteInfo
-    key_id: int
-    last_used: datetime | None  # as stored when loaded, or as this process last wrote it
-
-
 def site_for_api_key(key: str) -> SiteInfo | None:
     """The site of an API key, or None; notes the key's use (see _note_use)."""
     digest = hash_api_key(key)
@@ -121,7 +123,8 @@ def _note_use(found: _Key):
     """Write the key's last_used when the value this process knows is LAST_USED_EVERY old:
     one UPDATE per key and process every few minutes (two threads may both write: the same
     value, near enough). A cache reload reads what other processes wrote. A database that
-    refuses the write (SQLite busy) fails no request: the next try is LAST_USED_EVERY on."""
+    refuses the write (SQLite busy) fails no request: the next try comes with the next
+    reload of the cache."""
     now = timezone.now()
     if found.last_used is not None and now - found.last_used < LAST_USED_EVERY:
         return

@@ -58,13 +58,12 @@ local function add_shape(j)
 end
 for j = 0, filters - 1 do add_shape(j) end
 
-if not meta[1] then
-  local answer = mode == 'add' and not (offset <= max_bits) and -2 or (mode == 'check' and 0)
-  if answer then  -- a check of no filter, or a first sub-filter past the limit: nothing to read or write
-    local result = {}
-    for i = FIRST_ITEM, #ARGV do result[#result + 1] = answer end
-    return result
-  end
+-- No filter to check (nothing seen), or none to make (its first sub-filter is past the
+-- limit; `not <=` refuses a NaN or infinite size too): nothing to read or write.
+if not meta[1] and (mode == 'check' or not (offset <= max_bits)) then
+  local answer, result = (mode == 'check') and 0 or -2, {}
+  for i = FIRST_ITEM, #ARGV do result[#result + 1] = answer end
+  return result
 end
 
 local function mod64(hex, m)
