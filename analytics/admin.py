@@ -105,7 +105,8 @@ class SiteAdmin(admin.ModelAdmin):
                 "classes": ["collapse"],
                 "fields": ("bloom_capacity", "bloom_error_rate", "bloom_expansion", "bloom_nonscaling", "bloom_idle_days", "bloom_memory"),
                 "description": "Each visitor with a user id gets a scalable Bloom filter of the pages and items they have seen. "
-                "New settings apply to filters made from now on.",
+                "New settings apply to filters made from now on. A filter is at most 16 MB, all its sub-filters together: "
+                "settings whose first sub-filter alone is larger are refused, and a filter at the limit stops growing.",
             },
         ),
         (
@@ -121,16 +122,22 @@ class SiteAdmin(admin.ModelAdmin):
 
     @admin.display(description="Memory a filter needs")
     def bloom_memory(self, obj):
-        from .dedup.bloom import BloomConfig, shape
+        from .dedup.bloom import MAX_FILTER_BITS, MAX_FILTER_BYTES, BloomConfig, shape, size_problem
 
         config = BloomConfig.for_site(obj)
+        problem = size_problem(config)
+        if problem:  # (saved before the model checked it: no filter is made with these settings)
+            return problem[0].upper() + problem[1:] + "."
         first = shape(config, 0)
         grown = sum(shape(config, j)[1] for j in range(3))
         items = config.capacity * sum(config.expansion**j for j in range(3))
+        scaled = (
+            f"{_size(grown // 8)} once scaled to {items:,} items" if grown <= MAX_FILTER_BITS
+            else f"it stops growing at the limit of {_size(MAX_FILTER_BYTES)} a filter"
+        )
         return (
             f"{_size(first[1] // 8)} for the first {config.capacity:,} items ({first[1] / config.capacity:.1f} bits and "
-            f"{first[2]} hash functions per item); {_size(grown // 8)} once scaled to {items:,} items"
-            + (" (not scaling: it refuses more)" if config.nonscaling else "")
+            f"{first[2]} hash functions per item); " + ("not scaling: it refuses more" if config.nonscaling else scaled)
         )
 
     @admin.display(description="Share link")
@@ -183,14 +190,14 @@ class SiteAdmin(admin.ModelAdmin):
         return {**self.admin_site.each_context(request), "opts": self.opts, "original": site, "site": site, "title": title}
 
     def keys_view(self, request, object_id):
-        from .keybrowser import big_keys, browse
+        from .keybrowser import MAX_CURSOR, big_keys, browse, scan_cursor
         from .store.connection import get_redis
 
         site = self._site_to_change(request, object_id)
         pattern = request.GET.get("pattern", "*")[:200] or "*"
-        try:
-            cursor = max(int(request.GET.get("cursor", 0)), 0)
-        except ValueError:
+        cursor = scan_cursor(request.GET.get("cursor") or "0")
+        if cursor is None:  # (a hand-edited URL: the first page, and why)
+            self.message_user(request, f"Not a SCAN cursor (a whole number from 0 to {MAX_CURSOR}): started from the first page.", messages.WARNING)
             cursor = 0
         r = get_redis()
         next_cursor, rows = browse(r, site.pk, pattern, cursor)

@@ -8,7 +8,8 @@ class AnalyticsConfig(AppConfig):
     def ready(self):
         from config import checks  # noqa: F401  (registers the system checks)
 
-        from . import pins, sites
+        from . import pins, site_deletion, sites
 
         sites.connect_signals()
         pins.connect_signals()
+        site_deletion.connect_signals()

@@ -3,15 +3,20 @@ site's keys, walked with SCAN (never KEYS, which blocks the server on a big data
 removed with UNLINK (freed in the background, so a big key does not block either).
 
 Every function is held to the site's prefix (`keys.site_pattern`): a pattern typed in the
-admin narrows the site's keys and cannot reach another site's.
+admin narrows the site's keys and cannot reach another site's. A purge needs only the
+site's id, so it works for a site whose row is gone (analytics.site_deletion).
 """
 import heapq
+import logging
+import re
 from collections.abc import Callable
 
 import redis
 
 from .store import keys
 from .store.cluster import site_client
+
+log = logging.getLogger(__name__)
 
 MAX_SCANS_PER_PAGE = 100  # SCAN calls one page may make when few keys match (a bound, not a loop forever)
 TOP = 5  # keys per type in the big-key report
@@ -45,6 +50,18 @@ def _describe(r: redis.Redis, names: list) -> list[dict]:
             }
         )
     return rows
+
+
+MAX_CURSOR = 2**64 - 1  # SCAN's cursor is an unsigned 64-bit number: Redis answers "invalid cursor" past it
+
+
+def scan_cursor(text: str) -> int | None:
+    """A SCAN cursor from a URL's text, or None when the text is none: ASCII digits only
+    (int() would take "-1", " 7" and other scripts' digits too), at most MAX_CURSOR."""
+    if not re.fullmatch(r"[0-9]{1,20}", text):
+        return None
+    cursor = int(text)
+    return cursor if cursor <= MAX_CURSOR else None
 
 
 def browse(r: redis.Redis, site_id: int, pattern: str = "*", cursor: int = 0, count: int = 200) -> tuple[int, list[dict]]:
@@ -118,3 +135,18 @@ def purge(r: redis.Redis, site_id: int, batch: int = 500, progress: Callable[[in
                 progress(gone)
         if cursor == 0:
             return deleted
+
+
+def purge_deleted(r: redis.Redis, site_id: int, domain: str = "") -> int | None:
+    """`purge` for a site whose row is gone: how many keys went, or None when Redis failed.
+    Then the keys stay, and the warning names the command that removes them later (nothing
+    else would: only a site's rollups give its keys an expiry)."""
+    try:
+        return purge(r, site_id)
+    except redis.exceptions.RedisError as e:
+        log.warning(
+            "the Redis keys of deleted site %s (id %s) are still there (%s: %s); remove them with "
+            "`manage.py purgesite --site-id %s --yes` once Redis answers",
+            domain or "?", site_id, e.__class__.__name__, e, site_id,
+        )
+        return None

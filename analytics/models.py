@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+from .dedup.bloom import BloomConfig, size_problem
+
 API_KEY_PREFIX = "tly_"
 
 
@@ -132,6 +134,14 @@ class Site(models.Model):
     def save(self, *args, **kwargs):
         self.domain = self.domain.strip().lower()
         super().save(*args, **kwargs)
+
+    def clean(self):
+        """Bloom settings whose first sub-filter passes the size limit would make one
+        API call allocate that much per user (bloom.MAX_FILTER_BYTES says why the limit)."""
+        if self.bloom_capacity and self.bloom_error_rate and 0 < self.bloom_error_rate < 1:  # (else the fields' own checks say it)
+            problem = size_problem(BloomConfig(self.bloom_capacity, self.bloom_error_rate))
+            if problem:
+                raise ValidationError({"bloom_capacity": problem[0].upper() + problem[1:] + "."})
 
     def enable_sharing(self) -> str:
         """A new unguessable public read-only link token (replacing any old one)."""

@@ -2,17 +2,26 @@
 
 Ingestion resolves a domain or an API key on every request; a database query each time
 would cost more than the Redis writes. So each process keeps the answers for a short
-while (CACHE_SECONDS): a new site or a revoked key takes effect within that time.
+while (CACHE_SECONDS): a new site or a revoked key takes effect within that time. A key's
+`last_used` (shown in the admin) is written when it authenticates, at most once per
+LAST_USED_EVERY per process, compared with the value the cache holds: no write per request.
 """
+import logging
 import time
 import zoneinfo
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
 from .dedup.bloom import BloomConfig
 from .models import ApiKey, Site, hash_api_key
 
+log = logging.getLogger(__name__)
+
 CACHE_SECONDS = 30
+LAST_USED_EVERY = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -60,8 +69,17 @@ class SiteInfo:
         return self.today() - timedelta(days=self.keep_daily_days - 1)
 
 
+@dataclass
+class _Key:
+    """An API key as the cache holds it: its site, and when it was last used."""
+
+    site: SiteInfo
+    key_id: int
+    last_used: datetime | None  # as stored when loaded, or as this process last wrote it
+
+
 _by_domain: dict[str, tuple[float, SiteInfo | None]] = {}
-_by_key: dict[str, tuple[float, SiteInfo | None]] = {}
+_by_key: dict[str, tuple[float, _Key | None]] = {}
 
 
 def _cached(cache, token, load):
@@ -87,13 +105,35 @@ def site_for_domain(domain: str) -> SiteInfo | None:
 
 
 def site_for_api_key(key: str) -> SiteInfo | None:
+    """The site of an API key, or None; notes the key's use (see _note_use)."""
     digest = hash_api_key(key)
 
     def load():
         api_key = ApiKey.objects.select_related("site").filter(key_hash=digest).first()
-        return SiteInfo.from_model(api_key.site) if api_key else None
+        return _Key(SiteInfo.from_model(api_key.site), api_key.pk, api_key.last_used) if api_key else None
 
-    return _cached(_by_key, digest, load)
+    found = _cached(_by_key, digest, load)
+    if found is None:
+        return None
+    _note_use(found)
+    return found.site
+
+
+def _note_use(found: _Key):
+    """Write the key's last_used when the value this process knows is LAST_USED_EVERY old:
+    one UPDATE per key and process every few minutes (two threads may both write: the same
+    value, near enough). A cache reload reads what other processes wrote. A database that
+    refuses the write (SQLite busy) fails no request: the next try comes with the next
+    reload of the cache."""
+    now = timezone.now()
+    if found.last_used is not None and now - found.last_used < LAST_USED_EVERY:
+        return
+    found.last_used = now
+    try:
+        with transaction.atomic():  # (a savepoint when a caller's transaction is open: its failure stays here)
+            ApiKey.objects.filter(pk=found.key_id).update(last_used=now)  # (update(): no post_save, which clears the caches)
+    except DatabaseError as e:
+        log.warning("last_used of API key %s not written: %s", found.key_id, e)
 
 
 def clear_cache():

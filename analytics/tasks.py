@@ -2,7 +2,7 @@
 analytics.rollups, analytics.ingest.spool and analytics.reports (which tests call directly). The schedule is in config/celery.py."""
 from celery import shared_task
 
-from . import rollups
+from . import keybrowser, rollups
 from .ingest import inbox, spool
 from .models import Site
 from .reports import exports
@@ -61,3 +61,11 @@ def build_export(self, job: str, site_id: int):
 def replay_spool():
     """Count the events ingest kept on local disk while Redis was down."""
     spool.replay(get_redis())
+
+
+@shared_task(ignore_result=True)
+def purge_deleted_site(site_id: int):
+    """A deleted site's keys once more (analytics.site_deletion says why); never a site
+    whose row is there."""
+    if not Site.objects.filter(pk=site_id).exists():
+        keybrowser.purge_deleted(get_redis(), site_id)

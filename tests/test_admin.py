@@ -221,3 +221,9 @@ def test_it_escapes_the_domain(admin_client, db):
     for response in pages:
         page = response.content.decode()
         assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;.example" in page
+
+
+def test_bloom_settings_past_the_size_limit_are_refused_with_the_largest_size(admin_client):
+    response = admin_client.post(ADD_URL, site_form(bloom_capacity="100000000", bloom_error_rate="1e-9"))
+    assert response.status_code == 200 and not Site.objects.exists()
+    assert "the largest allowed is 16 MB" in response.content.decode()

@@ -105,3 +105,20 @@ def test_keys_and_sites_are_checked(client, make_site):
     assert response.status_code == 403
     response = client.get("/api/v1/recommendations", {"site": "example.com"}, HTTP_AUTHORIZATION=f"Bearer {key}")
     assert response.status_code == 400 and "user" in response.json()["error"]
+
+
+def test_filter_settings_past_the_size_limit_answer_409_and_allocate_nothing(client, make_site, r):
+    """Settings saved before the model refused them: no request may make Redis allocate a
+    filter past the limit (the seen API says why; ingest still counts the pageview)."""
+    from analytics import sites
+    from analytics.models import Site
+
+    site, key = make_site()
+    Site.objects.filter(pk=site.pk).update(bloom_capacity=20_000_000, bloom_error_rate=0.01)  # a 26 MB first sub-filter
+    sites.clear_cache()
+    response = post(client, key, "seen", {"user": "u1", "items": ["a"]})
+    assert response.status_code == 409 and "16 MB" in response.json()["error"]
+    assert post(client, key, "unseen", {"user": "u1", "items": ["a"]}).json() == {"items": ["a"]}
+    events = [{"url": "https://example.com/p", "user_id": "u1"}]
+    assert post(client, key, "events", events).json()["accepted"] == 1
+    assert list(r.scan_iter(match="*bloom*")) == []

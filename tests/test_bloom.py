@@ -179,3 +179,51 @@ def test_ingest_marks_pages_seen_in_the_native_filter(native_redis, site):
     digest = bloom.user_digest(s.salt, "ann")
     assert bloom.seen(native_redis, s.id, digest, ["/a", "/b", "/c", "/d"], s.bloom, native=True) == [True, True, True, False]
     assert native_redis.type(keys.bloom(s.id, digest)) == b"MBbloom--"  # the module's type, not the script's string
+
+
+def test_settings_past_the_size_limit_are_refused_naming_the_largest_allowed(db):
+    from django.core.exceptions import ValidationError
+
+    from analytics.models import Site
+
+    huge = Site(domain="huge.example", bloom_capacity=100_000_000, bloom_error_rate=1e-9)  # 557 MB: past Redis's 512 MB
+    with pytest.raises(ValidationError) as raised:
+        huge.full_clean()
+    largest = bloom.max_capacity(1e-9)
+    message = " ".join(raised.value.message_dict["bloom_capacity"])
+    assert "16 MB" in message and f"{largest:,}" in message
+    assert bloom.shape(BloomConfig(largest, 1e-9), 0)[1] <= bloom.MAX_FILTER_BITS < bloom.shape(BloomConfig(largest + 1, 1e-9), 0)[1]
+    Site(domain="edge.example", bloom_capacity=largest, bloom_error_rate=1e-9).full_clean()
+    with pytest.raises(ValidationError):
+        Site(domain="over.example", bloom_capacity=largest + 1, bloom_error_rate=1e-9).full_clean()
+
+
+def test_each_backend_refuses_to_make_a_filter_past_the_limit(backend):
+    """Settings saved before the check (or straight to the database): the code refuses them
+    before Redis allocates anything, and a check finds nothing seen."""
+    r, native = backend
+    config = BloomConfig(capacity=20_000_000, error_rate=0.01)  # a 26 MB first sub-filter
+    with pytest.raises(bloom.FilterTooLarge, match="16 MB"):
+        bloom.add(r, 1, "big", ["a", "b"], config, native=native)
+    assert bloom.seen(r, 1, "big", ["a", "b"], config, native=native) == [False, False]
+    assert list(r.scan_iter(match="*bloom*")) == []
+
+
+def test_the_script_refuses_a_filter_past_the_limit_itself(r):
+    """Defence in depth: called with such settings anyway, the script makes nothing."""
+    config = BloomConfig(capacity=20_000_000, error_rate=0.01)
+    answers = bloom.BLOOM.run(r, [keys.bloom(1, "x"), keys.bloom_shape(1, "x")], bloom._script_args("add", config, ["a"]))
+    assert answers == [-2] and r.exists(keys.bloom(1, "x"), keys.bloom_shape(1, "x")) == 0
+
+
+def test_a_scaling_filter_stops_growing_at_the_limit(r, monkeypatch):
+    config = BloomConfig(capacity=100, error_rate=0.01, expansion=2)
+    two = bloom.shape(config, 0)[1] + bloom.shape(config, 1)[1]
+    monkeypatch.setattr(bloom, "MAX_FILTER_BITS", two)  # room for two sub-filters, not three
+    items = [f"i{n}" for n in range(300)]  # fills both
+    bloom.add(r, 1, "g", items, config, native=False)
+    with pytest.raises(FilterFull, match="size limit"):
+        bloom.add(r, 1, "g", [f"more{n}" for n in range(50)], config, native=False)  # (a false positive or two left room)
+    assert r.hget(keys.bloom_shape(1, "g"), "filters") == b"2"
+    assert r.strlen(keys.bloom(1, "g")) * 8 <= two
+    assert bloom.seen(r, 1, "g", items, config, native=False) == [True] * 300

@@ -57,7 +57,7 @@ def test_import_counts_like_brute_force_and_refuses_a_second_time(site, r, tmp_p
     rows, truth = [], {}
     for n in range(600):
         day = today - timedelta(days=n % 3)
-        moment = datetime(day.year, day.month, day.day, 10, n % 60, tzinfo=UTC)
+        moment = datetime(day.year, day.month, day.day, 0, n % 60, tzinfo=UTC)  # (today: never over an hour ahead)
         ip = f"198.51.100.{n % 50}"
         rows.append(line(ip, moment, f"/p{n % 7}"))
         truth.setdefault(day, set()).add(ip)
@@ -99,3 +99,54 @@ def test_lines_older_than_the_site_keeps_are_skipped_and_said(site, r, tmp_path)
                    + line("8.8.8.8", now - timedelta(days=1), "/new") + "\n")
     out = import_("--site", site.domain, str(log))
     assert "imported 1 pageviews" in out and "1 older than the site keeps" in out
+
+
+def test_lines_dated_past_the_hour_ahead_are_skipped_and_the_summary_names_the_days_rolled_up(site, r, tmp_path):
+    now = datetime.now(UTC)
+    yesterday = now - timedelta(days=1)
+    log = tmp_path / "mixed.log"
+    log.write_text("\n".join([
+        line("8.8.8.8", datetime(2030, 11, 20, 10, 0, tzinfo=UTC), "/future"),
+        line("8.8.8.8", now + timedelta(hours=2), "/two-hours-ahead"),  # the batch API refuses it too
+        line("8.8.8.8", datetime(1999, 11, 20, 10, 0, tzinfo=UTC), "/ancient"),
+        line("8.8.8.8", yesterday, "/new"),
+    ]) + "\n")
+    out = import_("--site", site.domain, str(log))
+    assert "imported 1 pageviews" in out and "1 older than the site keeps" in out and "2 dated in the future" in out
+    day = yesterday.astimezone(SiteInfo.from_model(site).tz).date()
+    assert f"Rolled up 1 day(s), {day} to {day}." in out
+    assert not [key for key in r.scan_iter(match="*2030*")]  # no key waiting without a TTL for 2030
+
+
+def test_a_line_within_the_hour_ahead_counts_as_the_batch_api_would(site, r, tmp_path):
+    log = tmp_path / "skewed.log"
+    log.write_text(line("8.8.8.8", datetime.now(UTC) + timedelta(minutes=30), "/skewed") + "\n")
+    assert "imported 1 pageviews" in import_("--site", site.domain, "--no-rollup", str(log))
+
+
+def _day_keys(r, site):
+    return [key for key in r.scan_iter(match=f"tally:{{{site.pk}}}:*")]
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda data: data[: len(data) // 2], "cut short"),
+    (lambda data: b"plain text, not gzip\n", "not valid gzip data"),
+])
+def test_a_damaged_gz_is_one_clear_error_and_nothing_is_counted(site, r, tmp_path, damage, reason):
+    from analytics.models import ImportedLog
+
+    moment = datetime.now(UTC) - timedelta(hours=3)
+    content = "".join(line(f"203.0.113.{n}", moment, f"/p{n}") + "\n" for n in range(200)).encode()
+    good = tmp_path / "good.log"
+    good.write_text("".join(line(f"198.51.100.{n}", moment, "/good") + "\n" for n in range(100)))
+    bad = tmp_path / "access.log.1.gz"
+    bad.write_bytes(damage(gzip.compress(content, mtime=0)))
+    with pytest.raises(CommandError) as raised:
+        import_("--site", site.domain, str(good), str(bad))
+    message = str(raised.value)
+    assert "\n" not in message and str(bad) in message and reason in message
+    assert _day_keys(r, site) == [] and not ImportedLog.objects.exists()  # not even the good file before it
+
+    out = import_("--site", site.domain, str(good))  # the good file alone, once
+    assert "imported 100 pageviews" in out
+    assert "already imported" in import_("--site", site.domain, str(good))

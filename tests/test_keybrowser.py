@@ -214,3 +214,20 @@ def test_purge_asks_then_needs_a_post_with_csrf_and_says_how_many(csrf_admin, si
     done = csrf_admin.post(keys_url(site, "purge/"), {"csrfmiddlewaretoken": csrf_token(confirm)})
     assert "Deleted 42 Redis keys of example.com" in done.content.decode()
     assert r.exists(*mine) == 0 and r.exists(*theirs) == 3
+
+
+@pytest.mark.parametrize("cursor", ["99999999999999999999999999", "18446744073709551616", "-1", "abc", "1e3", "\u0661\u0662", ""])
+def test_a_cursor_that_is_no_scan_cursor_starts_over_with_a_message(admin_client, site, r, cursor):
+    """Redis answers "invalid cursor" past 64 bits: the page starts over and says why."""
+    fill(r, site.pk, pages=3)
+    response = admin_client.get(keys_url(site), {"cursor": cursor})
+    assert response.status_code == 200 and response.context["cursor"] == 0
+    assert len(response.context["rows"]) == 3
+    said = [str(m) for m in response.context["messages"]]
+    assert said == ([] if cursor == "" else ["Not a SCAN cursor (a whole number from 0 to 18446744073709551615): started from the first page."])
+
+
+def test_the_largest_cursor_is_still_one(admin_client, site, r):
+    response = admin_client.get(keys_url(site), {"cursor": str(2**64 - 1)})
+    assert response.status_code == 200 and response.context["cursor"] == 2**64 - 1
+    assert not list(response.context["messages"])

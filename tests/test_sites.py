@@ -84,3 +84,38 @@ def test_the_realtime_retention_moves_to_minutes_and_a_chosen_one_is_kept():
     assert {s.domain: s.keep_realtime_minutes for s in new.objects.all()} == {"default.example": 10, "chosen.example": 180}
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_a_key_records_when_it_was_last_used_but_not_on_every_request(client, make_site):
+    """The admin shows `last_used`: written when a key authenticates, then not again for
+    LAST_USED_EVERY (ingest is a hot path: no database write per request)."""
+    from datetime import timedelta
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from analytics import sites
+
+    site, key = make_site()
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    stats = {"site": site.domain, "period": "day"}
+    before = timezone.now()
+    assert client.get("/api/v1/stats/aggregate", stats, **bearer).status_code == 200
+    stored = ApiKey.objects.get(site=site)
+    assert stored.last_used is not None and before <= stored.last_used <= timezone.now()
+
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(5):
+            assert client.get("/api/v1/stats/aggregate", stats, **bearer).status_code == 200
+    assert not [q for q in queries.captured_queries if "apikey" in q["sql"].lower()]  # no read, no write
+    assert ApiKey.objects.get(site=site).last_used == stored.last_used
+
+    long_ago = timezone.now() - sites.LAST_USED_EVERY - timedelta(seconds=1)
+    ApiKey.objects.filter(pk=stored.pk).update(last_used=long_ago)
+    sites.clear_cache()  # (what another process, or CACHE_SECONDS later, sees)
+    events = '[{"url": "https://example.com/", "visitor": "a"}]'
+    assert client.post("/api/v1/events", data=events, content_type="application/json", **bearer).json()["accepted"] == 1
+    assert ApiKey.objects.get(site=site).last_used > long_ago + sites.LAST_USED_EVERY
+
+    assert client.get("/api/v1/stats/aggregate", stats, HTTP_AUTHORIZATION="Bearer tly_nope").status_code == 401

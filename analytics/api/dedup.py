@@ -44,7 +44,7 @@ def seen(request):
     site, payload, digest = _request(request)
     try:
         added = bloom.add(get_redis(), site.id, digest, payload.items, site.bloom)
-    except bloom.FilterFull as e:
+    except (bloom.FilterFull, bloom.FilterTooLarge) as e:
         raise ApiError(409, str(e)) from None
     return json_response({"added": added})
 

@@ -563,7 +563,7 @@ DOCUMENT = {
                         "description": "added[i]: true if item i was new (at least one bit newly set).",
                         "content": {"application/json": {"schema": {"type": "object", "properties": {"added": {"type": "array", "items": {"type": "boolean"}}}}}},
                     },
-                    "409": _error("The site's filters do not scale and this one is full."),
+                    "409": _error("The user's filter is full: the site's filters do not scale, or this one reached the size limit (16 MB a filter); or the site's filter settings make a first sub-filter past that limit (set before the admin refused such settings)."),
                     **SEEN_ERRORS,
                 },
             }

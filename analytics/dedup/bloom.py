@@ -20,6 +20,12 @@ from ..store.cluster import site_client
 from ..store.scripts import BLOOM
 
 MAX_ITEMS = 10_000
+# A visitor's filter, all its sub-filters together, stays under 16 MB. Redis refuses a
+# string past 512 MB (2^32 bits), but long before that one API call (any holder of a key,
+# any user id) must not make the server allocate hundreds of MB: 16 MB holds a first
+# sub-filter of about 12 million items at 1%, 3 million at one in a billion.
+MAX_FILTER_BYTES = 16 * 1024 * 1024
+MAX_FILTER_BITS = MAX_FILTER_BYTES * 8
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,12 @@ class BloomConfig:
 
 
 class FilterFull(Exception):
-    """A non-scaling filter is at capacity."""
+    """A non-scaling filter is at capacity, or a scaling one at MAX_FILTER_BYTES."""
+
+
+class FilterTooLarge(Exception):
+    """The settings would make a first sub-filter past MAX_FILTER_BYTES (settings saved
+    before the model checked them): no filter is made with them."""
 
 
 def shape(config: BloomConfig, j: int) -> tuple[float, int, int]:
@@ -46,6 +57,33 @@ def shape(config: BloomConfig, j: int) -> tuple[float, int, int]:
     m = math.ceil(math.ceil(-n * math.log(p) / math.log(2) ** 2) / 8) * 8
     k = max(1, math.floor(m / n * math.log(2) + 0.5))
     return n, m, k
+
+
+def max_capacity(error_rate: float) -> int:
+    """The largest capacity whose first sub-filter fits MAX_FILTER_BITS at this error rate."""
+    low, high = 0, 2**31  # (the model's field holds less)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if shape(BloomConfig(middle, error_rate), 0)[1] <= MAX_FILTER_BITS:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def size_problem(config: BloomConfig) -> str:
+    """Why these settings cannot make a filter, or "" when they can: the first sub-filter
+    alone must fit MAX_FILTER_BYTES (computed as bloom.lua does)."""
+    if config.capacity < 1 or not 0 < config.error_rate < 1:
+        return f"Bloom settings out of range: capacity {config.capacity}, error rate {config.error_rate:g}"
+    bits = shape(config, 0)[1]
+    if bits <= MAX_FILTER_BITS:
+        return ""
+    return (
+        f"a visitor's first Bloom sub-filter would take {bits / 8 / 2**20:,.1f} MB (capacity {config.capacity:,} at "
+        f"error rate {config.error_rate:g}); the largest allowed is {MAX_FILTER_BYTES // 2**20} MB, a capacity of at most "
+        f"{max_capacity(config.error_rate):,} at this error rate: lower the capacity or raise the error rate"
+    )
 
 
 def item_hash(item: str) -> str:
@@ -86,13 +124,17 @@ def _script_args(mode: str, config: BloomConfig, items: list[str], touch: bool =
         config.expansion,
         "1" if config.nonscaling else "0",
         config.idle_days * 86400 if touch else 0,
+        MAX_FILTER_BITS,
         *(item_hash(item) for item in items),
     ]
 
 
 def queue_add(pipe, r: redis.Redis, site_id: int, digest: str, items: list[str], config: BloomConfig):
     """Queue an add in the caller's pipeline (ingest marks pages seen this way, in the
-    same round trip as the counts); check the answers with `check_queued`."""
+    same round trip as the counts); check the answers with `check_queued`. Settings past
+    the size limit queue nothing: the pageviews count, no page is marked seen."""
+    if size_problem(config):
+        return
     if has_native(r):
         key = keys.bloom(site_id, digest)
         pipe.execute_command(*_reserve_args(key, config))
@@ -118,14 +160,20 @@ def check_queued(r: redis.Redis, results: list, commands: list):
 
 def add(r: redis.Redis, site_id: int, digest: str, items: list[str], config: BloomConfig, native: bool | None = None) -> list[bool]:
     """Mark items seen; True for each one that was new. FilterFull when a non-scaling
-    filter cannot take them all (the ones before that point are added)."""
+    filter, or one at the size limit, cannot take them all (the ones before that point
+    are added); FilterTooLarge, before Redis is asked, when the settings are past it."""
     if not items:
         return []
+    problem = size_problem(config)
+    if problem:
+        raise FilterTooLarge(problem)
     if native if native is not None else has_native(r):
         return _native_add(r, keys.bloom(site_id, digest), items, config)
     answers = BLOOM.run(r, [keys.bloom(site_id, digest), keys.bloom_shape(site_id, digest)], _script_args("add", config, items))
     if -1 in answers:
         raise FilterFull(f"the filter is full ({config.capacity} items) and does not scale")
+    if -2 in answers:
+        raise FilterFull(f"the filter is full: it reached the size limit of {MAX_FILTER_BYTES // 2**20} MB a visitor")
     return [answer == 1 for answer in answers]
 
 

@@ -10,7 +10,9 @@ keyed hash, exactly as for live traffic.
 import gzip
 import hashlib
 import re
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -18,6 +20,7 @@ from pathlib import Path
 from .bots import is_bot
 from .identity import identity_source
 from .record import PAGEVIEW, Hit
+from .schemas import decoded_path
 from .visit import visit_attrs
 
 LINE = re.compile(
@@ -79,10 +82,9 @@ class Summary:
     bots: int = 0
     not_pages: int = 0  # other methods, errors, redirects
     too_old: int = 0  # before the oldest day the site keeps (SiteInfo.oldest_day)
+    too_new: int = 0  # past the latest time ingest takes (schemas.latest_ts)
     unparsable: int = 0
     unparsable_lines: list[int] = field(default_factory=list)
-    first: datetime | None = None
-    last: datetime | None = None
 
     def bad(self, number: int):
         self.unparsable += 1
@@ -130,29 +132,46 @@ def hits_from_lines(lines: Iterator[str], summary: Summary, site_host: str = "")
                 summary.bad(number)
                 continue
         summary.imported += 1
-        if summary.first is None or last_time < summary.first:
-            summary.first = last_time
-        if summary.last is None or last_time > summary.last:
-            summary.last = last_time
         ip, referrer = match["ip"], match["referrer"]
         referrer = None if not referrer or referrer == "-" else referrer.replace('\\"', '"')
         attrs = visit_attrs(site_host, f"https://{site_host or 'localhost'}{target}", referrer, agent, ip, None)
-        yield Hit(last_time, path[:MAX_PATH], PAGEVIEW, identity_source(None, None, ip, agent), attrs=attrs)
+        yield Hit(last_time, decoded_path(path)[:MAX_PATH], PAGEVIEW, identity_source(None, None, ip, agent), attrs=attrs)
+
+
+class Unreadable(Exception):
+    """A log that cannot be read to its end (a truncated or damaged .gz, a file that is not
+    gzip at all, no permission); the message is one line naming the file and the fault."""
+
+
+@contextmanager
+def _reading(path: Path):
+    """Read errors as Unreadable: gzip reports a cut-short file, a damaged one and a plain
+    one each with another exception, none of which names the file."""
+    try:
+        yield
+    except EOFError:
+        raise Unreadable(f"{path}: the gzip data is cut short (a truncated file?)") from None
+    except (gzip.BadGzipFile, zlib.error) as e:
+        raise Unreadable(f"{path}: not valid gzip data ({e})") from None
+    except OSError as e:
+        raise Unreadable(f"{path}: cannot read it ({e.strerror or e})") from None
 
 
 def open_lines(path: Path) -> Iterator[str]:
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
+    with _reading(path), opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
         for line in f:
             yield line.rstrip("\r\n")
 
 
 def fingerprint(path: Path) -> tuple[str, int]:
     """SHA-256 of the (decompressed) content and its number of lines: a file imported
-    once is known again even under another name or compressed differently."""
+    once is known again even under another name or compressed differently. Reading it
+    whole also proves it can be read to its end (Unreadable otherwise) before a line of
+    it is counted."""
     digest, lines = hashlib.sha256(), 0
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
+    with _reading(path), opener(path, "rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
             lines += chunk.count(b"\n")

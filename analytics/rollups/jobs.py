@@ -50,6 +50,8 @@ class Summary:
     day_cohorts: int = 0
     week_cohorts: int = 0
     periods: int = 0
+    first: date | None = None  # the days rolled up, once clipped to the ones that can be
+    last: date | None = None
 
 
 def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | None = None) -> Summary:
@@ -63,7 +65,7 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
         return Summary()
     days = days_between(start, end)
     with scratch(r, site.pk) as tmp:
-        summary = Summary(days=len(days))
+        summary = Summary(days=len(days), first=start, last=end)
         _store_days(site, day_metrics(r, info, days, tmp), today)
         _store_pages(r, site, days)
         _store_dimensions(r, site, days)

@@ -3,8 +3,12 @@
 Imports Apache/Nginx combined access logs (plain or .gz) into a site: each line with its
 own timestamp, static assets and bots skipped, through the same engine as the APIs, with
 a progress bar. A file already imported (same content) is skipped with a message, so
-importing twice changes no number. The imported days are rolled up at the end.
+importing twice changes no number. Every file is read to its end before any is counted,
+so a damaged one stops the import before it counts anything. Lines older than the site
+keeps, or later than the batch API would take (an hour ahead), are skipped and counted in
+the summary. The imported days are rolled up at the end.
 """
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -12,7 +16,7 @@ from django.db import IntegrityError, transaction
 from tqdm import tqdm
 
 from analytics import rollups
-from analytics.ingest import logs, record
+from analytics.ingest import logs, record, schemas
 from analytics.models import ImportedLog, Site
 from analytics.sites import SiteInfo
 from analytics.store.connection import get_redis
@@ -37,9 +41,12 @@ class Command(BaseCommand):
             raise CommandError(f"no such file: {', '.join(missing)}")
         info = SiteInfo.from_model(site_obj)
         r = get_redis()
-        first = last = None
-        for path in files:
-            sha, total = logs.fingerprint(path)
+        try:
+            prints = [(path, *logs.fingerprint(path)) for path in files]  # (all read whole before any is counted)
+        except logs.Unreadable as e:
+            raise CommandError(f"{e}; nothing was imported") from None
+        start = end = None  # the first and last local day of the lines counted
+        for path, sha, total in prints:
             if ImportedLog.objects.filter(site=site_obj, sha256=sha).exists():
                 self.stdout.write(f"{path}: already imported into {site_obj.domain} (same content); skipped.")
                 continue
@@ -47,19 +54,31 @@ class Command(BaseCommand):
             with tqdm(total=total, unit="line", unit_scale=True, desc=path.name, file=self.stderr._out) as bar:
                 batch = []
                 counted = 0
-                oldest = info.oldest_day()
-                for hit in logs.hits_from_lines(logs.open_lines(path), summary, info.domain):
-                    if hit.ts.astimezone(info.tz).date() < oldest:  # (never rolled up: see SiteInfo.oldest_day)
-                        summary.imported -= 1
-                        summary.too_old += 1
-                        continue
-                    batch.append(hit)
-                    if len(batch) >= BATCH:
-                        record(r, info, batch)
-                        batch = []
-                    if summary.lines - counted >= 5000:
-                        bar.update(summary.lines - counted)
-                        counted = summary.lines
+                oldest, latest = info.oldest_day(), schemas.latest_ts(datetime.now(UTC))
+                try:
+                    for hit in logs.hits_from_lines(logs.open_lines(path), summary, info.domain):
+                        day = hit.ts.astimezone(info.tz).date()
+                        if hit.ts > latest:  # (as the batch API: its keys would wait without expiry for that day)
+                            summary.imported -= 1
+                            summary.too_new += 1
+                            continue
+                        if day < oldest:  # (never rolled up: see SiteInfo.oldest_day)
+                            summary.imported -= 1
+                            summary.too_old += 1
+                            continue
+                        start, end = min(start or day, day), max(end or day, day)
+                        batch.append(hit)
+                        if len(batch) >= BATCH:
+                            record(r, info, batch)
+                            batch = []
+                        if summary.lines - counted >= 5000:
+                            bar.update(summary.lines - counted)
+                            counted = summary.lines
+                except logs.Unreadable as e:  # (it read whole a moment ago: it changed since)
+                    raise CommandError(
+                        f"{e}, after it was checked: did it change during the import? Lines counted from it before "
+                        f"line {summary.lines:,} stay counted, and importing it again would count them twice"
+                    ) from None
                 if batch:
                     record(r, info, batch)
                 bar.update(summary.lines - counted)
@@ -69,21 +88,19 @@ class Command(BaseCommand):
             except IntegrityError:  # imported concurrently by another run
                 pass
             self._report(path, summary)
-            if summary.first:
-                first = min(first or summary.first, summary.first)
-                last = max(last or summary.last, summary.last)
-        if first is None:
+        if start is None:
             return
-        start, end = first.astimezone(info.tz).date(), last.astimezone(info.tz).date()
         if no_rollup:
             self.stdout.write(f"Run `manage.py rollup --site {site_obj.domain} --from {start} --to {end}` to roll the imported days up.")
             return
         summary = rollups.rollup(r, site_obj, start, end)
-        self.stdout.write(f"Rolled up {summary.days} day(s), {start} to {end}.")
+        days = f", {summary.first} to {summary.last}" if summary.days else ""  # (a day still to come waits for the beat jobs)
+        self.stdout.write(f"Rolled up {summary.days} day(s){days}.")
 
     def _report(self, path, s: "logs.Summary"):
         bad = f" (first: line {', '.join(map(str, s.unparsable_lines))})" if s.unparsable_lines else ""
         self.stdout.write(
             f"{path}: {s.lines:,} lines: imported {s.imported:,} pageviews; skipped {s.static:,} static, "
-            f"{s.bots:,} bots, {s.not_pages:,} not page views, {s.too_old:,} older than the site keeps; unparsable {s.unparsable:,}{bad}."
+            f"{s.bots:,} bots, {s.not_pages:,} not page views, {s.too_old:,} older than the site keeps, "
+            f"{s.too_new:,} dated in the future (over an hour ahead); unparsable {s.unparsable:,}{bad}."
         )

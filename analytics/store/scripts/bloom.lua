@@ -13,18 +13,26 @@
 -- Atomic, so two requests adding the same new item count it once. An item is added to
 -- the newest sub-filter unless some sub-filter already holds it ("added" = at least one
 -- bit newly set); a full newest sub-filter gets a successor, or, when non-scaling, the
--- item is refused (-1). A filter keeps the shape it was made with.
+-- item is refused (-1). A filter keeps the shape it was made with. No filter grows past
+-- ARGV[7] bits, its sub-filters together: an item that would need that is refused (-2),
+-- and a filter whose first sub-filter alone is past it is never made (the caller checks
+-- the settings first; this holds even if it did not). A check of a filter that does not
+-- exist reads nothing and finds nothing.
 --
 -- KEYS[1]  string  the bits
 -- KEYS[2]  hash    the shape: capacity, error, expansion, nonscaling, filters, last, items
 -- ARGV[1]  "add" or "check"
 -- ARGV[2..5]  capacity, error rate, expansion, nonscaling ("1"/"0") for a new filter
 -- ARGV[6]  idle TTL in seconds (both keys), 0 for none
--- ARGV[7..]   item hashes, 32 hex digits each
+-- ARGV[7]  the most bits a filter may hold, all its sub-filters together
+-- ARGV[8..]   item hashes, 32 hex digits each
 --
 -- Returns one number per item: add: 1 added, 0 probably there already, -1 refused
--- (non-scaling filter full); check: 1 probably there, 0 certainly not.
+-- (non-scaling filter full), -2 refused (at the size limit); check: 1 probably there,
+-- 0 certainly not.
 local mode = ARGV[1]
+local max_bits = tonumber(ARGV[7])
+local FIRST_ITEM = 8
 local meta = redis.call('HMGET', KEYS[2], 'capacity', 'error', 'expansion', 'nonscaling', 'filters', 'last', 'items')
 local capacity, err, expansion, nonscaling, filters, last, items
 if meta[1] then
@@ -37,15 +45,26 @@ end
 
 local LN2 = math.log(2)
 local shapes, offset = {}, 0
-local function add_shape(j)
+local function shape_of(j)
   local n = capacity * expansion ^ j
   local p = err * 0.5 ^ (j + 1)
   local m = math.ceil(math.ceil(-n * math.log(p) / (LN2 * LN2)) / 8) * 8
-  local k = math.max(1, math.floor(m / n * LN2 + 0.5))
+  return n, m, math.max(1, math.floor(m / n * LN2 + 0.5))
+end
+local function add_shape(j)
+  local n, m, k = shape_of(j)
   shapes[j + 1] = {n = n, m = m, k = k, off = offset}
   offset = offset + m
 end
 for j = 0, filters - 1 do add_shape(j) end
+
+-- No filter to check (nothing seen), or none to make (its first sub-filter is past the
+-- limit; `not <=` refuses a NaN or infinite size too): nothing to read or write.
+if not meta[1] and (mode == 'check' or not (offset <= max_bits)) then
+  local answer, result = (mode == 'check') and 0 or -2, {}
+  for i = FIRST_ITEM, #ARGV do result[#result + 1] = answer end
+  return result
+end
 
 local function mod64(hex, m)
   local r = 0
@@ -90,7 +109,7 @@ local function allocate()
 end
 local grow = not meta[1] and mode == 'add'
 local result = {}
-for i = 7, #ARGV do
+for i = FIRST_ITEM, #ARGV do
   local h = ARGV[i]
   if present(h) then
     result[#result + 1] = (mode == 'add') and 0 or 1
@@ -99,6 +118,8 @@ for i = 7, #ARGV do
   else
     if last >= shapes[filters].n and nonscaling then
       result[#result + 1] = -1
+    elseif last >= shapes[filters].n and not (offset + select(2, shape_of(filters)) <= max_bits) then
+      result[#result + 1] = -2
     else
       if last >= shapes[filters].n then
         add_shape(filters)
