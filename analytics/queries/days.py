@@ -155,9 +155,9 @@ def aggregate(
             # Today so far against yesterday up to the same hour, where hours are kept.
             before.update(_yesterday_until_now(r, site))
             before["stickiness"] = _stickiness(before["dau"], before["mau"])  # (yesterday so far, as today)
+        comparable = comparable_metrics(site, compare, start, end)
         for metric in metrics:
-            comparable = metric in comparable_metrics(site, compare, start, end)
-            results[metric]["change"] = percent_change(now[metric], before[metric]) if comparable else None
+            results[metric]["change"] = percent_change(now[metric], before[metric]) if metric in comparable else None
     return results
 
 

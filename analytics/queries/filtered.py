@@ -68,10 +68,7 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
                 span = [day - timedelta(days=n) for n in range(window)]
                 if site.daily_salt or segment.estimated.intersection(span):
                     windows[day, metric] = span
-        if site.daily_salt:
-            exact_window_days = []
-        else:
-            exact_window_days = [day for day in window_days if (day, "mau") not in windows or (day, "wau") not in windows]
+        exact_window_days = [day for day in window_days if (day, "mau") not in windows or (day, "wau") not in windows]
         if len(exact_window_days) > 3:
             at.update(_queue_windows_doubling(pipe, segment, days_between(first, end), set(exact_window_days)))
         else:
