@@ -37,15 +37,27 @@ def bitmaps(r, site, day) -> list[str]:
     return [keys.active(site.pk, day), keys.new_visitors(site.pk, day), *(keys.dimension_bitmap(site.pk, day, f) for f in fields)]
 
 
+def worth_a_copy(value: bytes, used: int) -> bool:
+    """compact.lua's rule, the slow way."""
+    slack = used - len(value)
+    return slack >= MIN_SLACK_BYTES and slack >= MIN_SLACK_SHARE * len(value)
+
+
 def test_a_days_bitmaps_shrink_to_their_length_and_keep_every_bit(site, r):
+    """Valkey reserves room ahead of a growing bitmap (up to its length again), so some of
+    the day's bitmaps are worth a copy there; Redis 8.2 grows them to little more than
+    their length (measured: 2,500 bytes held in ~3,130), and there is nothing to copy."""
     day = day_of_new_visitors(r, site, 20_000)
     names = bitmaps(r, site, day)
     assert len(names) > 20
     r.expire(names[0], 3600)
     node = site_client(r, site.pk)
     before = {name: (r.get(name), node.memory_usage(name, samples=0)) for name in names}
+    worth = [name for name, (value, used) in before.items() if worth_a_copy(value, used)]
+    if node.info("server").get("server_name") == "valkey":
+        assert worth  # (24 of the 97, measured)
     copied, freed = compact_days(r, site.pk, [day])
-    assert copied > 0 and freed > 0
+    assert copied == len(worth) and (freed > 0) == bool(worth)
     for name in names:
         value, used = before[name]
         assert r.get(name) == value  # every bit as it was
@@ -63,10 +75,12 @@ def test_the_rollup_compacts_the_closed_days_it_rolls_and_counts_stay_exact(site
     names = bitmaps(r, site, day)
     counts = {name: r.bitcount(name) for name in names}
     node = site_client(r, site.pk)
-    used = sum(node.memory_usage(n, samples=0) for n in names)
+    before = {n: (r.get(n), node.memory_usage(n, samples=0)) for n in names}
+    used = sum(u for _, u in before.values())
     rollup(r, site, day, today)
     assert {name: r.bitcount(name) for name in names} == counts
-    assert sum(node.memory_usage(n, samples=0) for n in names) < used
+    after = sum(node.memory_usage(n, samples=0) for n in names)
+    assert after < used if any(worth_a_copy(*b) for b in before.values()) else after == used
     assert compact_days(r, site.pk, [day]) == (0, 0)  # the rollup did it
     assert compact_days(r, site.pk, [today])[0] > 0  # (not today's: they would grow their slack back)
 
