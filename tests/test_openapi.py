@@ -1,6 +1,12 @@
-"""The OpenAPI document is valid and covers every API route."""
+"""The OpenAPI document is valid, covers every API route, and says what the read API
+answers: real answers are checked against the documented ones."""
+import jsonschema
+import pytest
 from django.urls import get_resolver
 from openapi_spec_validator import validate
+
+from analytics.models import Funnel, Site
+from tests.test_api_filters import get, world  # noqa: F401 (a fixture)
 
 
 def test_it_is_a_valid_openapi_document(client):
@@ -23,3 +29,45 @@ def test_every_api_route_is_documented(client):
     documented = set(client.get("/api/v1/openapi.json").json()["paths"])
     api = {route for route in routes(get_resolver().url_patterns) if route.startswith("/api/")}
     assert api and api == documented
+
+
+# Real answers against the documented ones: every read endpoint's 200 schema lists its
+# keys and allows no others, so a key added to an answer must be documented, and a
+# documented key must be what the answer holds.
+ASKED = {
+    "timeseries": [{}, {"metrics": "visitors,visits,bounce_rate,visit_duration,views_per_visit"}, {"interval": "week"},
+                   {"interval": "month", "metrics": "visitors,new_visitors,bounce_rate"}, {"period": "day", "interval": "hour"},
+                   {"filters": "source==Google"}, {"compare": "previous_period"},
+                   {"filters": "source==Google;country!=FR", "compare": "year", "metrics": "visitors,visits"}],
+    "aggregate": [{}, {"compare": "previous_period"}, {"period": "day", "compare": "previous_period"}, {"filters": "source==Google"},
+                  {"filters": "country==DE;country==DE", "compare": "year"}],
+    "breakdown": [{"property": "source"}, {"property": "country", "metrics": "visitors,bounce_rate"}, {"property": "page"},
+                  {"property": "goal"}, {"property": "event:props:plan"}, {"property": "exit_page"},
+                  {"property": "source", "filters": "country==DE"}, {"property": "page", "filters": "source!=Google"},
+                  {"property": "goal", "filters": "source==Google"}],
+    "pages": [{}, {"filters": "source==Google"}],
+    "retention": [{}, {"unit": "week"}, {"filters": "source==Google"}],
+    "funnel": [{"funnel": "Tour"}, {"funnel": "Tour", "filters": "country==DE"}],
+    "realtime": [{}],
+}
+
+
+def documented(spec, path: str) -> jsonschema.Draft202012Validator:
+    schema = spec["paths"][f"/api/v1/stats/{path}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    return jsonschema.Draft202012Validator({**schema, "components": spec["components"]})
+
+
+@pytest.mark.parametrize("path", ASKED)
+def test_read_answers_have_exactly_the_documented_keys(world, client, path):
+    key, _, days = world
+    site = Site.objects.get(domain="example.com")
+    Funnel.objects.create(site=site, name="Tour", steps="/\n/pricing")
+    spec = client.get("/api/v1/openapi.json").json()
+    validator = documented(spec, path)
+    span = {"from": days[0].isoformat(), "to": days[-1].isoformat()}
+    for params in ASKED[path]:
+        asked = params if "period" in params else {**span, **params}
+        response = get(client, key, path, **asked)
+        assert response.status_code == 200, (params, response.content)
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(response.json())]
+        assert not errors, (params, errors[:5])

@@ -61,6 +61,30 @@ INGEST_ERRORS = {
     "429": {**_error("Over a rate limit (per client IP, or the site's); nothing was counted."), "headers": RETRY_AFTER},
     "503": _error("Redis is unavailable and the local spool could not be written; retry later."),
 }
+
+PERIOD_ANSWER = {"site": {"type": "string"}, "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}}
+FILTERED_ANSWER = {
+    "filters": {
+        "type": "string",
+        "description": "With `filters` (the funnel: always): the filters as applied, `;`-separated (duplicates kept once, "
+        "Plausible's prefixes dropped; \"\" for none).",
+    },
+    "estimate": {
+        "type": "boolean",
+        "description": "With `filters` (the funnel: always): true when a number in the answer is an estimate (a value had no "
+        "visitor bitmap on a day of the range, so HyperLogLogs answer for it).",
+    },
+}
+ROW_ESTIMATE = {"type": "boolean", "const": True, "description": "Present (true) on a row whose visitors are an estimate."}
+
+
+def _answer(description: str, properties: dict, required=("site", "from", "to")) -> dict:
+    """A 200 answer whose body has these keys and no others (tests/test_openapi.py checks
+    real answers against it)."""
+    schema = {"type": "object", "additionalProperties": False, "required": list(required), "properties": properties}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
 SEEN_BODY = {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}}}
 SEEN_ERRORS = {
     "400": _error("Empty user, items not a list of strings, ..."),
@@ -157,8 +181,18 @@ DOCUMENT = {
                     "file_url": {"type": "string"},
                 },
             },
+            "SeriesRow": {
+                "type": "object",
+                "required": ["date"],
+                "description": "{date, <metric>: number, or null where it has no value (hours to come; a visit metric under "
+                "several filters)}.",
+                "properties": {"date": {"type": "string", "description": "YYYY-MM-DD (the week's Monday, the month's first day) "
+                                                                       "or YYYY-MM-DDTHH:00."}},
+                "additionalProperties": {"type": ["number", "null"]},
+            },
             "Cohort": {
                 "type": "object",
+                "additionalProperties": False,
                 "properties": {
                     "cohort": {"type": "string", "format": "date"},
                     "size": {"type": "integer"},
@@ -260,23 +294,26 @@ DOCUMENT = {
                     ),
                 ],
                 "responses": {
-                    "200": {
-                        "description": "One row per period, zeros included.",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "properties": {
-                                        "site": {"type": "string"},
-                                        "from": {"type": "string", "format": "date"},
-                                        "to": {"type": "string", "format": "date"},
-                                        "interval": {"type": "string"},
-                                        "results": {"type": "array", "items": {"type": "object", "additionalProperties": {"type": ["number", "string", "null"]}}},
-                                    },
-                                }
-                            }
+                    "200": _answer(
+                        "One row per period, zeros included.",
+                        {
+                            **PERIOD_ANSWER,
+                            "interval": {"type": "string", "enum": ["hour", "day", "week", "month"]},
+                            **FILTERED_ANSWER,
+                            "comparison": {
+                                "type": "object",
+                                "description": "With `compare`: the same rows over the period compared with.",
+                                "required": ["from", "to", "results"],
+                                "properties": {
+                                    "from": {"type": "string", "format": "date"},
+                                    "to": {"type": "string", "format": "date"},
+                                    "results": {"type": "array", "items": {"$ref": "#/components/schemas/SeriesRow"}},
+                                },
+                            },
+                            "results": {"type": "array", "items": {"$ref": "#/components/schemas/SeriesRow"}},
                         },
-                    },
+                        ("site", "from", "to", "interval", "results"),
+                    ),
                     **READ_ERRORS,
                 },
             }
@@ -308,32 +345,32 @@ DOCUMENT = {
                     ),
                 ],
                 "responses": {
-                    "200": {
-                        "description": "{metric: {value, change?}}",
-                        "content": {
-                            "application/json": {
-                                "schema": {
+                    "200": _answer(
+                        "{metric: {value, change?}}",
+                        {
+                            **PERIOD_ANSWER,
+                            **FILTERED_ANSWER,
+                            "compared": {
+                                "type": "object",
+                                "description": "With `compare`: the dates compared with.",
+                                "required": ["from", "to"],
+                                "properties": {"from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}},
+                            },
+                            "results": {
+                                "type": "object",
+                                "additionalProperties": {
                                     "type": "object",
+                                    "required": ["value"],
+                                    "additionalProperties": False,
                                     "properties": {
-                                        "site": {"type": "string"},
-                                        "from": {"type": "string", "format": "date"},
-                                        "to": {"type": "string", "format": "date"},
-                                        "results": {
-                                            "type": "object",
-                                            "additionalProperties": {
-                                                "type": "object",
-                                                "required": ["value"],
-                                                "properties": {
-                                                    "value": {"type": ["number", "null"]},
-                                                    "change": {"type": ["number", "null"]},
-                                                },
-                                            },
-                                        },
+                                        "value": {"type": ["number", "null"]},
+                                        "change": {"type": ["number", "null"], "description": "With `compare`: percent."},
                                     },
-                                }
-                            }
+                                },
+                            },
                         },
-                    },
+                        ("site", "from", "to", "results"),
+                    ),
                     **READ_ERRORS,
                 },
             }
@@ -352,16 +389,18 @@ DOCUMENT = {
                 "security": [{"apiKey": []}],
                 "parameters": [SITE, *RANGE, FILTERS, _param("funnel", "The funnel's name.", {"type": "string"}, required=True)],
                 "responses": {
-                    "200": {
-                        "description": "{funnel, filters, estimate, steps: [{step, visitors, conversion_rate, dropoff}]}",
-                        "content": {"application/json": {"schema": {"type": "object", "properties": {
+                    "200": _answer(
+                        "Each step's visitors, in order.",
+                        {
+                            **PERIOD_ANSWER,
                             "funnel": {"type": "string"},
-                            "estimate": {"type": "boolean"},
-                            "steps": {"type": "array", "items": {"type": "object", "properties": {
+                            **FILTERED_ANSWER,
+                            "steps": {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {
                                 "step": {"type": "string"}, "visitors": {"type": "integer"},
                                 "conversion_rate": {"type": "number"}, "dropoff": {"type": "integer"}}}},
-                        }}}},
-                    },
+                        },
+                        ("site", "from", "to", "funnel", "filters", "estimate", "steps"),
+                    ),
                     **READ_ERRORS,
                 },
             }
@@ -414,25 +453,22 @@ DOCUMENT = {
                     ),
                 ],
                 "responses": {
-                    "200": {
-                        "description": "One page of rows, and how many rows there are in all (`total`: those `search` kept).",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "properties": {
-                                        "site": {"type": "string"},
-                                        "from": {"type": "string", "format": "date"},
-                                        "to": {"type": "string", "format": "date"},
-                                        "property": {"type": "string"},
-                                        "page": {"type": "integer"},
-                                        "total": {"type": "integer"},
-                                        "results": {"type": "array", "items": {"type": "object"}},
-                                    },
-                                }
-                            }
+                    "200": _answer(
+                        "One page of rows, and how many rows there are in all (`total`: those `search` kept).",
+                        {
+                            **PERIOD_ANSWER,
+                            "property": {"type": "string"},
+                            "page": {"type": "integer"},
+                            **FILTERED_ANSWER,
+                            "total": {"type": "integer"},
+                            "results": {"type": "array", "items": {
+                                "type": "object",
+                                "description": "{<property>: value, <metric>: number or null, ...}; `revenue`: {currency: amount}.",
+                                "properties": {"estimate": ROW_ESTIMATE},
+                            }},
                         },
-                    },
+                        ("site", "from", "to", "property", "page", "total", "results"),
+                    ),
                     **READ_ERRORS,
                 },
             }
@@ -480,25 +516,18 @@ DOCUMENT = {
                 "security": [{"apiKey": []}],
                 "parameters": [SITE, *RANGE, FILTERS, _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10})],
                 "responses": {
-                    "200": {
-                        "description": (
-                            "Pages with visitors (a union over the range: exact for a page with a visitor bitmap every "
-                            "day it had visitors, else HLL) and pageviews."
-                        ),
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "properties": {
-                                        "results": {
-                                            "type": "array",
-                                            "items": {"type": "object", "properties": {"page": {"type": "string"}, "visitors": {"type": "integer"}, "pageviews": {"type": "integer"}}},
-                                        }
-                                    },
-                                }
-                            }
+                    "200": _answer(
+                        "Pages with visitors (a union over the range: exact for a page with a visitor bitmap every day it had "
+                        "visitors, else HLL) and pageviews (null under filters: they are counted per page, not per audience).",
+                        {
+                            **PERIOD_ANSWER,
+                            **FILTERED_ANSWER,
+                            "results": {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {
+                                "page": {"type": "string"}, "visitors": {"type": "integer"},
+                                "pageviews": {"type": ["integer", "null"]}, "estimate": ROW_ESTIMATE}}},
                         },
-                    },
+                        ("site", "from", "to", "results"),
+                    ),
                     **READ_ERRORS,
                 },
             }
@@ -515,22 +544,17 @@ DOCUMENT = {
                     _param("periods", f"Largest n in retained (at most {DAY_PERIODS} days or {WEEK_PERIODS} weeks).", {"type": "integer", "minimum": 0, "maximum": DAY_PERIODS}),
                 ],
                 "responses": {
-                    "200": {
-                        "description": "Cohort = visitors first seen that day (week); retained[n] = of them, active n days (weeks) later.",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "properties": {
-                                        "site": {"type": "string"},
-                                        "unit": {"type": "string"},
-                                        "periods": {"type": "integer"},
-                                        "cohorts": {"type": "array", "items": {"$ref": "#/components/schemas/Cohort"}},
-                                    },
-                                }
-                            }
+                    "200": _answer(
+                        "Cohort = visitors first seen that day (week); retained[n] = of them, active n days (weeks) later.",
+                        {
+                            **PERIOD_ANSWER,
+                            "unit": {"type": "string", "enum": ["day", "week"]},
+                            "periods": {"type": "integer"},
+                            **FILTERED_ANSWER,
+                            "cohorts": {"type": "array", "items": {"$ref": "#/components/schemas/Cohort"}},
                         },
-                    },
+                        ("site", "from", "to", "unit", "periods", "cohorts"),
+                    ),
                     **READ_ERRORS,
                 },
             }
@@ -541,14 +565,11 @@ DOCUMENT = {
                 "security": [{"apiKey": []}],
                 "parameters": [SITE],
                 "responses": {
-                    "200": {
-                        "description": "Union of the per-minute HLLs.",
-                        "content": {
-                            "application/json": {
-                                "schema": {"type": "object", "properties": {"site": {"type": "string"}, "visitors": {"type": "integer"}, "minutes": {"type": "integer"}}}
-                            }
-                        },
-                    },
+                    "200": _answer(
+                        "Union of the per-minute HLLs.",
+                        {"site": {"type": "string"}, "visitors": {"type": "integer"}, "minutes": {"type": "integer"}},
+                        ("site", "visitors", "minutes"),
+                    ),
                     **READ_ERRORS,
                 },
             }
