@@ -4,11 +4,13 @@ Its counters, bitmaps, visitor ids and filters have no expiry until a rollup giv
 and a deleted site is never rolled up again, so they would stay forever. The purge runs
 once the delete is committed (a delete rolled back keeps its data), by whatever deleted the
 row: `Site.delete()`, the admin's delete page and its bulk action, `purgesite
---delete-site`. It is SCAN + UNLINK in batches (analytics.keybrowser.purge); if Redis
-fails then, the delete stands and a warning names `manage.py purgesite --site-id N`.
+--delete-site`. It is SCAN + UNLINK in batches (analytics.keybrowser.purge), in a Celery
+task: SCAN walks the whole keyspace of the site's server, seconds for a big one, which a
+delete request should not wait for. With the broker out, the request purges itself. If
+Redis fails, the delete stands and a warning names `manage.py purgesite --site-id N`.
 
 Other processes keep a site's settings for up to CACHE_SECONDS (analytics.sites) and may
-count its events meanwhile, so a Celery task purges once more LATE_PURGE_SECONDS later.
+count its events meanwhile, so the task runs once more LATE_PURGE_SECONDS later.
 """
 import logging
 
@@ -27,11 +29,15 @@ LATE_PURGE_SECONDS = 3 * CACHE_SECONDS
 
 
 def purge_now_and_later(site_id: int, domain: str):
-    if keybrowser.purge_deleted(get_redis(), site_id, domain) is None:
+    try:
+        tasks.purge_deleted_site.delay(site_id, domain)
+    except OperationalError as e:
+        log.warning("the broker is out (%s): deleted site %s (id %s) purged in the request, once", e, domain, site_id)
+        keybrowser.purge_deleted(get_redis(), site_id, domain)
         return
     try:
-        tasks.purge_deleted_site.apply_async((site_id,), countdown=LATE_PURGE_SECONDS)
-    except OperationalError as e:  # (the broker is out: the keys went already, this pass is a safeguard)
+        tasks.purge_deleted_site.apply_async((site_id, domain), countdown=LATE_PURGE_SECONDS)
+    except OperationalError as e:  # (the broker went out in between: the first pass is queued)
         log.warning("no second purge of deleted site %s (id %s) scheduled: %s", domain, site_id, e)
 
 

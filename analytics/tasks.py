@@ -64,8 +64,8 @@ def replay_spool():
 
 
 @shared_task(ignore_result=True)
-def purge_deleted_site(site_id: int):
-    """A deleted site's keys once more (analytics.site_deletion says why); never a site
-    whose row is there."""
+def purge_deleted_site(site_id: int, domain: str = ""):
+    """A deleted site's keys, right after the delete and once more later
+    (analytics.site_deletion says why); never a site whose row is there."""
     if not Site.objects.filter(pk=site_id).exists():
-        keybrowser.purge_deleted(get_redis(), site_id)
+        keybrowser.purge_deleted(get_redis(), site_id, domain)

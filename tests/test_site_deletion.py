@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from analytics.models import Goal, Site
-from analytics.store import connection
+from analytics.store import connection, keys
 from tests.redis_server import free_port
 
 
@@ -113,3 +113,46 @@ def test_the_late_pass_leaves_a_live_site_alone(two_sites, r):
     _, kept, theirs = two_sites
     tasks.purge_deleted_site(kept.pk)
     assert site_keys(r, kept.pk) == theirs
+
+
+def test_the_delete_request_queues_the_purge_and_a_worker_does_it(two_sites, r, redis_server, eager_celery, django_capture_on_commit_callbacks):
+    """SCAN walks the site's whole server: a big keyspace takes seconds, so the delete only
+    queues the purge (now, and once more later) and answers."""
+    import redis
+
+    from analytics import tasks
+
+    gone, kept, theirs = two_sites
+    gone_id, mine = gone.pk, site_keys(r, gone.pk)
+    broker = redis.Redis.from_url(redis_server.url)
+    queued = broker.llen("celery")
+    eager_celery.conf.task_always_eager = False
+    with django_capture_on_commit_callbacks(execute=True):
+        gone.delete()
+    pinned = keys.pinned_fields(gone_id).encode()  # (the goal's delete, cascaded, empties it)
+    assert site_keys(r, gone_id) == mine - {pinned}  # (nothing purged in the request)
+    bodies = [json.loads(m) for m in broker.lrange("celery", 0, -1)[: broker.llen("celery") - queued]]
+    assert sorted(b["headers"]["task"] for b in bodies) == ["analytics.tasks.purge_deleted_site"] * 2
+    assert sum(1 for b in bodies if b["headers"].get("eta")) == 1  # (the second pass, later)
+    broker.delete("celery")
+    tasks.purge_deleted_site(gone_id, "gone.example")  # (what the worker runs)
+    assert site_keys(r, gone_id) == set() and site_keys(r, kept.pk) == theirs
+
+
+def test_with_the_broker_out_the_request_purges_itself(two_sites, r, eager_celery, caplog, django_capture_on_commit_callbacks):
+    gone, kept, theirs = two_sites
+    gone_id = gone.pk
+    def connect_to(url):  # (the app keeps its connections in pools made for one broker)
+        eager_celery.conf.broker_url = url
+        eager_celery._pool, eager_celery.amqp._producer_pool = None, None
+
+    url = eager_celery.conf.broker_url
+    eager_celery.conf.task_always_eager = False
+    connect_to(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+    try:
+        with caplog.at_level(logging.WARNING), django_capture_on_commit_callbacks(execute=True):
+            gone.delete()
+    finally:
+        connect_to(url)
+    assert "the broker is out" in caplog.text
+    assert site_keys(r, gone_id) == set() and site_keys(r, kept.pk) == theirs
