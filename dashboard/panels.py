@@ -93,6 +93,15 @@ def panel_rows(prop: Property, rows: list[dict], view=None) -> list[dict]:
     ]
 
 
+def empty_note(prop: Property, rows: list) -> str:
+    """Why a list is empty, where the reason is known ("": no reason to give). Regions and
+    cities without a city database: the list is empty because the server does not look
+    them up; cities kept from a time it did are still listed (then there are rows)."""
+    if not rows and prop.key in queries.CITY_PROPERTIES and not queries.city_database():
+        return queries.NO_CITY_DATABASE + "."
+    return ""
+
+
 def fetch(r, info, start, end, prop: Property, limit: int = PANEL_ROWS, page: int = 1, search: str = "") -> tuple[list[dict], int]:
     """One page of a property's rows, most visitors first, and how many there are in all."""
     if prop.key != "page":

@@ -274,6 +274,7 @@ def breakdown(request, site, info, base, shared):
         "metric": prop.metric,
         "path": prop.path,
         "rows": panels.panel_rows(prop, rows, view),
+        "empty": panels.empty_note(prop, rows),
         "total": total,
         "estimate": estimate,
         "details": details_url(base, prop.key, view),
@@ -376,5 +377,6 @@ def _details(request, site, info, base, prop):
         "total": total,
         "first_rank": (number - 1) * panels.DETAILS_ROWS + 1,
         "capped": prop.key == "page" and total >= panels.MAX_PAGES_LISTED and not search,
+        "empty": "" if search else panels.empty_note(prop, rows),
     }
     return render(request, "dashboard/details.html", context)

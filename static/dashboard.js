@@ -50,7 +50,7 @@
     if (!body.rows.length) {
       var none = document.createElement("li");
       none.className = "empty";
-      none.textContent = "No data for this period";
+      none.textContent = body.empty || "No data for this period";  // (or why: regions and cities need a city database)
       rows.appendChild(none);
     }
     list.replaceChildren(head, rows);

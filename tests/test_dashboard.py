@@ -362,6 +362,21 @@ def test_the_breakdown_endpoint_lists_a_tab(client, sources_site, owner):
     assert bad.status_code == 400 and "property must be one of" in bad.json()["error"]
 
 
+def test_regions_and_cities_without_a_city_database_say_what_they_need(client, sources_site, owner, settings):
+    """An empty Regions or Cities tab read "No data for this period", as if no visitor had a
+    city: without a city database it says why, on the tab and on its Details page."""
+    settings.GEO_CITY_DB = ""
+    client.force_login(owner)
+    for prop in ("region", "city"):
+        body = client.get("/dashboard/example.com/breakdown", {"property": prop, "period": "7d"}).json()
+        assert body["rows"] == [] and body["empty"].startswith("Regions and cities need a city database: set TALLY_GEO_CITY_DB to")
+        html = client.get(f"/dashboard/example.com/details/{prop}", {"period": "7d"}).content.decode()
+        assert "Regions and cities need a city database: set TALLY_GEO_CITY_DB" in html
+    assert client.get("/dashboard/example.com/breakdown", {"property": "utm_term", "period": "7d"}).json()["empty"] == ""  # (no data: no reason)
+    settings.GEO_CITY_DB = "/var/lib/geo/city.mmdb"  # configured: an empty list is just empty
+    assert client.get("/dashboard/example.com/breakdown", {"property": "city", "period": "7d"}).json()["empty"] == ""
+
+
 def test_details_pages_through_every_value_and_searches(client, make_site, r, owner):
     site, _ = make_site()
     site.owners.add(owner)

@@ -111,3 +111,38 @@ def test_cities_of_one_name_in_different_places_stay_apart(client, make_site, r,
         assert r.zcard(keys.places(site.id, day.date())) == 2
     finally:
         geo.reset()
+
+
+def test_near_without_a_city_database_is_a_409_naming_the_setting(client, make_site, r, settings):
+    """It answered 200 {"visitors": 0}, which reads as "nobody came from there"."""
+    settings.GEO_CITY_DB = ""
+    site, key = make_site()
+    answer = client.get("/api/v1/stats/near", {"site": "example.com", "lat": 52.52, "lon": 13.405, "km": 50},
+                        HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert answer.status_code == 409 and answer["Content-Type"] == "application/json"
+    assert "TALLY_GEO_CITY_DB" in answer.json()["error"] and ".mmdb" in answer.json()["error"]
+    documented = client.get("/api/v1/openapi.json").json()["paths"]["/api/v1/stats/near"]["get"]["responses"]
+    assert "TALLY_GEO_CITY_DB" in documented["409"]["description"]
+
+
+def test_cities_stored_with_a_city_database_stay_readable_without_it(client, make_site, r, city_db, settings, admin_client):
+    """A city database removed later: the cities it placed are still counted, listed and
+    found near a place; a range without any is a 409 (and the tab's hint) again."""
+    site, key = make_site()
+    day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    events = [{"url": "https://example.com/", "ts": (day + timedelta(minutes=n)).isoformat(), "visitor": f"v{n}",
+               "ip": f"{NETS['Berlin']}.{n + 1}"} for n in range(5)]
+    client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    settings.GEO_CITY_DB = ""
+    geo.reset()
+    when = {"from": day.date().isoformat(), "to": day.date().isoformat()}
+    near = client.get("/api/v1/stats/near", {"site": "example.com", **when, "lat": 52.5, "lon": 13.4, "km": 10},
+                      HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert near.status_code == 200 and near.json()["visitors"] == 5 and near.json()["cities"][0]["city"] == "Berlin, DE-BE"
+    tab = admin_client.get("/dashboard/example.com/breakdown", {"property": "city", "period": "custom", **when}).json()
+    assert [row["name"] for row in tab["rows"]] == ["Berlin, DE-BE"] and tab["empty"] == ""
+    before = (day - timedelta(days=5)).date().isoformat()
+    assert client.get("/api/v1/stats/near", {"site": "example.com", "from": before, "to": before, "lat": 52.5, "lon": 13.4, "km": 10},
+                      HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 409
+    tab = admin_client.get("/dashboard/example.com/breakdown", {"property": "city", "period": "custom", "from": before, "to": before}).json()
+    assert tab["rows"] == [] and "TALLY_GEO_CITY_DB" in tab["empty"]

@@ -477,7 +477,8 @@ DOCUMENT = {
             "get": {
                 "summary": "Visitors within some distance of a place (with a city database)",
                 "description": (
-                    "Needs TALLY_GEO_CITY_DB. Ingest keeps each day's cities at the city database's coordinates for the city "
+                    "Needs TALLY_GEO_CITY_DB (without it: 409, unless the range has cities stored while one was set). "
+                    "Ingest keeps each day's cities at the city database's coordinates for the city "
                     "(never a visitor's own position); this finds the cities within `km` of the point (GEOSEARCH) and counts "
                     "their visitors over the range as one union (HyperLogLog, ±0.81%). Cities past a day's quota of values "
                     "are not placed."
@@ -507,6 +508,10 @@ DOCUMENT = {
                         },
                     },
                     **READ_ERRORS,
+                    "409": _error(
+                        "No city database is configured (TALLY_GEO_CITY_DB is not set) and the range has no cities stored "
+                        "from a time one was; the message names the setting."
+                    ),
                 },
             }
         },

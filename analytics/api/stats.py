@@ -217,14 +217,19 @@ def funnel(request):
 @methods("GET")
 @json_errors
 def near(request):
-    """Visitors within `km` of a place (needs a city database: TALLY_GEO_CITY_DB)."""
+    """Visitors within `km` of a place (needs a city database: TALLY_GEO_CITY_DB). Without
+    one, a 409 says so, unless the range has cities stored while one was configured: an
+    empty answer would read as "nobody came from there"."""
     site = site_param(request)
     start, end = date_range(request, site)
     _no_filters(request, "near")
     latitude = float_param(request, "lat", -85.05, 85.05)
     longitude = float_param(request, "lon", -180.0, 180.0)
     km = float_param(request, "km", 0.001, 20_000.0)
-    result = queries.visitors_near(get_redis(), site, start, end, longitude, latitude, km)
+    r = get_redis()
+    if not queries.city_database() and not queries.cities_stored(r, site, start, end):
+        raise ApiError(409, f"near: no city database on this server. {queries.NO_CITY_DATABASE}")
+    result = queries.visitors_near(r, site, start, end, longitude, latitude, km)
     return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "lat": latitude, "lon": longitude,
                           "km": km, **result})
 

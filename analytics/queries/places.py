@@ -1,15 +1,34 @@
 """Visitors within some distance of a place, from the day GEO sets of cities ingest keeps
 when a city database is configured: the cities in the circle (GEOSEARCH), then the union of
 those cities' visitor HLLs over the range (an estimate, ±0.81%). Only cities are placed,
-at their own coordinates, never a visitor's."""
+at their own coordinates, never a visitor's.
+
+Without a city database (settings.GEO_CITY_DB) ingest knows countries only: regions, cities
+and places stay empty, and the readers say why (NO_CITY_DATABASE) rather than show nothing.
+Cities stored while one was configured stay readable after it is removed."""
 from datetime import date
 
 import redis
+from django.conf import settings
 
 from .. import dimensions
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
+
+CITY_PROPERTIES = ("region", "city")  # the visit dimensions only a city database fills
+NO_CITY_DATABASE = ("Regions and cities need a city database: set TALLY_GEO_CITY_DB to a MaxMind GeoLite2-City "
+                    "or DB-IP city-lite .mmdb file")
+
+
+def city_database() -> bool:
+    """Is a city database configured (so regions, cities and places are recorded)?"""
+    return bool(settings.GEO_CITY_DB)
+
+
+def cities_stored(r: redis.Redis, site: SiteInfo, start: date, end: date) -> bool:
+    """Were any cities placed on a day of the range (perhaps while a city database was set)?"""
+    return bool(r.exists(*(keys.places(site.id, day) for day in days_between(start, end))))
 
 
 def visitors_near(r: redis.Redis, site: SiteInfo, start: date, end: date, longitude: float, latitude: float, km: float) -> dict:
