@@ -37,8 +37,8 @@ def figure(data: list[dict], **layout) -> dict:
 
 def visitors(rows: list[dict], hourly: bool = False, compared: list[dict] | None = None, compared_label: str = "") -> dict:
     """Visitors and pageviews per day, or per hour (rows dated YYYY-MM-DDTHH:00); with
-    `compared`, the compared period's visitors as a dashed line over the same days (day n
-    of the period over day n of this one; its own dates in the hover)."""
+    `compared`, the compared period's visitors as a dashed line over the same days or hours
+    (row n of the period over row n of this one; its own dates in the hover)."""
     dates = [row["date"] for row in rows]
     axis = dict(LAYOUT["xaxis"], tickformat="%H:%M", dtick=3 * 3600 * 1000) if hourly else LAYOUT["xaxis"]
     traces = [
@@ -48,7 +48,7 @@ def visitors(rows: list[dict], hourly: bool = False, compared: list[dict] | None
     if compared:
         shown = compared[: len(dates)]
         traces.append(dict(type="scatter", x=dates[: len(shown)], y=[row["visitors"] for row in shown], name=f"Visitors, {compared_label}",
-                           mode="lines", line=dict(color=ACCENT, width=1.5, dash="dot"), customdata=[row["date"] for row in shown],
+                           mode="lines", line=dict(color=ACCENT, width=1.5, dash="dot"), customdata=[row["date"].replace("T", " ") for row in shown],
                            hovertemplate="%{customdata}: %{y:,}<extra>" + escape(compared_label) + "</extra>"))
     return figure(traces, xaxis=axis)
 

@@ -137,9 +137,8 @@ def _numbers(r, info, site, period, view) -> dict:
     else:
         active_rows = rows
     figures = {
-        "visitors": charts.visitors(queries.hourly(r, info, period.start, period.end), hourly=True)
-        if hourly
-        else charts.visitors(rows, compared=_compared_rows(r, info, period, view), compared_label=view.compare_label),
+        "visitors": charts.visitors(queries.hourly(r, info, period.start, period.end) if hourly else rows, hourly=hourly,
+                                    compared=_compared_rows(r, info, period, view, hourly), compared_label=view.compare_label),
         "actives": charts.actives(active_rows),
         "retention-day": charts.retention(retention_day, "day"),
         "retention-week": charts.retention(retention_week, "week"),
@@ -198,9 +197,11 @@ def _filtered_numbers(r, info, site, period, view) -> dict:
             "actives_note": "last 30 days" if period.days < 30 else "", "estimate": estimate or estimated}
 
 
-def _compared_rows(r, info, period, view) -> list[dict]:
-    """The compared period's days (the view's comparison, its filters), for the chart."""
+def _compared_rows(r, info, period, view, hourly: bool = False) -> list[dict]:
+    """The compared period's days, or hours (the view's comparison, its filters), for the chart."""
     start, end = queries.previous(view.compare, period.start, period.end)
+    if hourly:  # (unfiltered only: filters count visitors by day)
+        return queries.hourly(r, info, start, end)
     if view.filters:
         values, _ = queries.filtered.daily_values(r, info, view.filters, start, end, windows=False)
     else:

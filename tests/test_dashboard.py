@@ -481,3 +481,25 @@ def test_the_visitors_chart_draws_the_compared_period_beside_this_one(client, da
     # the days before hold the site's visits of 7-9 days ago: the previous week is not empty
     traces = client.get("/dashboard/example.com/", {"period": "7d"}).context["figures"]["visitors"]["data"]
     assert sum(traces[2]["y"]) > 0
+
+
+def test_the_hourly_chart_draws_the_compared_period_by_the_hour(client, data_site, owner):
+    """Today and Yesterday (by the hour) had no compare line; the daily chart had one. Its
+    points are the read API's hourly comparison."""
+    site, key = data_site
+    client.force_login(owner)
+    today = SiteInfo.from_model(site).today()
+    lines = {}
+    for params, label, compared in (({"period": "today"}, "Visitors, previous period", today - timedelta(days=1)),
+                                    ({"period": "yesterday", "compare": "year"}, "Visitors, last year", None)):
+        response = client.get("/dashboard/example.com/", params)
+        period = response.context["period"]
+        traces = response.context["figures"]["visitors"]["data"]
+        line = lines[label] = next(t for t in traces if t["name"] == label)
+        assert len(line["x"]) == 24 and line["x"] == traces[1]["x"]  # over this day's hours
+        compared = compared or period.start.replace(year=period.start.year - 1)
+        assert (line["customdata"][0], line["customdata"][-1]) == (f"{compared} 00:00", f"{compared} 23:00")
+        api = client.get("/api/v1/stats/timeseries", {"site": "example.com", "from": period.start, "to": period.end, "interval": "hour",
+                         "compare": params.get("compare", "previous_period")}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        assert line["y"] == [row["visitors"] for row in api["comparison"]["results"]]
+    assert sum(lines["Visitors, previous period"]["y"]) > 0 and sum(lines["Visitors, last year"]["y"]) == 0  # yesterday had visits
