@@ -12,6 +12,12 @@
       // Phones: one short line a cell (the share), readable, instead of "12.5%<br>1234" at 6 px.
       figure.data.forEach(function (trace) { trace.text = trace.customdata; trace.textfont = { size: 10 }; });
     }
+    if (window.innerWidth < 600 && figure.data.length > 1) {
+      // Phones: the legend in rows under the plot (above it, wrapped, it covered the lines),
+      // and the figure taller by about what the legend takes.
+      figure.layout.legend = Object.assign({}, figure.layout.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.2, yanchor: "top" });
+      figure.layout.height = (figure.layout.height || 300) + 20 * figure.data.length;
+    }
     if (id === "chart-map") figure.layout.height = Math.min(300, Math.round(el.clientWidth * 0.55));  // the world is twice as wide as high
     Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra));
   }

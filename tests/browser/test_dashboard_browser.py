@@ -126,6 +126,29 @@ def test_it_fits_a_phone(dashboard, context):
     assert cells and all(re.fullmatch(r"\d+%", t) for t in cells), [t for t in cells if not re.fullmatch(r"\d+%", t)][:5]  # shares only
 
 
+def test_on_a_phone_the_legends_sit_under_their_plots(dashboard):
+    """At 390 px the legends above the plots wrapped into the lines (three entries with the
+    compared period's); on phones they go under the plot and its dates, on a laptop above."""
+    page, problems, site, info = dashboard
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 844})
+        page.goto(page.url.split("?")[0] + "?period=30d")
+        charts_drawn(page)
+        for chart in ("visitors", "actives"):
+            def boxes(selector):
+                return [t.bounding_box() for t in page.locator(f"#chart-{chart} {selector}").all()]
+
+            names, dates = boxes("g.legend text"), boxes("g.xtick text")
+            plot = page.locator(f"#chart-{chart} .nsewdrag").bounding_box()
+            if width < 600:
+                top, bottom = min(b["y"] for b in names), max(b["y"] + b["height"] for b in dates)
+                assert top >= bottom >= plot["y"] + plot["height"], (chart, top, bottom, plot)
+            else:
+                assert max(b["y"] + b["height"] for b in names) <= plot["y"], (chart, names, plot)
+    assert page.locator("#chart-visitors g.legend .traces").count() == 3  # (pageviews, visitors, the previous period's)
+    assert problems == []
+
+
 def test_exports_download_and_big_ones_show_progress(dashboard):
     page, problems, site, info = dashboard
     page.goto(page.url.split("?")[0] + "?period=7d")
