@@ -54,12 +54,17 @@ def visitors(rows: list[dict], hourly: bool = False, compared: list[dict] | None
 
 
 def actives(rows: list[dict]) -> dict:
+    """Daily, weekly and monthly active visitors, a point a day: the visitors active that
+    day, and in the 7 and 30 days up to it (the names and the axis title say so)."""
     dates = [row["date"] for row in rows]
     return figure(
         [
-            dict(type="scatter", mode="lines", x=dates, y=[row[key] for row in rows], name=key.upper(), line=dict(color=color, width=2))
-            for key, color in (("dau", ACCENT), ("wau", SECOND), ("mau", THIRD))
-        ]
+            dict(type="scatter", mode="lines", x=dates, y=[row[key] for row in rows], name=name, line=dict(color=color, width=2),
+                 hovertemplate="%{y:,} visitors")
+            for key, name, color in (("dau", "DAU · that day", ACCENT), ("wau", "WAU · 7 days", SECOND), ("mau", "MAU · 30 days", THIRD))
+        ],
+        yaxis=dict(LAYOUT["yaxis"], title=dict(text="Active visitors", font=dict(size=11, color="#5c6573"))),
+        margin=dict(LAYOUT["margin"], l=60),
     )
 
 

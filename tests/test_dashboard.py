@@ -503,3 +503,11 @@ def test_the_hourly_chart_draws_the_compared_period_by_the_hour(client, data_sit
                          "compare": params.get("compare", "previous_period")}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
         assert line["y"] == [row["visitors"] for row in api["comparison"]["results"]]
     assert sum(lines["Visitors, previous period"]["y"]) > 0 and sum(lines["Visitors, last year"]["y"]) == 0  # yesterday had visits
+
+
+def test_the_actives_chart_names_its_axis_and_its_windows(client, data_site, owner):
+    client.force_login(owner)
+    figure = client.get("/dashboard/example.com/", {"period": "7d"}).context["figures"]["actives"]
+    assert figure["layout"]["yaxis"]["title"]["text"] == "Active visitors"
+    assert [trace["name"] for trace in figure["data"]] == ["DAU · that day", "WAU · 7 days", "MAU · 30 days"]
+    assert all(trace["hovertemplate"] == "%{y:,} visitors" for trace in figure["data"])
