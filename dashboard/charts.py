@@ -69,8 +69,14 @@ def actives(rows: list[dict]) -> dict:
 
 
 def retention(cohorts: list[dict], unit: str) -> dict:
-    """Rows = cohorts (newest at the top), columns = n days/weeks later; colour and text are
-    the share of the cohort still active, with the count."""
+    """Rows = cohorts (oldest at the top), columns = n days/weeks later; colour and text are
+    the share of the cohort still active, with the count. A cohort of no one (a day without
+    new visitors) keeps its row, so the dates run on, labelled so and left blank: 0% of
+    nobody is no share at all, and a d0 of "0%" beside the others' 100% read as a fault.
+    The cohorts of no one before the first with anyone (a site newer than the window) are
+    left out: they would fill the top of the table with nothing."""
+    first = next((n for n, c in enumerate(cohorts) if c["size"]), 0)
+    cohorts = cohorts[first:]
     width = max((len(c["retained"]) for c in cohorts), default=1)
     # Colour by the later periods: n = 0 is always 100% and would wash the rest out.
     later = [100 * n / c["size"] for c in cohorts if c["size"] for n in c["retained"][1:]]
@@ -78,11 +84,11 @@ def retention(cohorts: list[dict], unit: str) -> dict:
     z, text, short = [], [], []
     for cohort in cohorts:
         size = cohort["size"]
-        pct = [round(100 * n / size, 1) if size else 0 for n in cohort["retained"]]
+        pct = [round(100 * n / size, 1) for n in cohort["retained"]] if size else []
         z.append(pct + [None] * (width - len(pct)))
         text.append([f"{p:g}%<br>{n}" for p, n in zip(pct, cohort["retained"])] + [""] * (width - len(pct)))
         short.append([f"{p:.0f}%" for p in pct] + [""] * (width - len(pct)))  # phones: the share alone
-    labels = [f"{c['cohort']} ({c['size']})" for c in cohorts]
+    labels = [f"{c['cohort']} ({c['size']})" if c["size"] else f"{c['cohort']} · no new visitors" for c in cohorts]
     heatmap = dict(
         type="heatmap",
         z=z,
@@ -96,6 +102,7 @@ def retention(cohorts: list[dict], unit: str) -> dict:
         zmin=0,
         zmax=top,
         hovertemplate="cohort %{y}<br>%{x}: %{z}%<extra></extra>",
+        hoverongaps=False,  # (no label over a blank cell: a period to come, or a cohort of no one)
         showscale=False,
         xgap=1,
         ygap=1,
@@ -105,7 +112,7 @@ def retention(cohorts: list[dict], unit: str) -> dict:
         hovermode="closest",
         height=max(260, 30 * len(cohorts) + 70),
         margin=dict(l=130, r=16, t=40, b=16),
-        yaxis=dict(autorange="reversed", gridcolor="rgba(0,0,0,0)"),
+        yaxis=dict(autorange="reversed", automargin=True, gridcolor="rgba(0,0,0,0)"),  # (room for "· no new visitors")
         xaxis=dict(side="top", gridcolor="rgba(0,0,0,0)"),
     )
 

@@ -511,3 +511,28 @@ def test_the_actives_chart_names_its_axis_and_its_windows(client, data_site, own
     assert figure["layout"]["yaxis"]["title"]["text"] == "Active visitors"
     assert [trace["name"] for trace in figure["data"]] == ["DAU · that day", "WAU · 7 days", "MAU · 30 days"]
     assert all(trace["hovertemplate"] == "%{y:,} visitors" for trace in figure["data"])
+
+
+def test_the_retention_heatmap_starts_at_the_first_new_visitors(client, data_site, owner):
+    """The site's visitors came in the last 10 days: the 20 days before were 20 rows of 0%."""
+    client.force_login(owner)
+    today = SiteInfo.from_model(data_site[0]).today()
+    heatmap = client.get("/dashboard/example.com/", {"period": "30d"}).context["figures"]["retention-day"]["data"][0]
+    assert len(heatmap["y"]) == 10 and heatmap["y"][0].startswith(f"{today - timedelta(days=9)} (")
+    assert not any(label.endswith("(0)") for label in heatmap["y"])
+
+
+def test_retention_labels_cohorts_of_no_one_and_leaves_out_those_before_the_first():
+    """A day without new visitors was a row of 0% (its d0 too, beside everyone else's 100%)."""
+    from dashboard import charts
+
+    cohorts = [{"cohort": "2026-11-01", "size": 0, "retained": [0, 0, 0, 0]},  # before the site's first visitor
+               {"cohort": "2026-11-02", "size": 4, "retained": [4, 2, 1]},
+               {"cohort": "2026-11-03", "size": 0, "retained": [0, 0]},
+               {"cohort": "2026-11-04", "size": 2, "retained": [2]}]
+    heatmap = charts.retention(cohorts, "day")["data"][0]
+    assert heatmap["y"] == ["2026-11-02 (4)", "2026-11-03 · no new visitors", "2026-11-04 (2)"]
+    assert heatmap["z"][1] == [None, None, None] and heatmap["text"][1] == heatmap["customdata"][1] == ["", "", ""]
+    assert heatmap["z"][0] == [100, 50, 25] and heatmap["text"][2][0] == "100%<br>2" and heatmap["hoverongaps"] is False
+    nobody = charts.retention([{"cohort": "2026-11-01", "size": 0, "retained": [0, 0]}], "day")["data"][0]
+    assert nobody["y"] == ["2026-11-01 · no new visitors"]  # (no one at all: the rows say so, not an empty chart)
