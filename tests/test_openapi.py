@@ -37,6 +37,7 @@ def test_every_api_route_is_documented(client):
 ASKED = {
     "timeseries": [{}, {"metrics": "visitors,visits,bounce_rate,visit_duration,views_per_visit"}, {"interval": "week"},
                    {"interval": "month", "metrics": "visitors,new_visitors,bounce_rate"}, {"period": "day", "interval": "hour"},
+                   {"period": "day", "interval": "hour", "compare": "previous_period"},
                    {"filters": "source==Google"}, {"compare": "previous_period"},
                    {"filters": "source==Google;country!=FR", "compare": "year", "metrics": "visitors,visits"}],
     "aggregate": [{}, {"compare": "previous_period"}, {"period": "day", "compare": "previous_period"}, {"filters": "source==Google"},
