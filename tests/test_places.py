@@ -9,6 +9,7 @@ import pytest
 from analytics.ingest import geo
 from tests.hll import hll_tolerance
 from tests.mmdb import write_mmdb
+from tests.test_openapi import documented
 
 CITIES = {
     "81.2.69.0/24": {"city": {"names": {"en": "Berlin"}}, "country": {"iso_code": "DE"},
@@ -48,6 +49,8 @@ def test_visitors_near_a_place_are_the_union_of_the_cities_in_the_circle(client,
                             "to": (day + timedelta(days=1)).date().isoformat(), "lat": 52.52, "lon": 13.405, "km": km},
                             HTTP_AUTHORIZATION=f"Bearer {key}")
         assert answer.status_code == 200, answer.content
+        problems = list(documented(client.get("/api/v1/openapi.json").json(), "near").iter_errors(answer.json()))
+        assert not problems, [p.message for p in problems]  # (the keys OpenAPI says, no others)
         return answer.json()
 
     close = near(50)

@@ -492,21 +492,19 @@ DOCUMENT = {
                     _param("km", "Radius in kilometres.", {"type": "number", "exclusiveMinimum": 0, "maximum": 20000}, required=True),
                 ],
                 "responses": {
-                    "200": {
-                        "description": "The union of the visitors, and each city's (nearest first).",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "properties": {
-                                        "visitors": {"type": "integer"},
-                                        "cities": {"type": "array", "items": {"type": "object", "properties": {
-                                            "city": {"type": "string"}, "km": {"type": "number"}, "visitors": {"type": "integer"}}}},
-                                    },
-                                }
-                            }
+                    "200": _answer(
+                        "The union of the visitors, and each city's (nearest first).",
+                        {
+                            **PERIOD_ANSWER,
+                            "lat": {"type": "number"},
+                            "lon": {"type": "number"},
+                            "km": {"type": "number"},
+                            "visitors": {"type": "integer"},
+                            "cities": {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {
+                                "city": {"type": "string"}, "km": {"type": "number"}, "visitors": {"type": "integer"}}}},
                         },
-                    },
+                        ("site", "from", "to", "lat", "lon", "km", "visitors", "cities"),
+                    ),
                     **READ_ERRORS,
                     "409": _error(
                         "No city database is configured (TALLY_GEO_CITY_DB is not set) and the range has no cities stored "
