@@ -63,8 +63,10 @@ def _id_map_usage(r: redis.Redis, sid: int) -> tuple[int, int]:
     bytes an id, kept as long as the id)."""
     buckets = idmap.bucket_keys(r, sid)
     sample = buckets[:: max(1, len(buckets) // MAX_BUCKETS_MEASURED)]
-    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid), keys.visitor_id_narrow(sid),
-            keys.first_days(sid), keys.latest_first_day(sid)]
+    ids = int(r.get(keys.visitor_id_counter(sid)) or 0)
+    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid), keys.visitor_id_packed(sid),
+            keys.first_days(sid), keys.latest_first_day(sid),
+            *(keys.first_days_chunk(sid, c) for c in range(-(-ids // keys.FIRST_DAYS_CHUNK)))]
     return _plus(_sampled(r, sample, len(buckets) / len(sample)), _usage(r, rest))
 
 

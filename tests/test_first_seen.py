@@ -70,3 +70,58 @@ def test_it_names_older_days_right_across_leap_years_and_centuries(site, r):
         record(r, info, visits(day, [f"x{n}"]))
         assert new_on(r, site, day) == 1, day
     assert new_on(r, site, later) == 0
+
+
+def test_new_visitors_match_brute_force_across_chunks_of_first_days(site, r):
+    """Ids past FIRST_DAYS_CHUNK keep their first days in the next chunks."""
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    rng = random.Random(5)
+    days = [today - timedelta(days=n) for n in range(6)]
+    events = [(rng.choice(days), rng.randrange(10_000)) for _ in range(30_000)]
+    for i in range(0, len(events), 1000):
+        record(r, info, [Hit(at(day), "/", "pageview", identity_source(None, f"v{n}", None, None)) for day, n in events[i : i + 1000]])
+    first: dict[int, date] = {}
+    for day, n in events:
+        first[n] = min(first.get(n, day), day)
+    for day in days:
+        assert new_on(r, site, day) == sum(1 for f in first.values() if f == day), day
+
+
+def first_days_of(r, site, ids: int) -> list[int]:
+    pipe = r.pipeline(transaction=False)
+    for c in range(-(-ids // keys.FIRST_DAYS_CHUNK)):
+        pipe.get(keys.first_days_chunk(site.pk, c))
+    whole = b"".join(pipe.execute())
+    return [int.from_bytes(whole[2 * i : 2 * i + 2], "big") for i in range(ids)]
+
+
+def day_number(day: date) -> int:
+    return (day - date(2000, 1, 1)).days
+
+
+def test_first_days_sit_in_chunks_made_at_their_whole_length(site, r):
+    info = SiteInfo.from_model(site)
+    record(r, info, visits(info.today(), range(9000)))
+    assert first_days_of(r, site, 9000) == [day_number(info.today())] * 9000
+    for c in range(3):
+        name = keys.first_days_chunk(site.pk, c)
+        assert r.strlen(name) == 2 * keys.FIRST_DAYS_CHUNK
+        assert r.memory_usage(name, samples=0) < 2 * keys.FIRST_DAYS_CHUNK + 200  # (no room left to grow: made whole)
+    assert not r.exists(keys.first_days_chunk(site.pk, 3))
+
+
+def test_first_days_kept_as_one_string_move_into_chunks(site, r):
+    """An earlier version kept every first day in one string: the first call that finds
+    it moves it, and backfills read the days it held."""
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    record(r, info, visits(today, range(5000)))
+    whole = first_days_of(r, site, 5000)
+    r.delete(*(keys.first_days_chunk(site.pk, c) for c in range(2)))
+    r.set(keys.first_days(site.pk), b"".join(d.to_bytes(2, "big") for d in whole))  # (as it was kept)
+    yesterday = today - timedelta(days=1)
+    record(r, info, visits(yesterday, range(4000, 4200)))  # (ids on both sides of the first chunk's end)
+    assert not r.exists(keys.first_days(site.pk))
+    assert (new_on(r, site, yesterday), new_on(r, site, today)) == (200, 4800)
+    assert first_days_of(r, site, 5000) == [day_number(today)] * 4000 + [day_number(yesterday)] * 200 + [day_number(today)] * 800

@@ -1,14 +1,17 @@
-"""The stable visitor-id map in buckets (lib/idmap.lua): exact ids, small listpack
-buckets, bytes per visitor, and the map of before drained as its visitors return."""
+"""The stable visitor-id map in buckets (lib/idmap.lua): exact ids, packed string
+buckets, bytes per visitor, and the maps of earlier layouts (one big hash; small hash
+buckets keyed by 10 or 7 digest bytes) moved as their visitors return, or all at once."""
 import random
 from datetime import UTC, datetime
+
+import pytest
 
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import digest, identity_source
 from analytics.sites import SiteInfo
 from analytics.store import idmap, keys
 from analytics.store.cluster import site_client
-from analytics.store.idmap import FIELD, WIDE
+from analytics.store.idmap import FIELD, LOAD, WIDE
 from analytics.store.scripts import RECORD_BATCH
 
 BUDGET = 24  # bytes per visitor ever seen (issue 13's target)
@@ -30,10 +33,10 @@ def test_every_visitor_gets_one_id_and_keeps_it(site, r):
     expected = {digest(info.salt, identity_source(None, name, None, None))[:FIELD] for name in seen}
     assert set(stored) == expected  # every visitor, once
     assert sorted(stored.values()) == list(range(len(seen)))  # dense ids, none given twice
-    assert int(r.get(keys.visitor_id_buckets(site.pk))) == -(-len(seen) // 48)
+    assert int(r.get(keys.visitor_id_buckets(site.pk))) == -(-len(seen) // LOAD)
 
 
-def test_the_buckets_stay_small_listpacks_within_the_byte_budget(site, r):
+def test_the_buckets_are_packed_strings_within_the_byte_budget(site, r):
     info = SiteInfo.from_model(site)
     n = 30_000
     for start in range(0, n, 1000):
@@ -41,14 +44,16 @@ def test_the_buckets_stay_small_listpacks_within_the_byte_budget(site, r):
     names = idmap.bucket_keys(r, site.pk)
     pipe = r.pipeline(transaction=False)
     for name in names:
-        pipe.object("encoding", name)
-        pipe.hlen(name)
+        pipe.type(name)
+        pipe.get(name)
         pipe.memory_usage(name, samples=0)
     answers = pipe.execute()
-    encodings, sizes, usage = set(answers[0::3]), answers[1::3], sum(answers[2::3])
-    assert encodings <= {b"listpack", b"ziplist"}  # (the compact encoding; Redis 6.2 calls it ziplist)
-    assert sum(sizes) == n and max(sizes) < 128
-    assert usage / n <= BUDGET, f"{usage / n:.1f} bytes per visitor"
+    types, buckets, usage = set(answers[0::3]), answers[1::3], sum(answers[2::3])
+    assert types == {b"string"}
+    assert all(bucket[0] == 3 for bucket in buckets)  # (ids below 2^24 take 3 bytes)
+    assert sum(len(idmap.unpack(bucket)) for bucket in buckets) == n
+    assert usage / n <= 14, f"{usage / n:.1f} bytes per visitor"  # (measured ~11: 10-byte records, a share of the key)
+    assert usage / n <= BUDGET
 
 
 def test_visitors_of_the_map_of_before_keep_their_ids_and_move(site, r):
@@ -95,66 +100,101 @@ def test_new_visitors_grow_redis_by_at_most_32_bytes_each_once_their_visits_clos
     assert total / n <= 32, f"{total / n:.1f} bytes per visitor"
 
 
-def wide_map(r, info, names: list[str]) -> dict[bytes, int]:
-    """A bucketed map as Tally kept it before the short fields: WIDE bytes of each digest,
-    in the buckets the same linear hashing picks, and no narrow mark."""
-    n = len(names)
-    record(r, info, hits(names), now=datetime.now(UTC))  # (buckets and ids as ingest makes them)
-    short = idmap.all_ids(r, info.id)
-    digests = {digest(info.salt, identity_source(None, name, None, None)) for name in names}
+def hash_map(r, info, names: list[str], width: int) -> dict[bytes, int]:
+    """A map as the two versions before kept it: small hashes of `width` digest bytes
+    (10, then 7) -> id, ids 0.. in the order of `names`, 48 to a bucket, no packed mark.
+    Returns {the first FIELD digest bytes: id}."""
+    digests = [digest(info.salt, identity_source(None, name, None, None)) for name in names]
+    buckets = -(-len(names) // 48)
     pipe = r.pipeline(transaction=False)
-    for name in idmap.bucket_keys(r, info.id):
-        for field, id_ in r.hgetall(name).items():
-            whole = next(d for d in digests if d[:FIELD] == field)
-            pipe.hdel(name, field)
-            pipe.hset(name, whole[:WIDE], id_)
-    pipe.delete(keys.visitor_id_narrow(info.id))
-    node = site_client(r, info.id)
-    pipe.delete(*node.scan_iter(match=keys.site_prefix(info.id) + "*sess*"))  # (their visits are over: a return looks them up)
+    for id_, d in enumerate(digests):
+        pipe.hset(keys.visitor_id_hash_bucket(info.id, idmap.bucket_of(d, buckets)), d[:width], id_)
+    pipe.set(keys.visitor_id_buckets(info.id), buckets)
+    pipe.set(keys.visitor_id_counter(info.id), len(names))
+    if width == FIELD:
+        pipe.set(keys.visitor_id_narrow(info.id), 1)
     pipe.execute()
-    assert len(short) == n
-    return {d[:WIDE]: short[d[:FIELD]] for d in digests}
+    return {d[:FIELD]: id_ for id_, d in enumerate(digests)}
 
 
-def test_a_map_of_wide_fields_keeps_its_ids_and_shortens_as_visitors_return(site, r):
+def field_of(info, name: str) -> bytes:
+    return digest(info.salt, identity_source(None, name, None, None))[:FIELD]
+
+
+@pytest.mark.parametrize("width", [WIDE, FIELD])
+def test_a_map_of_hash_buckets_keeps_its_ids_and_packs_as_visitors_return(site, r, width):
     info = SiteInfo.from_model(site)
-    wide = wide_map(r, info, [f"w{i}" for i in range(500)])
-    new_before = r.bitcount(keys.new_visitors(site.pk, info.today()))
+    before = hash_map(r, info, [f"w{i}" for i in range(500)], width)
     record(r, info, hits([f"w{i}" for i in range(100)] + ["fresh"]), now=datetime.now(UTC))
-    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == new_before + 1  # only "fresh" is new
+    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 1  # only "fresh" is new
     stored = idmap.all_ids(r, site.pk)
-    fields = sorted(len(f) for f in stored)
-    assert fields.count(FIELD) == 101 and fields.count(WIDE) == 400  # the returning ones moved, same ids
-    assert sorted(stored.values()) == list(range(501))
-    was = {f[:FIELD]: i for f, i in wide.items()}
-    assert all(was[f] == i for f, i in stored.items() if len(f) == FIELD and i < 500)
+    assert {f[:FIELD]: i for f, i in stored.items()} == {**before, field_of(info, "fresh"): 500}  # same ids
+    buckets = int(r.get(keys.visitor_id_buckets(site.pk)))
+    touched = {idmap.bucket_of(field_of(info, f"w{i}"), buckets) for i in range(100)}
+    assert all(r.type(keys.visitor_id_bucket(site.pk, n)) == b"string" for n in touched)  # moved whole
+    assert not any(r.exists(keys.visitor_id_hash_bucket(site.pk, n)) for n in touched)
+    assert not r.exists(keys.visitor_id_packed(site.pk))  # (the rest wait for a read, or the migration)
 
 
-def test_the_migration_shortens_every_field_and_marks_the_map_narrow(site, r):
+def test_the_migration_packs_every_bucket_and_marks_the_map(site, r):
     from django.core.management import call_command
 
     info = SiteInfo.from_model(site)
-    wide = wide_map(r, info, [f"w{i}" for i in range(3000)])
+    before = hash_map(r, info, [f"w{i}" for i in range(3000)], WIDE)
     call_command("migrate_visitor_ids", "example.com")
-    assert idmap.all_ids(r, site.pk) == {f[:FIELD]: i for f, i in wide.items()}
-    assert r.exists(keys.visitor_id_narrow(site.pk))
+    assert idmap.all_ids(r, site.pk) == before
+    assert r.exists(keys.visitor_id_packed(site.pk)) and not r.exists(keys.visitor_id_narrow(site.pk))
+    assert not any(r.exists(keys.visitor_id_hash_bucket(site.pk, n)) for n in range(3000 // 48 + 1))
     record(r, info, hits(["w5", "w2999", "fresh"]), now=datetime.now(UTC))
-    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 3001  # "fresh" only, on top
-    assert idmap.all_ids(r, site.pk)[digest(info.salt, identity_source(None, "fresh", None, None))[:FIELD]] == 3000
+    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 1  # "fresh" only
+    assert idmap.all_ids(r, site.pk)[field_of(info, "fresh")] == 3000
 
 
-def test_the_nightly_rollup_shortens_a_wide_map_once(site, r):
+def test_the_nightly_rollup_packs_a_map_once(site, r):
     from analytics.rollups.jobs import roll_closed
 
     info = SiteInfo.from_model(site)
-    wide = wide_map(r, info, [f"w{i}" for i in range(700)])
+    before = hash_map(r, info, [f"w{i}" for i in range(700)], FIELD)
     roll_closed(r, site)
-    assert idmap.all_ids(r, site.pk) == {f[:FIELD]: i for f, i in wide.items()}
-    assert r.exists(keys.visitor_id_narrow(site.pk))
+    assert idmap.all_ids(r, site.pk) == before
+    assert r.exists(keys.visitor_id_packed(site.pk))
 
 
-def test_a_new_map_is_narrow_from_its_first_id(site, r):
+def test_a_new_map_is_packed_from_its_first_id(site, r):
     info = SiteInfo.from_model(site)
-    assert not r.exists(keys.visitor_id_narrow(site.pk))
+    assert not r.exists(keys.visitor_id_packed(site.pk))
     record(r, info, hits(["a", "b"]), now=datetime.now(UTC))
-    assert r.exists(keys.visitor_id_narrow(site.pk))
+    assert r.exists(keys.visitor_id_packed(site.pk))
+
+
+def test_ids_past_three_bytes_widen_their_buckets_and_keep_the_rest(site, r):
+    info = SiteInfo.from_model(site)
+    start = 2**24 - 30
+    r.set(keys.visitor_id_counter(site.pk), start)
+    r.set(keys.visitor_id_buckets(site.pk), -(-start // LOAD))  # (a map of 16.7 million, its buckets empty but these)
+    r.set(keys.visitor_id_packed(site.pk), 1)
+    names = [f"x{i}" for i in range(60)]
+    record(r, info, hits(names[:30]), now=datetime.now(UTC))  # ids below 2^24: 3 bytes
+    record(r, info, hits(names[30:]), now=datetime.now(UTC))  # 2^24 on: their buckets take 4
+    stored = idmap.all_ids(r, site.pk)
+    assert sorted(stored.values()) == list(range(start, start + 60))
+    record(r, info, hits(names), now=datetime.now(UTC))  # all found again: none new
+    assert idmap.all_ids(r, site.pk) == stored
+    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 60
+    widths = {r.get(name)[0] for name in idmap.bucket_keys(r, site.pk) if r.exists(name)}
+    assert widths == {3, 4}
+
+
+def test_a_look_up_reads_whole_records_only(site, r):
+    """A field's bytes may also occur across two records (the end of one field and the
+    id beside it): only a match at a record's start is the visitor."""
+    info = SiteInfo.from_model(site)
+    field = field_of(info, "v")
+    decoy = b"abc" + field[:4] + field[4:]  # (field starts at byte 3 of this record: 7 field bytes + a 3-byte id)
+    bucket = bytes([3]) + decoy + field + (42).to_bytes(3, "big")
+    r.set(keys.visitor_id_bucket(site.pk, 0), bucket)
+    r.set(keys.visitor_id_counter(site.pk), 100)
+    r.set(keys.visitor_id_packed(site.pk), 1)  # (one bucket: every digest falls in it)
+    record(r, info, hits(["v"]), now=datetime.now(UTC))
+    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 0  # found: not new
+    assert r.getbit(keys.active(site.pk, info.today()), 42) == 1

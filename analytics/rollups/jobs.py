@@ -215,8 +215,8 @@ def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
     """Closed days not yet final, oldest first: yesterday on a normal night, every missed
     day after an outage (it looks back to the last final day)."""
     today = SiteInfo.from_model(site).today()
-    if not r.exists(keys.visitor_id_narrow(site.pk)):  # (an id map from before the short fields, once)
-        idmap.narrow(r, site.pk)
+    if not r.exists(keys.visitor_id_packed(site.pk)):  # (an id map from before the packed buckets, once)
+        idmap.pack(r, site.pk)
     start = first_unfinished_day(site)
     end = today - timedelta(days=1)
     if start > end:

@@ -1,26 +1,59 @@
 """The stable visitor-id map as Python reads it (lib/idmap.lua writes it): its bucket keys,
-and every (digest prefix, id) pair, for the admin's memory figures and for tests."""
+every (digest prefix, id) pair, for the admin's memory figures and for tests, and the
+moves of maps kept in earlier layouts."""
 import redis
 
 from . import keys
 
 FIELD = 7  # digest bytes a bucket keeps (lib/idmap.lua: IDMAP_FIELD)
-WIDE = 10  # digest bytes the buckets kept before (IDMAP_WIDE)
+WIDE = 10  # digest bytes the hash buckets of two versions before kept
+LOAD = 96  # records per bucket on average (IDMAP_LOAD)
+
+
+def bucket_of(digest: bytes, buckets: int) -> int:
+    """The bucket of a digest among `buckets` (lib/idmap.lua: idmap_bucket, linear hashing)."""
+    level = 1
+    while level * 2 <= buckets:
+        level *= 2
+    h = int.from_bytes(digest[:4], "big")
+    a = h % level
+    return h % (2 * level) if a < buckets - level else a
+
+
+def unpack(bucket: bytes) -> dict[bytes, int]:
+    """A packed bucket's records: {the first FIELD bytes of a digest: id}."""
+    if not bucket:
+        return {}
+    size = FIELD + bucket[0]
+    return {bucket[p : p + FIELD]: int.from_bytes(bucket[p + FIELD : p + size], "big") for p in range(1, len(bucket), size)}
 
 
 def bucket_keys(r: redis.Redis, site_id: int) -> list[str]:
+    """The packed buckets' keys, and until the map is packed the earlier layout's too."""
     buckets = int(r.get(keys.visitor_id_buckets(site_id)) or 1)
-    return [keys.visitor_id_bucket(site_id, n) for n in range(buckets)]
+    names = [keys.visitor_id_bucket(site_id, n) for n in range(buckets)]
+    if not r.exists(keys.visitor_id_packed(site_id)):
+        names += [keys.visitor_id_hash_bucket(site_id, n) for n in range(buckets)]
+    return names
 
 
 def all_ids(r: redis.Redis, site_id: int) -> dict[bytes, int]:
-    """{digest (its first FIELD bytes in the buckets, or WIDE in a bucket not narrowed yet;
-    whole in the map of before): id}."""
+    """{digest (its first FIELD bytes in a packed bucket; FIELD or WIDE in a hash bucket
+    of an earlier layout; whole in the map of before the buckets): id}."""
     pipe = r.pipeline(transaction=False)
-    names = [*bucket_keys(r, site_id), keys.visitor_ids(site_id)]
-    for name in names:
-        pipe.hgetall(name)
-    return {field: int(value) for answer in pipe.execute() for field, value in answer.items()}
+    buckets = int(r.get(keys.visitor_id_buckets(site_id)) or 1)
+    for n in range(buckets):
+        pipe.get(keys.visitor_id_bucket(site_id, n))
+    for n in range(buckets):
+        pipe.hgetall(keys.visitor_id_hash_bucket(site_id, n))
+    pipe.hgetall(keys.visitor_ids(site_id))
+    answers = pipe.execute()
+    found: dict[bytes, int] = {}
+    for packed in answers[:buckets]:
+        found.update(unpack(packed or b""))
+    for answer in answers[buckets:]:
+        found.update((field, int(value)) for field, value in answer.items())
+    return found
 
 
 def migrate(r: redis.Redis, site_id: int, batch: int = 500, progress=None) -> int:
@@ -43,18 +76,18 @@ def migrate(r: redis.Redis, site_id: int, batch: int = 500, progress=None) -> in
             return moved
 
 
-def narrow(r: redis.Redis, site_id: int, buckets: int = 200, progress=None) -> int:
-    """Shorten the fields of the buckets written before the short fields (idmap_narrow.lua,
-    a few buckets per call); ingest may run meanwhile, and moves a returning visitor's
-    field itself. Returns how many fields were shortened; the map is marked narrow."""
+def pack(r: redis.Redis, site_id: int, buckets: int = 100, progress=None) -> int:
+    """Move the buckets of an earlier layout (small hashes) into packed ones
+    (idmap_pack.lua, a few buckets per call); ingest may run meanwhile, and moves a
+    bucket it reads itself. Returns how many visitors moved; the map is marked packed."""
     from .cluster import site_client
-    from .scripts import IDMAP_NARROW
+    from .scripts import IDMAP_PACK
 
     node = site_client(r, site_id)
-    at, shortened = 0, 0
+    at, moved = 0, 0
     while at >= 0:
-        at, done = IDMAP_NARROW.run(node, [keys.visitor_ids(site_id)], [at, buckets])
-        shortened += done
+        at, done = IDMAP_PACK.run(node, [keys.visitor_ids(site_id)], [at, buckets])
+        moved += done
         if progress:
             progress(done)
-    return shortened
+    return moved

@@ -24,18 +24,20 @@ ev:<day>:<n>       string  count of custom event <n> that day
 events:<day>       set     the custom event names seen that day
 active:<day>       bitmap  bit <dense id> set: visitor was active that day (DAU)
 new:<day>          bitmap  bit set: visitor was first seen that day (new-visitor cohort)
-first-day          string  u16 per visitor at #<dense id>: the first day seen (days since
-                           2000-01-01), so a backfill of an earlier day moves "new" there
+first-day:<c>      string  u16 per visitor at #<dense id mod 4096>, ids c*4096 onwards: the
+                           first day seen (days since 2000-01-01), so a backfill of an
+                           earlier day moves "new" there
 first-day-latest   string  the latest of those days (a chunk not before it skips reading them)
 applied:<UTC day>  set     marks of the ingest calls applied that day (exactly once)
 idempotency:<h>    set     marks of a client's Idempotency-Key (hashed), kept 24 hours
 ids:<day>          hash    visitor digest -> dense id, per day in daily-salt mode
-ids:b<n>           hash    stable mode: bucket n of the digest -> dense id map (the first
-                           7 bytes of the digest -> id; lib/idmap.lua), the set of every
-                           visitor ever seen: a visitor is new the day their id is made (or
-                           an earlier day backfilled)
+ids:p<n>           string  stable mode: bucket n of the digest -> dense id map (records of
+                           the first 7 bytes of the digest and the id; lib/idmap.lua), the
+                           set of every visitor ever seen: a visitor is new the day their
+                           id is made (or an earlier day backfilled)
 ids:buckets        string  the number of those buckets
-ids:narrow         string  set when no bucket holds a field of the 10 bytes kept before
+ids:packed         string  set when no bucket is left in the layout before (ids:b<n>)
+ids:b<n>           hash    bucket n as earlier versions kept it: moves to ids:p<n> when read
 ids                hash    stable mode, before the buckets: emptied as its visitors return
 ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
@@ -299,9 +301,19 @@ def new_visitors_prefix(site_id: int) -> str:
     return f"{PREFIX}:{{{site_id}}}:new:"
 
 
+FIRST_DAYS_CHUNK = 4096  # ids per chunk of first days (record_batch.lua: FIRST_DAYS_CHUNK)
+
+
 def first_days(site_id: int) -> str:
-    """Each visitor's first day seen, as u16 days since 2000-01-01 at #<dense id>."""
+    """The base name of the first days' chunks (first_days_chunk()); earlier versions kept
+    them all in this one string (moved into chunks by the first ingest call that finds it)."""
     return f"{PREFIX}:{{{site_id}}}:first-day"
+
+
+def first_days_chunk(site_id: int, chunk: int) -> str:
+    """The first day seen of ids chunk * FIRST_DAYS_CHUNK onwards, as u16 days since
+    2000-01-01 at #<id mod FIRST_DAYS_CHUNK>, made at its whole length (8 KB)."""
+    return f"{first_days(site_id)}:{chunk}"
 
 
 def latest_first_day(site_id: int) -> str:
@@ -363,7 +375,13 @@ def visitor_ids(site_id: int, day: date | None = None) -> str:
 
 
 def visitor_id_bucket(site_id: int, n: int) -> str:
-    """Bucket n of the stable visitor-id map (lib/idmap.lua: linear hashing of small hashes)."""
+    """Bucket n of the stable visitor-id map (lib/idmap.lua: linear hashing of packed strings)."""
+    return f"{visitor_ids(site_id)}:p{n}"
+
+
+def visitor_id_hash_bucket(site_id: int, n: int) -> str:
+    """Bucket n of the stable visitor-id map as earlier versions kept it (a small hash),
+    until it moves into visitor_id_bucket()."""
     return f"{visitor_ids(site_id)}:b{n}"
 
 
@@ -372,8 +390,13 @@ def visitor_id_buckets(site_id: int) -> str:
     return f"{visitor_ids(site_id)}:buckets"
 
 
+def visitor_id_packed(site_id: int) -> str:
+    """Set once no bucket of the stable visitor-id map is left in an earlier layout."""
+    return f"{visitor_ids(site_id)}:packed"
+
+
 def visitor_id_narrow(site_id: int) -> str:
-    """Set once no bucket of the stable visitor-id map holds a field of the width before."""
+    """The mark of the layout before the packed buckets (deleted when a map is packed)."""
     return f"{visitor_ids(site_id)}:narrow"
 
 

@@ -5,7 +5,8 @@ while Tally runs (ingest moves a returning visitor itself, this moves the rest);
 site without DOMAIN; ids do not change:
 - the maps kept before the bucketed layout (one big hash per site, 53-80 bytes a visitor)
   move into buckets (analytics/store/scripts/lib/idmap.lua);
-- buckets keyed by 10 bytes of the digest (~18 bytes a visitor) are keyed by 7 (~15).
+- buckets kept as small hashes (keyed by 10 bytes of the digest, ~18 bytes a visitor, or 7,
+  ~15) become packed strings of 7-byte records (~11).
 """
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
@@ -27,5 +28,5 @@ class Command(BaseCommand):
         for site in sites.order_by("pk"):
             with tqdm(unit=" visitors", desc=site.domain, file=self.stderr._out) as bar:
                 moved = idmap.migrate(r, site.pk, progress=bar.update)
-                shortened = idmap.narrow(r, site.pk, progress=bar.update)
-            self.stdout.write(f"{site.domain}: {moved:,} visitor ids moved into buckets, {shortened:,} keyed shorter.")
+                packed = idmap.pack(r, site.pk, progress=bar.update)
+            self.stdout.write(f"{site.domain}: {moved:,} visitor ids moved into buckets, {packed:,} packed.")

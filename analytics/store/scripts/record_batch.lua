@@ -12,7 +12,8 @@
 -- so a retry or a spool replay of a call that Redis already applied changes nothing.
 --
 -- New visitors follow the first day seen, whatever the arrival order: in stable-salt mode
--- each visitor's first day (u16, days since 2000-01-01) sits at #id of a BITFIELD. A
+-- each visitor's first day (u16, days since 2000-01-01) sits at #id of a BITFIELD (in
+-- chunks of FIRST_DAYS_CHUNK ids: the chunk floor(id / FIRST_DAYS_CHUNK), #(id mod it)). A
 -- visitor is new on the day their id is handed out, unless events for an earlier day
 -- arrive later (a backfill): then the "new" bit moves to the earlier day, and both days
 -- are marked dirty for the rollups. The older day's bitmap is named from ARGV[7] (its
@@ -29,7 +30,9 @@
 -- KEYS[8]  set     the day's custom event names
 -- KEYS[9]  zset    page paths for prefix search, all scored 0 (ZRANGEBYLEX), capped
 -- KEYS[10] string  the live tick (exists for a second after a publish)
--- KEYS[11] string  first day seen of each visitor (BITFIELD u16 at #id)
+-- KEYS[11] string  first days' base name: chunk c is KEYS[11]:c, ids c*4096.. (BITFIELD u16
+--                  at #(id mod 4096)); KEYS[11] itself is where earlier versions kept
+--                  them all, moved into chunks by the first call that finds it
 -- KEYS[12] set     dirty days (ISO dates the rollups must compute again)
 -- KEYS[13] set     marks of applied calls (see ARGV[3])
 -- KEYS[14] string  the day's count of events dropped as bots
@@ -83,6 +86,7 @@
 -- {-1, 0, 0} when the mark was there already; {-2, ms to wait, 0} when a rate limit
 -- refused the call (then nothing was written).
 local GC_WAIT_VISITORS = 100
+local FIRST_DAYS_CHUNK = 4096  -- ids per chunk of first days (8 KB strings; store/keys.py: FIRST_DAYS_CHUNK)
 --@section rate limits, exactly-once mark
 local limits = tonumber(ARGV[10])
 if limits > 0 then
@@ -176,7 +180,7 @@ if m > 0 then
     redis.call('HSET', KEYS[1], unpack(pairs_))
   else
     idmap_started(shape, first)
-    idmap_grow(shape, first + m - 1)  -- (first: a bucket filled past 128 would leave listpack for good)
+    idmap_grow(shape, first + m - 1)  -- (first: the new ids go to the buckets they will live in)
     idmap_put(shape, entries)
   end
 end
@@ -186,9 +190,22 @@ end
 --@section new visitors, first days
 local moved = 0
 if track_new then
+  -- First days sit in chunks of FIRST_DAYS_CHUNK ids, each made at its whole length
+  -- when its first id is handed out: one growing string would be held at up to twice
+  -- its length (the server leaves a growing string room to grow). A site's first days
+  -- kept as one string by an earlier version move into chunks once.
+  if redis.call('EXISTS', KEYS[11]) == 1 then
+    local size = 2 * FIRST_DAYS_CHUNK
+    local len = redis.call('STRLEN', KEYS[11])
+    for c = 0, math.ceil(len / size) - 1 do
+      local part = redis.call('GETRANGE', KEYS[11], c * size, (c + 1) * size - 1)
+      redis.call('SET', KEYS[11] .. ':' .. c, part .. string.rep('\0', size - #part))
+    end
+    redis.call('DEL', KEYS[11])
+  end
   local latest = tonumber(redis.call('GET', KEYS[16])) or 0
   local known, k = {}, 0  -- indexes of visitors who had an id already
-  local get = {}
+  local get = {}  -- chunk -> BITFIELD GET arguments
   if this_day < latest then  -- a backfill: someone known may have been first seen later
     local is_fresh = {}
     for j = 1, m do is_fresh[missing[j]] = true end
@@ -196,28 +213,38 @@ if track_new then
       if not is_fresh[i] then
         k = k + 1
         known[k] = i
-        get[3 * k - 2] = 'GET'; get[3 * k - 1] = 'u16'; get[3 * k] = '#' .. ids[i]
+        local c = math.floor(ids[i] / FIRST_DAYS_CHUNK)
+        local list = get[c]
+        if not list then list = {}; get[c] = list end
+        list[#list + 1] = 'GET'; list[#list + 1] = 'u16'; list[#list + 1] = '#' .. (ids[i] % FIRST_DAYS_CHUNK)
       end
     end
   elseif m > 0 and this_day > latest then
     redis.call('SET', KEYS[16], this_day)
   end
-  local set_first, s = {}, 0
+  local set_first = {}  -- chunk -> BITFIELD SET arguments
   local new_bits, c = {}, 0
   local function first_here(id)
-    set_first[s + 1] = 'SET'; set_first[s + 2] = 'u16'; set_first[s + 3] = '#' .. id; set_first[s + 4] = this_day
-    s = s + 4
+    local chunk = math.floor(id / FIRST_DAYS_CHUNK)
+    local list = set_first[chunk]
+    if not list then list = {}; set_first[chunk] = list end
+    local s = #list
+    list[s + 1] = 'SET'; list[s + 2] = 'u16'; list[s + 3] = '#' .. (id % FIRST_DAYS_CHUNK); list[s + 4] = this_day
     new_bits[c + 1] = 'SET'; new_bits[c + 2] = 'u1'; new_bits[c + 3] = id; new_bits[c + 4] = 1
     c = c + 4
   end
   for j = 1, m do first_here(ids[missing[j]]) end
   if k > 0 then
-    local firsts = redis.call('BITFIELD', KEYS[11], unpack(get))
+    local firsts = {}
+    for chunk, list in pairs(get) do
+      local got = redis.call('BITFIELD', KEYS[11] .. ':' .. chunk, unpack(list))
+      for x = 3, #list, 3 do firsts[chunk * FIRST_DAYS_CHUNK + tonumber(string.sub(list[x], 2))] = got[x / 3] end
+    end
     local later = {}  -- older day (ISO) -> ids whose "new" bit leaves it
     for j = 1, k do
-      local first = firsts[j]
+      local id = ids[known[j]]
+      local first = firsts[id]
       if first > this_day then  -- (0: seen before first days were kept; left alone)
-        local id = ids[known[j]]
         first_here(id)
         local day = iso_day(first)
         later[day] = later[day] or {}
@@ -234,10 +261,12 @@ if track_new then
       redis.call('SADD', KEYS[12], day, ARGV[6])
     end
   end
-  if s > 0 then
-    redis.call('BITFIELD', KEYS[11], unpack(set_first))
-    redis.call('BITFIELD', KEYS[4], unpack(new_bits))
+  for chunk, list in pairs(set_first) do
+    local key = KEYS[11] .. ':' .. chunk
+    if redis.call('EXISTS', key) == 0 then redis.call('SET', key, string.rep('\0', 2 * FIRST_DAYS_CHUNK)) end
+    redis.call('BITFIELD', key, unpack(list))
   end
+  if c > 0 then redis.call('BITFIELD', KEYS[4], unpack(new_bits)) end
 end
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then

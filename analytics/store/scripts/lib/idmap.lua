@@ -1,35 +1,41 @@
 -- lib/idmap.lua: the stable visitor-id map (digest -> dense id), for record_batch.lua.
 --
--- Why buckets: one big hash costs 53 (Valkey 9.1) to 80 (Redis 6.2) bytes per visitor,
--- and it only grows. Small hashes stay in the servers' compact listpack encoding (up to
--- hash-max-listpack-entries, 512 by default on Redis 6.2, 8.2 and Valkey 9.1; a listpack is
--- searched field by field, so the buckets stay far smaller), ~15 bytes per visitor. The map is cut into
--- buckets by linear hashing: the bucket count grows one bucket at a time as the id counter
--- grows (IDMAP_LOAD entries per bucket on average), each split moving half of one bucket,
--- so no bucket nears 128 (small even on a server configured for 128) and no call rehashes
--- the map.
+-- Why packed buckets: the map is the one structure that grows with every visitor ever
+-- seen. One big hash costs 53 (Valkey 9.1) to 80 (Redis 6.2) bytes per visitor; small
+-- listpack hashes cost ~15 (a field and an integer, each with its own header and
+-- back-length). A bucket here is one string of fixed-size records, so a visitor costs
+-- their record and a share of the key: ~11 bytes. The map is cut into buckets by linear
+-- hashing: the bucket count grows one bucket at a time as the id counter grows
+-- (IDMAP_LOAD records per bucket on average), each split moving part of one bucket, so
+-- no call rehashes the map and every look-up reads one short string.
 --
--- Why 7 bytes of the digest: a field's bytes are most of an entry's cost (measured over
--- 300,000 visitors on Valkey 9.1: 18.0 bytes a visitor with 10 bytes kept, 15.1 with 7).
--- Two visitors whose digests share their first 56 bits would share an id; the expected
--- number of such pairs among n visitors ever seen is n^2 / 2^57: 7e-6 at a million, 7e-4
--- at ten million, 0.07 at a hundred million (each one counts two people as one).
+-- A bucket: one byte, the width w of its ids (3 bytes while ids are below 2^24, 4 after),
+-- then records of IDMAP_FIELD + w bytes: the first IDMAP_FIELD bytes of a digest, then its
+-- id, big-endian. A string is written whole (SET), so the server holds it at its exact
+-- length (an APPEND would leave it room to grow, up to twice its length).
+--
+-- Why 7 bytes of the digest: two visitors whose digests share their first 56 bits would
+-- share an id; the expected number of such pairs among n visitors ever seen is n^2 / 2^57:
+-- 7e-6 at a million, 7e-4 at ten million, 0.07 at a hundred million (each one counts two
+-- people as one).
 --
 -- Keys, named from the map's base key `base` (store/keys.py names the same):
---   base .. ':b' .. n   hash    the first IDMAP_FIELD bytes of a digest -> its id (bucket n)
+--   base .. ':p' .. n   string  bucket n, packed records (above)
 --   base .. ':buckets'  string  the number of buckets (1 when missing)
---   base .. ':narrow'   string  set once no bucket holds a field of IDMAP_WIDE bytes (the
---                               width before): until then a visitor missing under the
---                               short field is looked up under the wide one, and moves
+--   base .. ':packed'   string  set once no bucket is left in an earlier layout; until
+--                               then a bucket read as missing is looked for there, and
+--                               moves whole
+--   base .. ':b' .. n   hash    bucket n as earlier versions kept it: digest bytes (7, or
+--                               10 before that) -> id
 --   base                hash    the map of before the buckets (full digests): read on a
 --                               miss, and each visitor found there moves to its bucket
 -- A bucket is addressed from the digest's first four bytes (h): a = h mod L, or h mod 2L
 -- when bucket a is split already, L the largest power of two not above the bucket count.
--- Every width keeps those four bytes, so a split places short and wide fields alike.
+-- Every layout keeps those four bytes, so a split places their visitors alike.
 
-local IDMAP_LOAD = 48   -- average entries per bucket: the fullest stay far below 128
+local IDMAP_LOAD = 96   -- average records per bucket (~1 KB strings)
 local IDMAP_FIELD = 7   -- digest bytes kept
-local IDMAP_WIDE = 10   -- digest bytes the buckets kept before
+local IDMAP_WIDE3 = 16777216  -- ids from here on take 4 bytes
 
 local function idmap_hash(digest)
   local a, b, c, d = string.byte(digest, 1, 4)
@@ -37,33 +43,20 @@ local function idmap_hash(digest)
 end
 
 local function idmap_shape(base)
-  local got = redis.call('MGET', base .. ':buckets', base .. ':narrow')
+  local got = redis.call('MGET', base .. ':buckets', base .. ':packed')
   local buckets = tonumber(got[1]) or 1
   local level = 1
   while level * 2 <= buckets do level = level * 2 end
-  return {base = base, buckets = buckets, level = level, wide = not got[2]}
-end
-
--- Key the wide fields of `entries` ({field, id, field, id...}, all in bucket `key`) by their
--- first IDMAP_FIELD bytes; the wide ones leave first, so the bucket never grows past its
--- size (a listpack pushed past the server's limit would stay a big hash for good).
-local function idmap_shorten(key, entries)
-  if #entries == 0 then return end
-  local gone, put = {}, {}
-  for j = 1, #entries, 2 do
-    gone[#gone + 1] = entries[j]
-    put[j] = string.sub(entries[j], 1, IDMAP_FIELD); put[j + 1] = entries[j + 1]
-  end
-  redis.call('HDEL', key, unpack(gone))
-  redis.call('HSET', key, unpack(put))
+  -- (cache: bucket number -> its string, read or written in this call)
+  return {base = base, buckets = buckets, level = level, packed = got[2] and true or false, cache = {}}
 end
 
 -- Call once the first ids of the map are handed out (`first`, the first of them): a map
--- that starts empty never holds a wide field.
+-- that starts empty never holds a bucket of an earlier layout.
 local function idmap_started(shape, first)
-  if first == 0 and shape.wide then
-    redis.call('SET', shape.base .. ':narrow', 1)
-    shape.wide = false
+  if first == 0 and not shape.packed then
+    redis.call('SET', shape.base .. ':packed', 1)
+    shape.packed = true
   end
 end
 
@@ -74,6 +67,86 @@ local function idmap_bucket(shape, digest)  -- (a number: the key is named once 
   return a
 end
 
+local function idmap_id_bytes(id, w)
+  local low = string.char(math.floor(id / 65536) % 256, math.floor(id / 256) % 256, id % 256)
+  if w == 3 then return low end
+  return string.char(math.floor(id / 16777216) % 256) .. low
+end
+
+-- The records of `pairs_` ({field, id, field, id...}) as one bucket string.
+local function idmap_pack(pairs_)
+  local w = 3
+  for j = 2, #pairs_, 2 do
+    if pairs_[j] >= IDMAP_WIDE3 then w = 4; break end
+  end
+  local parts = {string.char(w)}
+  for j = 1, #pairs_, 2 do
+    parts[#parts + 1] = pairs_[j]
+    parts[#parts + 1] = idmap_id_bytes(pairs_[j + 1], w)
+  end
+  return table.concat(parts)
+end
+
+-- A bucket string's records as {field, id, field, id...}.
+local function idmap_unpack(s)
+  local out = {}
+  if #s == 0 then return out end
+  local w = string.byte(s, 1)
+  local size = IDMAP_FIELD + w
+  for p = 2, #s, size do
+    local id = 0
+    for q = p + IDMAP_FIELD, p + size - 1 do id = id * 256 + string.byte(s, q) end
+    out[#out + 1] = string.sub(s, p, p + IDMAP_FIELD - 1)
+    out[#out + 1] = id
+  end
+  return out
+end
+
+-- The id of `field` in bucket string `s`, or nil. (A match must start on a record: the
+-- search goes on past one that straddles two.)
+local function idmap_find(s, field)
+  if #s == 0 then return nil end
+  local w = string.byte(s, 1)
+  local size = IDMAP_FIELD + w
+  local at = 2
+  while true do
+    local p = string.find(s, field, at, true)
+    if not p then return nil end
+    if (p - 2) % size == 0 then
+      local id = 0
+      for q = p + IDMAP_FIELD, p + size - 1 do id = id * 256 + string.byte(s, q) end
+      return id
+    end
+    at = p + 1
+  end
+end
+
+local function idmap_write(shape, bucket, s)
+  local key = shape.base .. ':p' .. bucket
+  if #s <= 1 then redis.call('DEL', key) else redis.call('SET', key, s) end
+  shape.cache[bucket] = s
+end
+
+-- Bucket `bucket`'s string ('' when empty). A map not yet packed may still hold it as a
+-- hash of an earlier layout: it moves whole (its fields cut to IDMAP_FIELD bytes).
+local function idmap_load(shape, bucket)
+  local s = shape.cache[bucket]
+  if s then return s end
+  s = redis.call('GET', shape.base .. ':p' .. bucket) or ''
+  if s == '' and not shape.packed then
+    local old = shape.base .. ':b' .. bucket
+    local all = redis.call('HGETALL', old)
+    if #all > 0 then
+      for j = 1, #all, 2 do all[j] = string.sub(all[j], 1, IDMAP_FIELD); all[j + 1] = tonumber(all[j + 1]) end
+      s = idmap_pack(all)
+      redis.call('SET', shape.base .. ':p' .. bucket, s)
+      redis.call('DEL', old)
+    end
+  end
+  shape.cache[bucket] = s
+  return s
+end
+
 -- Write {digest, id} pairs into their buckets.
 local function idmap_put(shape, entries)
   local by_bucket = {}
@@ -82,47 +155,37 @@ local function idmap_put(shape, entries)
     local list = by_bucket[bucket]
     if not list then list = {}; by_bucket[bucket] = list end
     list[#list + 1] = string.sub(e[1], 1, IDMAP_FIELD)
-    list[#list + 1] = e[2]
+    list[#list + 1] = tonumber(e[2])
   end
-  for bucket, list in pairs(by_bucket) do redis.call('HSET', shape.base .. ':b' .. bucket, unpack(list)) end
+  for bucket, list in pairs(by_bucket) do
+    local s = idmap_load(shape, bucket)
+    local w = #s > 0 and string.byte(s, 1) or 3
+    local fits = true
+    if w == 3 then
+      for j = 2, #list, 2 do
+        if list[j] >= IDMAP_WIDE3 then fits = false; break end
+      end
+    end
+    if #s > 0 and fits then
+      local parts = {s}
+      for j = 1, #list, 2 do parts[#parts + 1] = list[j] .. idmap_id_bytes(list[j + 1], w) end
+      s = table.concat(parts)
+    else  -- (a new bucket, or ids past 3 bytes: the bucket is written again at 4)
+      local all = idmap_unpack(s)
+      for j = 1, #list do all[#all + 1] = list[j] end
+      s = idmap_pack(all)
+    end
+    idmap_write(shape, bucket, s)
+  end
 end
 
--- The ids of `digests` (a table: index -> id, nil for a visitor without one), one HMGET
+-- The ids of `digests` (a table: index -> id, nil for a visitor without one), one GET
 -- per bucket they fall in; visitors still in the map of before move to their buckets.
 local function idmap_get(shape, digests)
-  local by_bucket = {}
-  for i, digest in ipairs(digests) do
-    local bucket = idmap_bucket(shape, digest)
-    local list = by_bucket[bucket]
-    if not list then list = {}; by_bucket[bucket] = list end
-    list[#list + 1] = i
-  end
   local ids, missing = {}, {}
-  for bucket, indexes in pairs(by_bucket) do
-    local key, fields = shape.base .. ':b' .. bucket, {}
-    for k, i in ipairs(indexes) do fields[k] = string.sub(digests[i], 1, IDMAP_FIELD) end
-    local got = redis.call('HMGET', key, unpack(fields))
-    local absent = {}
-    for k, i in ipairs(indexes) do
-      if got[k] then ids[i] = tonumber(got[k]) else absent[#absent + 1] = i end
-    end
-    if shape.wide and #absent > 0 then  -- (a bucket written before the short fields)
-      local wide = {}
-      for k, i in ipairs(absent) do wide[k] = string.sub(digests[i], 1, IDMAP_WIDE) end
-      local found = redis.call('HMGET', key, unpack(wide))
-      local moving = {}
-      for k, i in ipairs(absent) do
-        if found[k] then
-          ids[i] = tonumber(found[k])
-          moving[#moving + 1] = wide[k]; moving[#moving + 1] = found[k]
-        else
-          missing[#missing + 1] = i
-        end
-      end
-      idmap_shorten(key, moving)
-    else
-      for _, i in ipairs(absent) do missing[#missing + 1] = i end
-    end
+  for i, digest in ipairs(digests) do
+    local id = idmap_find(idmap_load(shape, idmap_bucket(shape, digest)), string.sub(digest, 1, IDMAP_FIELD))
+    if id then ids[i] = id else missing[#missing + 1] = i end
   end
   if #missing > 0 and redis.call('EXISTS', shape.base) == 1 then
     local names = {}
@@ -148,25 +211,22 @@ end
 local function idmap_grow(shape, count)
   local target = math.ceil(count / IDMAP_LOAD)
   if target <= shape.buckets then return end
-  local buckets, level = shape.buckets, shape.level
-  while buckets < target do
-    local split = buckets - level
-    local from = shape.base .. ':b' .. split
-    local all = redis.call('HGETALL', from)
-    local move, gone = {}, {}
+  while shape.buckets < target do
+    local split, level = shape.buckets - shape.level, shape.level
+    local all = idmap_unpack(idmap_load(shape, split))
+    local stay, move = {}, {}
     for j = 1, #all, 2 do
-      if idmap_hash(all[j]) % (2 * level) ~= split then
-        move[#move + 1] = all[j]; move[#move + 1] = all[j + 1]
-        gone[#gone + 1] = all[j]
-      end
+      local into = idmap_hash(all[j]) % (2 * level) == split and stay or move
+      into[#into + 1] = all[j]; into[#into + 1] = all[j + 1]
     end
-    if #gone > 0 then
-      redis.call('HSET', shape.base .. ':b' .. (split + level), unpack(move))
-      redis.call('HDEL', from, unpack(gone))
+    -- (the new bucket is empty in this layout; in a map not yet packed, an earlier
+    -- layout's bucket of that number is a leftover of nothing: buckets only grow)
+    shape.buckets = shape.buckets + 1
+    if shape.buckets == 2 * level then shape.level = 2 * level end
+    if #move > 0 then
+      idmap_write(shape, split, idmap_pack(stay))
+      idmap_write(shape, split + level, idmap_pack(move))
     end
-    buckets = buckets + 1
-    if buckets == 2 * level then level = 2 * level end
   end
-  shape.buckets, shape.level = buckets, level
-  redis.call('SET', shape.base .. ':buckets', buckets)
+  redis.call('SET', shape.base .. ':buckets', shape.buckets)
 end
