@@ -30,8 +30,8 @@
 -- KEYS[8]  set     the day's custom event names
 -- KEYS[9]  zset    page paths for prefix search, all scored 0 (ZRANGEBYLEX), capped
 -- KEYS[10] string  the live tick (exists for a second after a publish)
--- KEYS[11] string  first days' base name: chunk c is KEYS[11]:c, ids c*4096.. (BITFIELD u16
---                  at #(id mod 4096)); KEYS[11] itself is where earlier versions kept
+-- KEYS[11] string  first days' base name: chunk c is KEYS[11]:c, ids c*4000.. (BITFIELD u16
+--                  at #(id mod 4000)); KEYS[11] itself is where earlier versions kept
 --                  them all, moved into chunks by the first call that finds it
 -- KEYS[12] set     dirty days (ISO dates the rollups must compute again)
 -- KEYS[13] set     marks of applied calls (see ARGV[3])
@@ -86,7 +86,7 @@
 -- {-1, 0, 0} when the mark was there already; {-2, ms to wait, 0} when a rate limit
 -- refused the call (then nothing was written).
 local GC_WAIT_VISITORS = 100
-local FIRST_DAYS_CHUNK = 4096  -- ids per chunk of first days (8 KB strings; store/keys.py: FIRST_DAYS_CHUNK)
+local FIRST_DAYS_CHUNK = 4000  -- ids per chunk of first days (8,000 bytes: within an allocator size class of 8 KB; store/keys.py)
 --@section rate limits, exactly-once mark
 local limits = tonumber(ARGV[10])
 if limits > 0 then
