@@ -59,15 +59,17 @@ MAX_BUCKETS_MEASURED = 2000  # id-map buckets measured (evenly spread); the rest
 
 def _id_map_usage(r: redis.Redis, sid: int) -> tuple[int, int]:
     """The visitor-id map: its buckets (a big site has hundreds of thousands: a sample of
-    them, scaled), the map of before, the counter, and each id's first day seen (two
-    bytes an id, kept as long as the id)."""
+    them, scaled), the map of before, the counter, and the first days seen (runs of ids,
+    and the ids a backfill moved: sampled like the buckets)."""
     buckets = idmap.bucket_keys(r, sid)
     sample = buckets[:: max(1, len(buckets) // MAX_BUCKETS_MEASURED)]
     ids = int(r.get(keys.visitor_id_counter(sid)) or 0)
+    moved = [keys.first_days_moved(sid, b) for b in range(-(-ids // keys.FIRST_DAYS_MOVED))]
+    moved_sample = moved[:: max(1, len(moved) // MAX_BUCKETS_MEASURED)]
     rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid), keys.visitor_id_packed(sid),
-            keys.first_days(sid), keys.latest_first_day(sid),
-            *(keys.first_days_chunk(sid, c) for c in range(-(-ids // keys.FIRST_DAYS_CHUNK)))]
-    return _plus(_sampled(r, sample, len(buckets) / len(sample)), _usage(r, rest))
+            keys.first_days(sid), keys.first_days_runs(sid), keys.latest_first_day(sid)]
+    spread = _sampled(r, moved_sample, len(moved) / len(moved_sample)) if moved else (0, 0)
+    return _plus(_plus(_sampled(r, sample, len(buckets) / len(sample)), spread), _usage(r, rest))
 
 
 def _sampled(r: redis.Redis, sample: list[str], scale: float) -> tuple[int, int]:

@@ -8,6 +8,7 @@ from analytics.ingest.identity import identity_source
 from analytics.models import DailyMetrics
 from analytics.sites import SiteInfo
 from analytics.store import keys
+from analytics.store.cluster import site_client
 
 
 def at(day):
@@ -72,8 +73,8 @@ def test_it_names_older_days_right_across_leap_years_and_centuries(site, r):
     assert new_on(r, site, later) == 0
 
 
-def test_new_visitors_match_brute_force_across_chunks_of_first_days(site, r):
-    """Ids past FIRST_DAYS_CHUNK keep their first days in the next chunks."""
+def test_new_visitors_match_brute_force_for_many_visitors_and_runs(site, r):
+    """10,000 visitors over 6 days in random order: many runs of ids, many moved."""
     info = SiteInfo.from_model(site)
     today = info.today()
     rng = random.Random(5)
@@ -88,40 +89,62 @@ def test_new_visitors_match_brute_force_across_chunks_of_first_days(site, r):
         assert new_on(r, site, day) == sum(1 for f in first.values() if f == day), day
 
 
-def first_days_of(r, site, ids: int) -> list[int]:
-    pipe = r.pipeline(transaction=False)
-    for c in range(-(-ids // keys.FIRST_DAYS_CHUNK)):
-        pipe.get(keys.first_days_chunk(site.pk, c))
-    whole = b"".join(pipe.execute())
-    return [int.from_bytes(whole[2 * i : 2 * i + 2], "big") for i in range(ids)]
-
-
 def day_number(day: date) -> int:
     return (day - date(2000, 1, 1)).days
 
 
-def test_first_days_sit_in_chunks_made_at_their_whole_length(site, r):
+def test_a_day_of_new_visitors_keeps_its_first_days_in_one_run(site, r):
+    """First days cost no bytes per visitor: a run of ids per day (earlier versions kept
+    2 bytes an id)."""
     info = SiteInfo.from_model(site)
     record(r, info, visits(info.today(), range(9000)))
-    assert first_days_of(r, site, 9000) == [day_number(info.today())] * 9000
-    for c in range(3):
-        name = keys.first_days_chunk(site.pk, c)
-        assert r.strlen(name) == 2 * keys.FIRST_DAYS_CHUNK
-        assert r.memory_usage(name, samples=0) < 1.1 * 2 * keys.FIRST_DAYS_CHUNK  # (made whole: no room to grow, one size class)
-    assert not r.exists(keys.first_days_chunk(site.pk, 3))  # (9,000 ids: three chunks)
+    assert r.zrange(keys.first_days_runs(site.pk), 0, -1) == [f"0:{day_number(info.today())}".encode()]
+    node = site_client(r, site.pk)
+    assert not list(node.scan_iter(match=keys.first_days(site.pk) + ":moved:*"))
 
 
-def test_first_days_kept_as_one_string_move_into_chunks(site, r):
-    """An earlier version kept every first day in one string: the first call that finds
-    it moves it, and backfills read the days it held."""
+def test_moved_first_days_stay_in_small_hashes(site, r):
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    record(r, info, visits(today, range(3000)))
+    record(r, info, visits(today - timedelta(days=1), range(0, 3000, 2)))  # (every other visitor was there the day before)
+    assert new_on(r, site, today - timedelta(days=1)) == 1500 and new_on(r, site, today) == 1500
+    node = site_client(r, site.pk)
+    names = list(node.scan_iter(match=keys.first_days(site.pk) + ":moved:*"))
+    assert len(names) == -(-3000 // keys.FIRST_DAYS_MOVED)
+    assert sum(node.hlen(n) for n in names) == 1500
+    assert {node.object("encoding", n) for n in names} <= {b"listpack", b"ziplist"}
+
+
+def test_first_days_of_an_earlier_version_are_read_for_the_ids_they_hold(site, r):
+    """Earlier versions kept a u16 per id in one string: ids handed out before the first
+    run are looked up there, and a backfill moves them as before."""
     info = SiteInfo.from_model(site)
     today = info.today()
     record(r, info, visits(today, range(5000)))
-    whole = first_days_of(r, site, 5000)
-    r.delete(*(keys.first_days_chunk(site.pk, c) for c in range(2)))
-    r.set(keys.first_days(site.pk), b"".join(d.to_bytes(2, "big") for d in whole))  # (as it was kept)
+    r.delete(keys.first_days_runs(site.pk))  # (as an earlier version left it:)
+    r.set(keys.first_days(site.pk), day_number(today).to_bytes(2, "big") * 5000)
     yesterday = today - timedelta(days=1)
-    record(r, info, visits(yesterday, range(3900, 4100)))  # (ids on both sides of the first chunk's end)
-    assert not r.exists(keys.first_days(site.pk))
+    record(r, info, visits(yesterday, range(3900, 4100)))
     assert (new_on(r, site, yesterday), new_on(r, site, today)) == (200, 4800)
-    assert first_days_of(r, site, 5000) == [day_number(today)] * 3900 + [day_number(yesterday)] * 200 + [day_number(today)] * 900
+    record(r, info, visits(today, range(5000, 5100)))  # new ones from here: a run
+    record(r, info, visits(yesterday - timedelta(days=1), [0, 3950, 5050]))  # legacy, moved, and run ids
+    assert [new_on(r, site, yesterday - timedelta(days=d)) for d in (-1, 0, 1)] == [4799 + 99, 199, 3]
+
+
+def test_a_backfill_of_few_visitors_across_many_runs_reads_each_ones_run(site, r):
+    """Few visitors spread over many runs are looked up one by one (lib/firstdays.lua's
+    second way): same answers as brute force."""
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    first: dict[int, date] = {}
+    for k in range(40):  # 40 calls of 10 new visitors, on alternating days: 40 runs
+        day = today - timedelta(days=k % 2)
+        record(r, info, visits(day, range(10 * k, 10 * k + 10)))
+        first.update(dict.fromkeys(range(10 * k, 10 * k + 10), day))
+    assert r.zcard(keys.first_days_runs(site.pk)) == 40
+    early = today - timedelta(days=3)
+    record(r, info, visits(early, [5, 395]))  # (ids 5 and 395: 39 runs between)
+    first.update({5: early, 395: early})
+    for day in (today, today - timedelta(days=1), early):
+        assert new_on(r, site, day) == sum(1 for f in first.values() if f == day), day

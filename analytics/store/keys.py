@@ -24,9 +24,11 @@ ev:<day>:<n>       string  count of custom event <n> that day
 events:<day>       set     the custom event names seen that day
 active:<day>       bitmap  bit <dense id> set: visitor was active that day (DAU)
 new:<day>          bitmap  bit set: visitor was first seen that day (new-visitor cohort)
-first-day:<c>      string  u16 per visitor at #<dense id mod 4000>, ids c*4000 onwards: the
-                           first day seen (days since 2000-01-01), so a backfill of an
-                           earlier day moves "new" there
+first-day:runs     zset    runs of ids and the day they were first seen ("<first id>:<day>",
+                           days since 2000-01-01), so a backfill of an earlier day moves
+                           "new" there (lib/firstdays.lua)
+first-day:moved:<b> hash   the ids of bucket b whose first day a backfill moved earlier
+first-day          string  u16 per id at #<id>: earlier versions' first days (read only)
 first-day-latest   string  the latest of those days (a chunk not before it skips reading them)
 applied:<UTC day>  set     marks of the ingest calls applied that day (exactly once)
 idempotency:<h>    set     marks of a client's Idempotency-Key (hashed), kept 24 hours
@@ -301,21 +303,24 @@ def new_visitors_prefix(site_id: int) -> str:
     return f"{PREFIX}:{{{site_id}}}:new:"
 
 
-# Ids per chunk of first days (record_batch.lua: FIRST_DAYS_CHUNK): 8,000 bytes, which with
-# the string's header stay within jemalloc's 8 KB size class (8,192 bytes would take 10 KB).
-FIRST_DAYS_CHUNK = 4000
+FIRST_DAYS_MOVED = 128  # ids per hash of moved first days (lib/firstdays.lua: FIRSTDAYS_MOVED)
 
 
 def first_days(site_id: int) -> str:
-    """The base name of the first days' chunks (first_days_chunk()); earlier versions kept
-    them all in this one string (moved into chunks by the first ingest call that finds it)."""
+    """The base name of the first days' keys (lib/firstdays.lua); itself, where earlier
+    versions kept a u16 per id (read for the ids handed out before the first run)."""
     return f"{PREFIX}:{{{site_id}}}:first-day"
 
 
-def first_days_chunk(site_id: int, chunk: int) -> str:
-    """The first day seen of ids chunk * FIRST_DAYS_CHUNK onwards, as u16 days since
-    2000-01-01 at #<id mod FIRST_DAYS_CHUNK>, made at its whole length (8,000 bytes)."""
-    return f"{first_days(site_id)}:{chunk}"
+def first_days_runs(site_id: int) -> str:
+    """Sorted set of runs of ids with their first day: "<first id>:<day>" scored by the id."""
+    return f"{first_days(site_id)}:runs"
+
+
+def first_days_moved(site_id: int, bucket: int) -> str:
+    """Hash of the first days a backfill moved earlier, for ids bucket * FIRST_DAYS_MOVED
+    onwards: id mod FIRST_DAYS_MOVED -> day."""
+    return f"{first_days(site_id)}:moved:{bucket}"
 
 
 def latest_first_day(site_id: int) -> str:

@@ -78,7 +78,7 @@ def _unloaded(results: list) -> list[int]:
     return [i for i, result in enumerate(results) if isinstance(result, redis.exceptions.NoScriptError)]
 
 
-RECORD_BATCH = Script("record_batch", libs=("gcra", "idmap", "visits", "segments"))
+RECORD_BATCH = Script("record_batch", libs=("gcra", "idmap", "firstdays", "visits", "segments"))
 LOCK_RELEASE = Script("lock_release")
 LOCK_RENEW = Script("lock_renew")
 BLOOM = Script("bloom")

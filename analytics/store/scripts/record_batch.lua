@@ -12,8 +12,7 @@
 -- so a retry or a spool replay of a call that Redis already applied changes nothing.
 --
 -- New visitors follow the first day seen, whatever the arrival order: in stable-salt mode
--- each visitor's first day (u16, days since 2000-01-01) sits at #id of a BITFIELD (in
--- chunks of FIRST_DAYS_CHUNK ids: the chunk floor(id / FIRST_DAYS_CHUNK), #(id mod it)). A
+-- each visitor's first day (days since 2000-01-01) is kept as runs of ids (lib/firstdays.lua). A
 -- visitor is new on the day their id is handed out, unless events for an earlier day
 -- arrive later (a backfill): then the "new" bit moves to the earlier day, and both days
 -- are marked dirty for the rollups. The older day's bitmap is named from ARGV[7] (its
@@ -30,9 +29,8 @@
 -- KEYS[8]  set     the day's custom event names
 -- KEYS[9]  zset    page paths for prefix search, all scored 0 (ZRANGEBYLEX), capped
 -- KEYS[10] string  the live tick (exists for a second after a publish)
--- KEYS[11] string  first days' base name: chunk c is KEYS[11]:c, ids c*4000.. (BITFIELD u16
---                  at #(id mod 4000)); KEYS[11] itself is where earlier versions kept
---                  them all, moved into chunks by the first call that finds it
+-- KEYS[11] string  first days' base name (lib/firstdays.lua: its runs and moved ids are
+--                  named from it; itself, the u16 per id of earlier versions, read only)
 -- KEYS[12] set     dirty days (ISO dates the rollups must compute again)
 -- KEYS[13] set     marks of applied calls (see ARGV[3])
 -- KEYS[14] string  the day's count of events dropped as bots
@@ -86,7 +84,6 @@
 -- {-1, 0, 0} when the mark was there already; {-2, ms to wait, 0} when a rate limit
 -- refused the call (then nothing was written).
 local GC_WAIT_VISITORS = 100
-local FIRST_DAYS_CHUNK = 4000  -- ids per chunk of first days (8,000 bytes: within an allocator size class of 8 KB; store/keys.py)
 --@section rate limits, exactly-once mark
 local limits = tonumber(ARGV[10])
 if limits > 0 then
@@ -190,68 +187,34 @@ end
 --@section new visitors, first days
 local moved = 0
 if track_new then
-  -- First days sit in chunks of FIRST_DAYS_CHUNK ids, each made at its whole length
-  -- when its first id is handed out: one growing string would be held at up to twice
-  -- its length (the server leaves a growing string room to grow). A site's first days
-  -- kept as one string by an earlier version move into chunks once.
-  if redis.call('EXISTS', KEYS[11]) == 1 then
-    local size = 2 * FIRST_DAYS_CHUNK
-    local len = redis.call('STRLEN', KEYS[11])
-    for c = 0, math.ceil(len / size) - 1 do
-      local part = redis.call('GETRANGE', KEYS[11], c * size, (c + 1) * size - 1)
-      redis.call('SET', KEYS[11] .. ':' .. c, part .. string.rep('\0', size - #part))
-    end
-    redis.call('DEL', KEYS[11])
-  end
   local latest = tonumber(redis.call('GET', KEYS[16])) or 0
-  local known, k = {}, 0  -- indexes of visitors who had an id already
-  local get = {}  -- chunk -> BITFIELD GET arguments
-  if this_day < latest then  -- a backfill: someone known may have been first seen later
-    local is_fresh = {}
-    for j = 1, m do is_fresh[missing[j]] = true end
-    for i = 1, n do
-      if not is_fresh[i] then
-        k = k + 1
-        known[k] = i
-        local c = math.floor(ids[i] / FIRST_DAYS_CHUNK)
-        local list = get[c]
-        if not list then list = {}; get[c] = list end
-        list[#list + 1] = 'GET'; list[#list + 1] = 'u16'; list[#list + 1] = '#' .. (ids[i] % FIRST_DAYS_CHUNK)
-      end
-    end
-  elseif m > 0 and this_day > latest then
-    redis.call('SET', KEYS[16], this_day)
-  end
-  local set_first = {}  -- chunk -> BITFIELD SET arguments
+  if m > 0 then firstdays_handed(KEYS[11], ids[missing[1]], this_day) end
   local new_bits, c = {}, 0
-  local function first_here(id)
-    local chunk = math.floor(id / FIRST_DAYS_CHUNK)
-    local list = set_first[chunk]
-    if not list then list = {}; set_first[chunk] = list end
-    local s = #list
-    list[s + 1] = 'SET'; list[s + 2] = 'u16'; list[s + 3] = '#' .. (id % FIRST_DAYS_CHUNK); list[s + 4] = this_day
+  local function new_here(id)
     new_bits[c + 1] = 'SET'; new_bits[c + 2] = 'u1'; new_bits[c + 3] = id; new_bits[c + 4] = 1
     c = c + 4
   end
-  for j = 1, m do first_here(ids[missing[j]]) end
-  if k > 0 then
-    local firsts = {}
-    for chunk, list in pairs(get) do
-      local got = redis.call('BITFIELD', KEYS[11] .. ':' .. chunk, unpack(list))
-      for x = 3, #list, 3 do firsts[chunk * FIRST_DAYS_CHUNK + tonumber(string.sub(list[x], 2))] = got[x / 3] end
+  for j = 1, m do new_here(ids[missing[j]]) end
+  if this_day < latest then  -- a backfill: someone known may have been first seen later
+    local is_fresh, known = {}, {}
+    for j = 1, m do is_fresh[missing[j]] = true end
+    for i = 1, n do
+      if not is_fresh[i] then known[#known + 1] = ids[i] end
     end
-    local later = {}  -- older day (ISO) -> ids whose "new" bit leaves it
-    for j = 1, k do
-      local id = ids[known[j]]
+    local firsts = firstdays_get(KEYS[11], known)
+    local later, earlier = {}, {}  -- older day (ISO) -> ids whose "new" bit leaves it; the ids moved here
+    for _, id in ipairs(known) do
       local first = firsts[id]
       if first > this_day then  -- (0: seen before first days were kept; left alone)
-        first_here(id)
+        new_here(id)
+        earlier[#earlier + 1] = id
         local day = iso_day(first)
         later[day] = later[day] or {}
         table.insert(later[day], id)
         moved = moved + 1
       end
     end
+    if moved > 0 then firstdays_move(KEYS[11], earlier, this_day) end
     for day, moved_ids in pairs(later) do
       local clear = {}
       for x, id in ipairs(moved_ids) do
@@ -260,11 +223,8 @@ if track_new then
       redis.call('BITFIELD', ARGV[7] .. day, unpack(clear))
       redis.call('SADD', KEYS[12], day, ARGV[6])
     end
-  end
-  for chunk, list in pairs(set_first) do
-    local key = KEYS[11] .. ':' .. chunk
-    if redis.call('EXISTS', key) == 0 then redis.call('SET', key, string.rep('\0', 2 * FIRST_DAYS_CHUNK)) end
-    redis.call('BITFIELD', key, unpack(list))
+  elseif m > 0 and this_day > latest then
+    redis.call('SET', KEYS[16], this_day)
   end
   if c > 0 then redis.call('BITFIELD', KEYS[4], unpack(new_bits)) end
 end
