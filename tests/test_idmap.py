@@ -50,9 +50,9 @@ def test_the_buckets_are_packed_strings_within_the_byte_budget(site, r):
     answers = pipe.execute()
     types, buckets, usage = set(answers[0::3]), answers[1::3], sum(answers[2::3])
     assert types == {b"string"}
-    assert all(bucket[0] == 3 for bucket in buckets)  # (ids below 2^24 take 3 bytes)
-    assert sum(len(idmap.unpack(bucket)) for bucket in buckets) == n
-    assert usage / n <= 14, f"{usage / n:.1f} bytes per visitor"  # (measured ~11: 10-byte records, a share of the key)
+    assert all(bucket[0] == 16 + 3 for bucket in buckets)  # (ids below 2^24 take 3 bytes; past 256 buckets, short fields)
+    assert sum(len(idmap.unpack(bucket, k)) for k, bucket in enumerate(buckets)) == n
+    assert usage / n <= 13, f"{usage / n:.1f} bytes per visitor"  # (measured ~10: 9-byte records, a share of the key)
     assert usage / n <= BUDGET
 
 
@@ -181,8 +181,30 @@ def test_ids_past_three_bytes_widen_their_buckets_and_keep_the_rest(site, r):
     record(r, info, hits(names), now=datetime.now(UTC))  # all found again: none new
     assert idmap.all_ids(r, site.pk) == stored
     assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 60
-    widths = {r.get(name)[0] for name in idmap.bucket_keys(r, site.pk) if r.exists(name)}
+    widths = {r.get(name)[0] % 16 for name in idmap.bucket_keys(r, site.pk) if r.exists(name)}
     assert widths == {3, 4}
+
+
+def test_buckets_take_short_fields_past_256_buckets_and_every_visitor_keeps_their_id(site, r):
+    """From 256 buckets on, a bucket's number gives its fields' fourth digest byte, and a
+    bucket written again leaves it out: buckets of both kinds live side by side, and
+    splits move short fields alike."""
+    info = SiteInfo.from_model(site)
+    rng = random.Random(8)
+    seen: list[str] = []
+    sizes = [1000] * 24 + [100] * 8  # (to 24,800 ids: the switch at 24,576, 257 buckets; then few writes)
+    for size in sizes:
+        fresh = [f"s{i}" for i in range(len(seen), len(seen) + size)]
+        back = rng.sample(seen, min(len(seen), 300))
+        record(r, info, hits(fresh + back), now=datetime.now(UTC))
+        seen += fresh
+    stored = idmap.all_ids(r, site.pk)
+    assert set(stored) == {field_of(info, name) for name in seen} and sorted(stored.values()) == list(range(len(seen)))
+    heads = {r.get(name)[0] for name in idmap.bucket_keys(r, site.pk)}
+    assert heads == {3, 16 + 3}  # (some buckets not written since the switch)
+    record(r, info, hits(seen), now=datetime.now(UTC))  # every one found again: none new
+    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == len(seen)
+    assert idmap.all_ids(r, site.pk) == stored
 
 
 def test_a_look_up_reads_whole_records_only(site, r):
@@ -198,3 +220,15 @@ def test_a_look_up_reads_whole_records_only(site, r):
     record(r, info, hits(["v"]), now=datetime.now(UTC))
     assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 0  # found: not new
     assert r.getbit(keys.active(site.pk, info.today()), 42) == 1
+
+
+def test_a_map_of_hash_buckets_past_256_packs_into_short_fields(site, r):
+    from django.core.management import call_command
+
+    info = SiteInfo.from_model(site)
+    before = hash_map(r, info, [f"w{i}" for i in range(13_000)], FIELD)  # (271 buckets of 48)
+    call_command("migrate_visitor_ids", "example.com")
+    assert idmap.all_ids(r, site.pk) == before
+    assert {r.get(name)[0] for name in idmap.bucket_keys(r, site.pk)} == {16 + 3}
+    record(r, info, hits(["w7", "w12999", "fresh"]), now=datetime.now(UTC))
+    assert r.bitcount(keys.new_visitors(site.pk, info.today())) == 1

@@ -20,12 +20,19 @@ def bucket_of(digest: bytes, buckets: int) -> int:
     return h % (2 * level) if a < buckets - level else a
 
 
-def unpack(bucket: bytes) -> dict[bytes, int]:
-    """A packed bucket's records: {the first FIELD bytes of a digest: id}."""
+def unpack(bucket: bytes, n: int) -> dict[bytes, int]:
+    """Packed bucket number n's records: {the first FIELD bytes of a digest: id} (a short
+    field, without its fourth byte, gets it back from n: lib/idmap.lua)."""
     if not bucket:
         return {}
-    size = FIELD + bucket[0]
-    return {bucket[p : p + FIELD]: int.from_bytes(bucket[p + FIELD : p + size], "big") for p in range(1, len(bucket), size)}
+    width, short = bucket[0] % 16, bucket[0] >= 16
+    field = FIELD - 1 if short else FIELD
+    fourth = bytes([n % 256])
+    found = {}
+    for p in range(1, len(bucket), field + width):
+        f = bucket[p : p + field]
+        found[f[:3] + fourth + f[3:] if short else f] = int.from_bytes(bucket[p + field : p + field + width], "big")
+    return found
 
 
 def bucket_keys(r: redis.Redis, site_id: int) -> list[str]:
@@ -49,8 +56,8 @@ def all_ids(r: redis.Redis, site_id: int) -> dict[bytes, int]:
     pipe.hgetall(keys.visitor_ids(site_id))
     answers = pipe.execute()
     found: dict[bytes, int] = {}
-    for packed in answers[:buckets]:
-        found.update(unpack(packed or b""))
+    for n, packed in enumerate(answers[:buckets]):
+        found.update(unpack(packed or b"", n))
     for answer in answers[buckets:]:
         found.update((field, int(value)) for field, value in answer.items())
     return found

@@ -10,9 +10,13 @@
 -- no call rehashes the map and every look-up reads one short string.
 --
 -- A bucket: one byte, the width w of its ids (3 bytes while ids are below 2^24, 4 after),
--- then records of IDMAP_FIELD + w bytes: the first IDMAP_FIELD bytes of a digest, then its
--- id, big-endian. A string is written whole (SET), so the server holds it at its exact
--- length (an APPEND would leave it room to grow, up to twice its length).
+-- plus 16 when its fields leave out the digest's fourth byte; then records of a field and
+-- an id (big-endian). The field is the first IDMAP_FIELD bytes of a digest, or from
+-- IDMAP_SHORT_FROM buckets on those bytes less the fourth, which the bucket's number
+-- gives (its low 8 bits are the fourth byte's: see the addressing below), so the map
+-- tells visitors apart by the same 56 bits in 6 bytes. A string is written whole (SET),
+-- so the server holds it at its exact length (an APPEND would leave it room to grow, up
+-- to twice its length); a bucket takes the short fields when it is next written.
 --
 -- Why 7 bytes of the digest: two visitors whose digests share their first 56 bits would
 -- share an id; the expected number of such pairs among n visitors ever seen is n^2 / 2^57:
@@ -36,6 +40,7 @@
 local IDMAP_LOAD = 96   -- average records per bucket (~1 KB strings)
 local IDMAP_FIELD = 7   -- digest bytes kept
 local IDMAP_WIDE3 = 16777216  -- ids from here on take 4 bytes
+local IDMAP_SHORT_FROM = 256  -- buckets from which a bucket's number gives its fields' fourth byte
 
 local function idmap_hash(digest)
   local a, b, c, d = string.byte(digest, 1, 4)
@@ -73,48 +78,59 @@ local function idmap_id_bytes(id, w)
   return string.char(math.floor(id / 16777216) % 256) .. low
 end
 
--- The records of `pairs_` ({field, id, field, id...}) as one bucket string.
-local function idmap_pack(pairs_)
+-- The records of `pairs_` ({field, id, field, id...}, fields of IDMAP_FIELD bytes) as one
+-- bucket string; `short`: fields without their fourth byte.
+local function idmap_pack(pairs_, short)
   local w = 3
   for j = 2, #pairs_, 2 do
     if pairs_[j] >= IDMAP_WIDE3 then w = 4; break end
   end
-  local parts = {string.char(w)}
+  local parts = {string.char(short and w + 16 or w)}
   for j = 1, #pairs_, 2 do
-    parts[#parts + 1] = pairs_[j]
+    local f = pairs_[j]
+    parts[#parts + 1] = short and (string.sub(f, 1, 3) .. string.sub(f, 5)) or f
     parts[#parts + 1] = idmap_id_bytes(pairs_[j + 1], w)
   end
   return table.concat(parts)
 end
 
--- A bucket string's records as {field, id, field, id...}.
-local function idmap_unpack(s)
+-- A bucket string's header: id width, field size, whether its fields are short.
+local function idmap_header(s)
+  local h = string.byte(s, 1)
+  local w, short = h % 16, h >= 16
+  return w, short and IDMAP_FIELD - 1 or IDMAP_FIELD, short
+end
+
+-- Bucket `bucket`'s string `s` as records {field, id, field, id...} (fields of
+-- IDMAP_FIELD bytes: a short one gets its fourth byte back from the bucket's number).
+local function idmap_unpack(s, bucket)
   local out = {}
   if #s == 0 then return out end
-  local w = string.byte(s, 1)
-  local size = IDMAP_FIELD + w
-  for p = 2, #s, size do
+  local w, size, short = idmap_header(s)
+  local fourth = string.char(bucket % 256)
+  for p = 2, #s, size + w do
     local id = 0
-    for q = p + IDMAP_FIELD, p + size - 1 do id = id * 256 + string.byte(s, q) end
-    out[#out + 1] = string.sub(s, p, p + IDMAP_FIELD - 1)
+    for q = p + size, p + size + w - 1 do id = id * 256 + string.byte(s, q) end
+    local f = string.sub(s, p, p + size - 1)
+    out[#out + 1] = short and (string.sub(f, 1, 3) .. fourth .. string.sub(f, 4)) or f
     out[#out + 1] = id
   end
   return out
 end
 
--- The id of `field` in bucket string `s`, or nil. (A match must start on a record: the
--- search goes on past one that straddles two.)
+-- The id of `field` (IDMAP_FIELD bytes) in bucket string `s`, or nil. (A match must start
+-- on a record: the search goes on past one that straddles two.)
 local function idmap_find(s, field)
   if #s == 0 then return nil end
-  local w = string.byte(s, 1)
-  local size = IDMAP_FIELD + w
+  local w, size, short = idmap_header(s)
+  if short then field = string.sub(field, 1, 3) .. string.sub(field, 5) end
   local at = 2
   while true do
     local p = string.find(s, field, at, true)
     if not p then return nil end
-    if (p - 2) % size == 0 then
+    if (p - 2) % (size + w) == 0 then
       local id = 0
-      for q = p + IDMAP_FIELD, p + size - 1 do id = id * 256 + string.byte(s, q) end
+      for q = p + size, p + size + w - 1 do id = id * 256 + string.byte(s, q) end
       return id
     end
     at = p + 1
@@ -138,7 +154,7 @@ local function idmap_load(shape, bucket)
     local all = redis.call('HGETALL', old)
     if #all > 0 then
       for j = 1, #all, 2 do all[j] = string.sub(all[j], 1, IDMAP_FIELD); all[j + 1] = tonumber(all[j + 1]) end
-      s = idmap_pack(all)
+      s = idmap_pack(all, shape.buckets >= IDMAP_SHORT_FROM)
       redis.call('SET', shape.base .. ':p' .. bucket, s)
       redis.call('DEL', old)
     end
@@ -157,23 +173,29 @@ local function idmap_put(shape, entries)
     list[#list + 1] = string.sub(e[1], 1, IDMAP_FIELD)
     list[#list + 1] = tonumber(e[2])
   end
+  local short = shape.buckets >= IDMAP_SHORT_FROM
   for bucket, list in pairs(by_bucket) do
     local s = idmap_load(shape, bucket)
-    local w = #s > 0 and string.byte(s, 1) or 3
-    local fits = true
-    if w == 3 then
+    local fits = #s > 0
+    local w, _, was_short = 3, IDMAP_FIELD, short
+    if fits then w, _, was_short = idmap_header(s) end
+    if was_short ~= short then fits = false end
+    if fits and w == 3 then
       for j = 2, #list, 2 do
         if list[j] >= IDMAP_WIDE3 then fits = false; break end
       end
     end
-    if #s > 0 and fits then
+    if fits then
       local parts = {s}
-      for j = 1, #list, 2 do parts[#parts + 1] = list[j] .. idmap_id_bytes(list[j + 1], w) end
+      for j = 1, #list, 2 do
+        local f = list[j]
+        parts[#parts + 1] = (short and (string.sub(f, 1, 3) .. string.sub(f, 5)) or f) .. idmap_id_bytes(list[j + 1], w)
+      end
       s = table.concat(parts)
-    else  -- (a new bucket, or ids past 3 bytes: the bucket is written again at 4)
-      local all = idmap_unpack(s)
+    else  -- (a new bucket, ids past 3 bytes, or the short fields' turn: the bucket is written again)
+      local all = idmap_unpack(s, bucket)
       for j = 1, #list do all[#all + 1] = list[j] end
-      s = idmap_pack(all)
+      s = idmap_pack(all, short)
     end
     idmap_write(shape, bucket, s)
   end
@@ -213,7 +235,7 @@ local function idmap_grow(shape, count)
   if target <= shape.buckets then return end
   while shape.buckets < target do
     local split, level = shape.buckets - shape.level, shape.level
-    local all = idmap_unpack(idmap_load(shape, split))
+    local all = idmap_unpack(idmap_load(shape, split), split)
     local stay, move = {}, {}
     for j = 1, #all, 2 do
       local into = idmap_hash(all[j]) % (2 * level) == split and stay or move
@@ -224,8 +246,9 @@ local function idmap_grow(shape, count)
     shape.buckets = shape.buckets + 1
     if shape.buckets == 2 * level then shape.level = 2 * level end
     if #move > 0 then
-      idmap_write(shape, split, idmap_pack(stay))
-      idmap_write(shape, split + level, idmap_pack(move))
+      local short = shape.buckets >= IDMAP_SHORT_FROM
+      idmap_write(shape, split, idmap_pack(stay, short))
+      idmap_write(shape, split + level, idmap_pack(move, short))
     end
   end
   redis.call('SET', shape.base .. ':buckets', shape.buckets)
