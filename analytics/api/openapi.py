@@ -416,8 +416,9 @@ DOCUMENT = {
                     "visit_duration (mean seconds) and views_per_visit: exact. Rows are ordered by visitors. Direct traffic is "
                     "`Direct / None` under source and referrer. Values past a site's daily quota of distinct values count "
                     "under `(other)` (for event:props:NAME, per property). City values carry their region or country "
-                    "(`Springfield, US-IL`). exit_page rows have visits (visits that ended there) only; page rows visitors "
-                    "and pageviews."
+                    "(`Springfield, US-IL`); region and city need TALLY_GEO_CITY_DB (without it: 409, unless the range has "
+                    "values stored while one was set). exit_page rows have visits (visits that ended there) only; page rows "
+                    "visitors and pageviews."
                 ),
                 "security": [{"apiKey": []}],
                 "parameters": [
@@ -470,6 +471,10 @@ DOCUMENT = {
                         ("site", "from", "to", "property", "page", "total", "results"),
                     ),
                     **READ_ERRORS,
+                    "409": _error(
+                        "property=region or city, no city database is configured (TALLY_GEO_CITY_DB is not set) and the "
+                        "range has no regions or cities stored from a time one was; the message names the setting."
+                    ),
                 },
             }
         },
