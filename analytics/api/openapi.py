@@ -184,8 +184,8 @@ DOCUMENT = {
             "SeriesRow": {
                 "type": "object",
                 "required": ["date"],
-                "description": "{date, <metric>: number, or null where it has no value (hours to come; a visit metric under "
-                "several filters)}.",
+                "description": "{date, <metric>: number, or null where it has no value (hours to come, or whose hour keys "
+                "have expired; a visit metric under several filters)}.",
                 "properties": {"date": {"type": "string", "description": "YYYY-MM-DD (the week's Monday, the month's first day) "
                                                                        "or YYYY-MM-DDTHH:00."}},
                 "additionalProperties": {"type": ["number", "null"]},
@@ -289,7 +289,9 @@ DOCUMENT = {
                     _param(
                         "interval",
                         "Row per local hour (ranges of at most 2 days; rows dated YYYY-MM-DDTHH:00; metrics visitors, an "
-                        "estimate, and pageviews; null in the hours still to come), day, ISO week (Monday) or calendar month.",
+                        "estimate, and pageviews; null in the hours still to come, and in those of a day whose hour keys have "
+                        "expired under the site's keep_daily_days, as the same dates last year may have), day, ISO week "
+                        "(Monday) or calendar month.",
                         {"type": "string", "enum": ["hour", "day", "week", "month"], "default": "day"},
                     ),
                 ],
