@@ -93,12 +93,13 @@ def panel_rows(prop: Property, rows: list[dict], view=None) -> list[dict]:
     ]
 
 
-def empty_note(prop: Property, rows: list) -> str:
+def empty_note(prop: Property, rows: list, shared: bool = False) -> str:
     """Why a list is empty, where the reason is known ("": no reason to give). Regions and
     cities without a city database: the list is empty because the server does not look
-    them up; cities kept from a time it did are still listed (then there are rows)."""
+    them up; cities kept from a time it did are still listed (then there are rows). The
+    remedy is the operator's: through a share link the public reads a plain sentence."""
     if not rows and prop.key in queries.CITY_PROPERTIES and not queries.city_database():
-        return queries.NO_CITY_DATABASE + "."
+        return f"No {prop.column.lower()} data for this site." if shared else queries.NO_CITY_DATABASE + "."
     return ""
 
 

@@ -275,7 +275,7 @@ def breakdown(request, site, info, base, shared):
         "metric": prop.metric,
         "path": prop.path,
         "rows": panels.panel_rows(prop, rows, view),
-        "empty": panels.empty_note(prop, rows),
+        "empty": panels.empty_note(prop, rows, shared),
         "total": total,
         "estimate": estimate,
         "details": details_url(base, prop.key, view),
@@ -329,7 +329,7 @@ def filters(request, site, info, base, shared):
 def pages(request, site, info, base, shared):
     """Every page of the period, most visitors first, 50 at a time, with a search (paths
     containing the text). Ranked as the top-pages card ranks (the read API's numbers)."""
-    return _details(request, site, info, base, panels.PROPERTIES["page"])
+    return _details(request, site, info, base, panels.PROPERTIES["page"], shared)
 
 
 @site_view
@@ -338,10 +338,10 @@ def details(request, site, info, base, shared, prop):
     time, with a search (values containing the text)."""
     if prop not in panels.PROPERTIES or prop == "page":
         raise Http404("no such property")
-    return _details(request, site, info, base, panels.PROPERTIES[prop])
+    return _details(request, site, info, base, panels.PROPERTIES[prop], shared)
 
 
-def _details(request, site, info, base, prop):
+def _details(request, site, info, base, prop, shared):
     period = periods.parse(request.GET, info.today())
     view = filtering.parse(request.GET, period.query)
     search = request.GET.get("q", "").strip()[:200]
@@ -378,6 +378,6 @@ def _details(request, site, info, base, prop):
         "total": total,
         "first_rank": (number - 1) * panels.DETAILS_ROWS + 1,
         "capped": prop.key == "page" and total >= panels.MAX_PAGES_LISTED and not search,
-        "empty": "" if search else panels.empty_note(prop, rows),
+        "empty": "" if search else panels.empty_note(prop, rows, shared),
     }
     return render(request, "dashboard/details.html", context)

@@ -4,25 +4,56 @@
   "use strict";
   var config = { displayModeBar: false, responsive: true };
   var figures = JSON.parse(document.getElementById("figures").textContent);
+  var PHONE = 600;  // px: narrower is a phone
+  var legends = {};  // chart id -> {legend, height: the figure's own; traces; narrow: as drawn}, for charts with a legend
+
+  function legendLayout(chart, narrow) {
+    // Phones: the legend in rows under the plot (above it, wrapped, it covered the lines),
+    // and the figure taller by about what the legend takes.
+    if (!narrow) return { legend: Object.assign({}, chart.legend), height: chart.height };
+    return {
+      legend: Object.assign({}, chart.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.2, yanchor: "top" }),
+      height: chart.height + 20 * chart.traces
+    };
+  }
 
   function draw(id, figure, extra) {
     var el = document.getElementById(id);
     if (!el || !figure) return;
-    if (id.indexOf("chart-retention") === 0 && window.innerWidth < 600) {
+    var narrow = window.innerWidth < PHONE;
+    if (id.indexOf("chart-retention") === 0 && narrow) {
       // Phones: one short line a cell (the share), readable, instead of "12.5%<br>1234" at 6 px.
       figure.data.forEach(function (trace) { trace.text = trace.customdata; trace.textfont = { size: 10 }; });
     }
-    if (window.innerWidth < 600 && figure.data.length > 1) {
-      // Phones: the legend in rows under the plot (above it, wrapped, it covered the lines),
-      // and the figure taller by about what the legend takes.
-      figure.layout.legend = Object.assign({}, figure.layout.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.2, yanchor: "top" });
-      figure.layout.height = (figure.layout.height || 300) + 20 * figure.data.length;
+    delete legends[id];
+    if (figure.data.length > 1) {
+      legends[id] = { legend: figure.layout.legend || {}, height: figure.layout.height || 300, traces: figure.data.length, narrow: narrow };
+      Object.assign(figure.layout, legendLayout(legends[id], narrow));
     }
     if (id === "chart-map") figure.layout.height = Math.min(300, Math.round(el.clientWidth * 0.55));  // the world is twice as wide as high
     Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra));
   }
   // The map waits for its tab (its outlines are a download of their own).
   Object.keys(figures).forEach(function (key) { if (key !== "map") draw("chart-" + key, figures[key]); });
+
+  // A phone turned (or a window resized) across PHONE: the legends follow the width, once
+  // the resizing has settled.
+  var resized = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resized);
+    resized = setTimeout(function () {
+      var narrow = window.innerWidth < PHONE;
+      Object.keys(legends).forEach(function (id) {
+        var chart = legends[id];
+        if (chart.narrow === narrow) return;
+        chart.narrow = narrow;
+        // autosize last: a relayout of the height alone pins the width at the old one (plotly.js
+        // "does not support autosize with only one dimension fixed"), and the chart would no
+        // longer follow its card's width.
+        Plotly.relayout(document.getElementById(id), Object.assign(legendLayout(chart, narrow), { autosize: true }));
+      });
+    }, 150);
+  });
 
   // Panels: tabs of breakdown lists; the first tab of each came with the page, the others
   // are asked for when opened. Every value is set as text.

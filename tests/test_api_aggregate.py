@@ -6,9 +6,10 @@ from datetime import UTC, date, datetime, time, timedelta
 
 import pytest
 
-from analytics import queries, rollups
+from analytics import queries, rollups, sites
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
+from analytics.rollups import expiry
 from analytics.sites import SiteInfo
 from analytics.store import keys
 from tests.hll import hll_tolerance
@@ -180,6 +181,37 @@ def test_today_by_the_hour(client, make_site, r):
         assert abs(row["visitors"] - len(set(truth))) <= hll_tolerance(len(set(truth)))
     too_long = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": (today - timedelta(days=2)).isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}")
     assert too_long.status_code == 400 and too_long.json()["error"] == "interval=hour: at most 2 days"
+
+
+def test_hours_whose_keys_have_expired_are_null_not_zero(client, make_site, r):
+    """Yesterday against the same date last year, by the hour, read zeros once last year's
+    hour keys had expired (past the site's keep_daily_days), as if nobody had come: those
+    hours are unknown, null like the hours to come. A real zero hour stays 0, on a day
+    past the policy whose keys are still there too, and so does a day the policy keeps."""
+    site, key = make_site()
+    info = SiteInfo.from_model(site)
+    yesterday = info.today() - timedelta(days=1)
+    last_year = queries.previous("year", yesterday, yesterday)[0]
+    hits = [Hit(datetime.combine(day, time(10, n), tzinfo=UTC), "/", "pageview", identity_source(None, f"v{n}", None, None))
+            for day in (yesterday, last_year) for n in range(3)]
+    record(r, info, hits)
+
+    def compared(compare="year"):
+        body = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": yesterday.isoformat(),
+                          "to": yesterday.isoformat(), "compare": compare}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        assert [row["pageviews"] for row in body["results"]] == [3 if hour == 10 else 0 for hour in range(24)]
+        return [(row["visitors"], row["pageviews"]) for row in body["comparison"]["results"]]
+
+    counted = [(3, 3) if hour == 10 else (0, 0) for hour in range(24)]
+    assert compared() == counted  # (kept by the policy: 400 days)
+    site.keep_daily_days = 30
+    site.save()
+    sites.clear_cache()
+    assert compared() == counted  # past the policy, but not expired yet: still the numbers
+    expiry.apply(r, site, [last_year])  # (an EXPIREAT long past: the keys go now)
+    assert not r.exists(keys.hour_pageviews(site.id, last_year, 10))
+    assert compared() == [(None, None)] * 24
+    assert compared("previous_period") == [(0, 0)] * 24  # a day without visitors the policy keeps: zeros
 
 
 def test_today_is_compared_with_yesterday_up_to_the_same_hour(make_site, r):

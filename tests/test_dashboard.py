@@ -377,6 +377,25 @@ def test_regions_and_cities_without_a_city_database_say_what_they_need(client, s
     assert client.get("/dashboard/example.com/breakdown", {"property": "city", "period": "7d"}).json()["empty"] == ""
 
 
+def test_through_a_share_link_regions_and_cities_say_no_data_without_the_operators_remedy(client, sources_site, owner,
+                                                                                          admin_user, settings):
+    """A share link's public viewer read "set TALLY_GEO_CITY_DB to a ... .mmdb file", an
+    instruction for whoever runs the server: they read a plain sentence; signed-in owners
+    and staff keep the instruction."""
+    settings.GEO_CITY_DB = ""
+    token = sources_site.enable_sharing()
+    for prop, sentence in (("region", "No region data for this site."), ("city", "No city data for this site.")):
+        tab = client.get(f"/share/{token}/breakdown", {"property": prop, "period": "7d"})
+        assert tab.status_code == 200 and tab.json()["rows"] == [] and tab.json()["empty"] == sentence
+        html = client.get(f"/share/{token}/details/{prop}", {"period": "7d"}).content.decode()
+        assert sentence in html and "TALLY_GEO_CITY_DB" not in html and ".mmdb" not in html
+    for user in (owner, admin_user):
+        client.force_login(user)
+        body = client.get("/dashboard/example.com/breakdown", {"property": "city", "period": "7d"}).json()
+        assert body["rows"] == [] and "TALLY_GEO_CITY_DB" in body["empty"], user
+        assert "TALLY_GEO_CITY_DB" in client.get("/dashboard/example.com/details/region", {"period": "7d"}).content.decode()
+
+
 def test_details_pages_through_every_value_and_searches(client, make_site, r, owner):
     site, _ = make_site()
     site.owners.add(owner)

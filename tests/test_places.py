@@ -149,3 +149,56 @@ def test_cities_stored_with_a_city_database_stay_readable_without_it(client, mak
                       HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 409
     tab = admin_client.get("/dashboard/example.com/breakdown", {"property": "city", "period": "custom", "from": before, "to": before}).json()
     assert tab["rows"] == [] and "TALLY_GEO_CITY_DB" in tab["empty"]
+
+
+def test_regions_and_cities_without_a_city_database_are_a_409_naming_the_setting(client, make_site, r, settings):
+    """breakdown?property=city answered 200 with no rows, which reads as "no visitor came
+    from any city": without a city database it says why, as `near` does."""
+    settings.GEO_CITY_DB = ""
+    site, key = make_site()
+    day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    events = [{"url": "https://example.com/", "ts": day.isoformat(), "visitor": "v1", "ip": f"{NETS['Berlin']}.1"}]
+    client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    when = {"site": "example.com", "from": day.date().isoformat(), "to": day.date().isoformat()}
+    for asked in ({"property": "region"}, {"property": "city"}, {"property": "visit:city"}, {"property": "city", "search": "Ber"},
+                  {"property": "region", "filters": "country==GB"}):
+        answer = client.get("/api/v1/stats/breakdown", {**when, **asked}, HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert answer.status_code == 409 and answer["Content-Type"] == "application/json", (asked, answer.content)
+        assert "TALLY_GEO_CITY_DB" in answer.json()["error"] and ".mmdb" in answer.json()["error"], asked
+    country = client.get("/api/v1/stats/breakdown", {**when, "property": "country"}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert country.status_code == 200 and len(country.json()["results"]) == 1  # (countries: what ingest knows)
+    documented = client.get("/api/v1/openapi.json").json()["paths"]["/api/v1/stats/breakdown"]["get"]["responses"]
+    assert "TALLY_GEO_CITY_DB" in documented["409"]["description"]
+    settings.GEO_CITY_DB = "/var/lib/geo/city.mmdb"  # configured: a range without cities is just empty
+    answer = client.get("/api/v1/stats/breakdown", {**when, "property": "city"}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert answer.status_code == 200 and answer.json()["results"] == []
+
+
+def test_regions_and_cities_stored_stay_readable_without_a_city_database(client, make_site, r, city_db, settings):
+    """Recorded while a city database was set, listed after it is removed: from the raw day
+    keys, and from the rollup's rows once those keys have expired (and the day's GEO set
+    with them); a range without any is a 409."""
+    from analytics import rollups
+    from analytics.store import keys
+
+    site, key = make_site()
+    day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    events = [{"url": "https://example.com/", "ts": (day + timedelta(minutes=n)).isoformat(), "visitor": f"v{n}",
+               "ip": f"{NETS['Berlin']}.{n + 1}"} for n in range(5)]
+    client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    settings.GEO_CITY_DB = ""
+    geo.reset()
+
+    def listed(prop, start=day.date(), end=day.date()):
+        answer = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": prop, "from": start.isoformat(),
+                            "to": end.isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}")
+        return answer.status_code, [row[prop] for row in answer.json().get("results", [])]
+
+    assert listed("city") == (200, ["Berlin, DE-BE"]) and listed("region") == (200, ["DE-BE"])
+    rollups.rollup(r, site, day.date(), day.date())
+    for name in r.scan_iter(match=keys.site_pattern(site.id, f"*{day.date().isoformat()}*"), count=1000):  # (as the expiry policy would)
+        r.unlink(name)
+    assert not r.exists(keys.places(site.id, day.date()))
+    assert listed("city") == (200, ["Berlin, DE-BE"]) and listed("region") == (200, ["DE-BE"])
+    before = day.date() - timedelta(days=5)
+    assert listed("city", before, before)[0] == 409 and listed("region", before, day.date())[0] == 200

@@ -184,8 +184,8 @@ DOCUMENT = {
             "SeriesRow": {
                 "type": "object",
                 "required": ["date"],
-                "description": "{date, <metric>: number, or null where it has no value (hours to come; a visit metric under "
-                "several filters)}.",
+                "description": "{date, <metric>: number, or null where it has no value (hours to come, or whose hour keys "
+                "have expired; a visit metric under several filters)}.",
                 "properties": {"date": {"type": "string", "description": "YYYY-MM-DD (the week's Monday, the month's first day) "
                                                                        "or YYYY-MM-DDTHH:00."}},
                 "additionalProperties": {"type": ["number", "null"]},
@@ -289,7 +289,9 @@ DOCUMENT = {
                     _param(
                         "interval",
                         "Row per local hour (ranges of at most 2 days; rows dated YYYY-MM-DDTHH:00; metrics visitors, an "
-                        "estimate, and pageviews; null in the hours still to come), day, ISO week (Monday) or calendar month.",
+                        "estimate, and pageviews; null in the hours still to come, and in those of a day whose hour keys have "
+                        "expired under the site's keep_daily_days, as the same dates last year may have), day, ISO week "
+                        "(Monday) or calendar month.",
                         {"type": "string", "enum": ["hour", "day", "week", "month"], "default": "day"},
                     ),
                 ],
@@ -416,8 +418,9 @@ DOCUMENT = {
                     "visit_duration (mean seconds) and views_per_visit: exact. Rows are ordered by visitors. Direct traffic is "
                     "`Direct / None` under source and referrer. Values past a site's daily quota of distinct values count "
                     "under `(other)` (for event:props:NAME, per property). City values carry their region or country "
-                    "(`Springfield, US-IL`). exit_page rows have visits (visits that ended there) only; page rows visitors "
-                    "and pageviews."
+                    "(`Springfield, US-IL`); region and city need TALLY_GEO_CITY_DB (without it: 409, unless the range has "
+                    "values stored while one was set). exit_page rows have visits (visits that ended there) only; page rows "
+                    "visitors and pageviews."
                 ),
                 "security": [{"apiKey": []}],
                 "parameters": [
@@ -470,6 +473,10 @@ DOCUMENT = {
                         ("site", "from", "to", "property", "page", "total", "results"),
                     ),
                     **READ_ERRORS,
+                    "409": _error(
+                        "property=region or city, no city database is configured (TALLY_GEO_CITY_DB is not set) and the "
+                        "range has no regions or cities stored from a time one was; the message names the setting."
+                    ),
                 },
             }
         },

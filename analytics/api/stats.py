@@ -116,7 +116,7 @@ def aggregate(request):
 def breakdown(request):
     """Rows by one visit dimension (`property`), most visitors first, paged; or by page,
     goal or custom property. `search` keeps the values containing it before paging, so
-    `total` counts those."""
+    `total` counts those. Regions and cities without a city database: a 409, as `near`."""
     site = site_param(request)
     start, end = date_range(request, site)
     prop = _property(request)
@@ -125,6 +125,9 @@ def breakdown(request):
     search = _search(request)
     r = get_redis()
     filters = filters_param(request)
+    if prop in queries.CITY_PROPERTIES and not queries.city_database() and not queries.city_values_stored(r, site, start, end, prop):
+        # (as `near`: an empty list would read as "no visitor came from any region or city")
+        raise ApiError(409, f"property={prop}: no city database on this server. {queries.NO_CITY_DATABASE}")
     if filters:
         results, total, estimate = _filtered_breakdown(r, site, filters, start, end, prop, request)
         body = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page,

@@ -44,7 +44,7 @@ from .funnels import funnel
 from .goals import event_properties, every_property, goals, properties
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
 from .pages import page_timeseries, ranked_pages, search_pages, top_pages
-from .places import CITY_PROPERTIES, NO_CITY_DATABASE, cities_stored, city_database, visitors_near
+from .places import CITY_PROPERTIES, NO_CITY_DATABASE, cities_stored, city_database, city_values_stored, visitors_near
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
 
@@ -60,6 +60,7 @@ __all__ = [
     "NO_CITY_DATABASE",
     "cities_stored",
     "city_database",
+    "city_values_stored",
     "event_properties",
     "every_property",
     "properties",

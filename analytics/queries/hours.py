@@ -4,6 +4,12 @@ Ingest keeps, per local hour of a day, an HLL of the hour's visitors and a pagev
 counter (record_batch.lua). Pageviews are exact; an hour's visitors are an estimate, never
 shown above the day's exact DAU. On a day the clocks go back, the repeated hour's two
 halves share one row (its wall-clock hour).
+
+The hour keys are raw day keys: they expire with the day's others (keep_daily_days after
+the rollup, analytics.rollups.expiry), all of a day's at once, while the day's own numbers
+stay in the rollup rows. The same dates last year (compare=year) may be past that: a day
+older than the policy keeps, with none of its hour keys left, is unknown (null), not a day
+without visitors.
 """
 from datetime import date, datetime
 
@@ -19,22 +25,27 @@ MAX_HOUR_DAYS = 2
 
 def hourly(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=HOUR_METRICS) -> list[dict]:
     """24 rows a day, dated `YYYY-MM-DDTHH:00` in the site's time zone, zeros included; an
-    hour still to come has null numbers (nothing happened yet: a chart draws a gap)."""
+    hour still to come has null numbers (nothing happened yet: a chart draws a gap), and so
+    has every hour of a day whose hour keys have expired (nothing is known of it)."""
     sid = site.id
     days = days_between(start, end)
+    kept_from = site.oldest_day()  # (the days before may have lost their raw keys)
     pipe = r.pipeline(transaction=False)
     for day in days:
         pipe.bitcount(keys.active(sid, day))
         for hour in range(24):
             pipe.pfcount(keys.hour_visitors(sid, day, hour))
             pipe.get(keys.hour_pageviews(sid, day, hour))
+        if day < kept_from:  # (one EXISTS: a day's hour keys share a slot, and expire together)
+            pipe.exists(*(f(sid, day, hour) for hour in range(24) for f in (keys.hour_visitors, keys.hour_pageviews)))
     answers = iter(pipe.execute())
     now = datetime.now(site.tz).strftime("%Y-%m-%dT%H:00")
     rows = []
     for day in days:
         dau = next(answers)
-        for hour in range(24):
-            values = {"visitors": min(next(answers), dau), "pageviews": int(next(answers) or 0)}
+        hours = [{"visitors": min(next(answers), dau), "pageviews": int(next(answers) or 0)} for _ in range(24)]
+        gone = day < kept_from and not next(answers)
+        for hour, values in enumerate(hours):
             stamp = f"{day.isoformat()}T{hour:02d}:00"
-            rows.append({"date": stamp, **{m: values[m] if stamp <= now else None for m in metrics}})
+            rows.append({"date": stamp, **{m: values[m] if stamp <= now and not gone else None for m in metrics}})
     return rows

@@ -15,6 +15,7 @@ from .. import dimensions
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
+from .breakdown import breakdown
 
 CITY_PROPERTIES = ("region", "city")  # the visit dimensions only a city database fills
 NO_CITY_DATABASE = ("Regions and cities need a city database: set TALLY_GEO_CITY_DB to a MaxMind GeoLite2-City "
@@ -29,6 +30,13 @@ def city_database() -> bool:
 def cities_stored(r: redis.Redis, site: SiteInfo, start: date, end: date) -> bool:
     """Were any cities placed on a day of the range (perhaps while a city database was set)?"""
     return bool(r.exists(*(keys.places(site.id, day) for day in days_between(start, end))))
+
+
+def city_values_stored(r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str) -> bool:
+    """Has a day of the range any values of `dimension` (region or city), recorded while a
+    city database was set? The day GEO sets answer first (one EXISTS); they expire with the
+    raw day keys, but the rollups' stored rows still list the values, so those are asked next."""
+    return cities_stored(r, site, start, end) or breakdown(r, site, start, end, dimension, limit=1)[1] > 0
 
 
 def visitors_near(r: redis.Redis, site: SiteInfo, start: date, end: date, longitude: float, latitude: float, km: float) -> dict:

@@ -126,6 +126,21 @@ def test_it_fits_a_phone(dashboard, context):
     assert cells and all(re.fullmatch(r"\d+%", t) for t in cells), [t for t in cells if not re.fullmatch(r"\d+%", t)][:5]  # shares only
 
 
+def assert_legends_placed(page, width):
+    """On phones (under 600 px) the legends sit under the plot and its dates, else above."""
+    for chart in ("visitors", "actives"):
+        def boxes(selector):
+            return [t.bounding_box() for t in page.locator(f"#chart-{chart} {selector}").all()]
+
+        names, dates = boxes("g.legend text"), boxes("g.xtick text")
+        plot = page.locator(f"#chart-{chart} .nsewdrag").bounding_box()
+        if width < 600:
+            top, bottom = min(b["y"] for b in names), max(b["y"] + b["height"] for b in dates)
+            assert top >= bottom >= plot["y"] + plot["height"], (width, chart, top, bottom, plot)
+        else:
+            assert max(b["y"] + b["height"] for b in names) <= plot["y"], (width, chart, names, plot)
+
+
 def test_on_a_phone_the_legends_sit_under_their_plots(dashboard):
     """At 390 px the legends above the plots wrapped into the lines (three entries with the
     compared period's); on phones they go under the plot and its dates, on a laptop above."""
@@ -134,18 +149,34 @@ def test_on_a_phone_the_legends_sit_under_their_plots(dashboard):
         page.set_viewport_size({"width": width, "height": 844})
         page.goto(page.url.split("?")[0] + "?period=30d")
         charts_drawn(page)
-        for chart in ("visitors", "actives"):
-            def boxes(selector):
-                return [t.bounding_box() for t in page.locator(f"#chart-{chart} {selector}").all()]
-
-            names, dates = boxes("g.legend text"), boxes("g.xtick text")
-            plot = page.locator(f"#chart-{chart} .nsewdrag").bounding_box()
-            if width < 600:
-                top, bottom = min(b["y"] for b in names), max(b["y"] + b["height"] for b in dates)
-                assert top >= bottom >= plot["y"] + plot["height"], (chart, top, bottom, plot)
-            else:
-                assert max(b["y"] + b["height"] for b in names) <= plot["y"], (chart, names, plot)
+        assert_legends_placed(page, width)
     assert page.locator("#chart-visitors g.legend .traces").count() == 3  # (pageviews, visitors, the previous period's)
+    assert problems == []
+
+
+def test_turning_a_phone_moves_the_legends_with_the_width(dashboard):
+    """The legends' place was decided at the first draw: a phone turned from portrait to
+    landscape (or a window narrowed past 600 px) kept them where they were. They follow
+    the width, both ways, without a reload."""
+    page, problems, site, info = dashboard
+    page.set_viewport_size({"width": 1280, "height": 844})
+    page.goto(page.url.split("?")[0] + "?period=30d")
+    charts_drawn(page)
+    assert_legends_placed(page, 1280)
+    heights = {}
+    for width, narrow in ((390, True), (1280, False), (390, True)):
+        page.set_viewport_size({"width": width, "height": 844})
+        page.wait_for_function("""narrow => ['visitors', 'actives'].every(chart => {
+            const legend = document.getElementById('chart-' + chart)._fullLayout.legend;
+            return (legend.yanchor === 'top' && legend.y < 0) === narrow;
+        })""", arg=narrow, timeout=5_000)
+        page.wait_for_timeout(300)  # (plotly.js redraws the legend after the layout: let it settle)
+        assert_legends_placed(page, width)
+        heights[narrow] = page.locator("#chart-visitors .main-svg").first.bounding_box()["height"]
+        widths = page.evaluate("['visitors', 'actives'].map(c => document.getElementById('chart-' + c))"
+                               ".map(el => [el.clientWidth, el._fullLayout.width])")
+        assert all(abs(card - drawn) <= 1 for card, drawn in widths), (width, widths)  # (still as wide as its card)
+    assert heights[True] > heights[False]  # (taller on a phone by about what the legend takes)
     assert problems == []
 
 
