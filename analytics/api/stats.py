@@ -125,11 +125,9 @@ def breakdown(request):
     search = _search(request)
     r = get_redis()
     filters = filters_param(request)
-    if prop in queries.CITY_PROPERTIES and not queries.city_database() and not queries.city_values_stored(r, site, start, end, prop):
-        # (as `near`: an empty list would read as "no visitor came from any region or city")
-        raise ApiError(409, f"property={prop}: no city database on this server. {queries.NO_CITY_DATABASE}")
     if filters:
         results, total, estimate = _filtered_breakdown(r, site, filters, start, end, prop, request)
+        _refuse_cities_without_a_database(r, site, start, end, prop, total)
         body = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page,
                 **_filtered(filters, estimate), "results": results[(page - 1) * limit : page * limit], "total": total}
         return json_response(body)
@@ -145,6 +143,7 @@ def breakdown(request):
                    for row in rows[(page - 1) * limit :]]
     else:
         results, total = queries.breakdown(r, site, start, end, prop, limit, page, search)
+        _refuse_cities_without_a_database(r, site, start, end, prop, total)
     wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
     if wanted:
         name = prop.removeprefix(PROPS)
@@ -155,6 +154,15 @@ def breakdown(request):
         results = [{name: row[name], **{m: row.get(m) for m in wanted}} for row in results]
     return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page,
                           "results": results, "total": total})
+
+
+def _refuse_cities_without_a_database(r, site, start, end, prop: str, total: int):
+    """An empty region or city list without a city database is a 409, as `near` is: it
+    would read as "no visitor came from any region or city". Asked only of an empty answer
+    (values stored while a database was set are listed, and a filter may leave none)."""
+    if prop in queries.CITY_PROPERTIES and not total and not queries.city_database() \
+            and not queries.city_values_stored(r, site, start, end, prop):
+        raise ApiError(409, f"property={prop}: no city database on this server. {queries.NO_CITY_DATABASE}")
 
 
 def _property(request) -> str:
