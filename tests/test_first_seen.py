@@ -23,6 +23,22 @@ def new_on(r, site, day):
     return r.bitcount(keys.new_visitors(site.pk, day))
 
 
+def assert_new_visitors_as_brute_force(r, site, info, days, events: list[tuple[date, int]], batch: int):
+    """Record (day, visitor number) events in batches of `batch`, in their order; each
+    day's new visitors must be those whose earliest day it is."""
+    for i in range(0, len(events), batch):
+        record(r, info, visits_on(events[i : i + batch]))
+    first: dict[int, date] = {}
+    for day, n in events:
+        first[n] = min(first.get(n, day), day)
+    for day in days:
+        assert new_on(r, site, day) == sum(1 for f in first.values() if f == day), day
+
+
+def visits_on(events: list[tuple[date, int]]) -> list[Hit]:
+    return [Hit(at(day), "/", "pageview", identity_source(None, f"v{n}", None, None)) for day, n in events]
+
+
 def test_a_backfill_of_an_earlier_day_moves_new_visitors_there(site, r):
     info = SiteInfo.from_model(site)
     today = info.today()
@@ -48,14 +64,7 @@ def test_new_visitors_match_brute_force_for_days_arriving_in_any_order(site, r):
     days = [today - timedelta(days=n) for n in range(20)]
     events = [(rng.choice(days), rng.randrange(600)) for _ in range(6000)]
     rng.shuffle(events)  # backfills, out of order, in batches
-    for i in range(0, len(events), 800):
-        chunk = events[i : i + 800]
-        record(r, info, [Hit(at(day), "/", "pageview", identity_source(None, f"v{n}", None, None)) for day, n in chunk])
-    first: dict[int, date] = {}
-    for day, n in events:
-        first[n] = min(first.get(n, day), day)
-    for day in days:
-        assert new_on(r, site, day) == sum(1 for f in first.values() if f == day), day
+    assert_new_visitors_as_brute_force(r, site, info, days, events, 800)
 
 
 def test_it_names_older_days_right_across_leap_years_and_centuries(site, r):
@@ -80,13 +89,7 @@ def test_new_visitors_match_brute_force_for_many_visitors_and_runs(site, r):
     rng = random.Random(5)
     days = [today - timedelta(days=n) for n in range(6)]
     events = [(rng.choice(days), rng.randrange(10_000)) for _ in range(30_000)]
-    for i in range(0, len(events), 1000):
-        record(r, info, [Hit(at(day), "/", "pageview", identity_source(None, f"v{n}", None, None)) for day, n in events[i : i + 1000]])
-    first: dict[int, date] = {}
-    for day, n in events:
-        first[n] = min(first.get(n, day), day)
-    for day in days:
-        assert new_on(r, site, day) == sum(1 for f in first.values() if f == day), day
+    assert_new_visitors_as_brute_force(r, site, info, days, events, 1000)
 
 
 def day_number(day: date) -> int:

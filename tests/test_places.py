@@ -128,16 +128,23 @@ def test_near_without_a_city_database_is_a_409_naming_the_setting(client, make_s
     assert "TALLY_GEO_CITY_DB" in documented["409"]["description"]
 
 
-def test_cities_stored_with_a_city_database_stay_readable_without_it(client, make_site, r, city_db, settings, admin_client):
-    """A city database removed later: the cities it placed are still counted, listed and
-    found near a place; a range without any is a 409 (and the tab's hint) again."""
-    site, key = make_site()
+def berlin_yesterday_then_no_city_database(client, key, settings) -> datetime:
+    """Five visitors from Berlin yesterday at 01:00 UTC, placed by the city database, which
+    is then removed; returns that time."""
     day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
     events = [{"url": "https://example.com/", "ts": (day + timedelta(minutes=n)).isoformat(), "visitor": f"v{n}",
                "ip": f"{NETS['Berlin']}.{n + 1}"} for n in range(5)]
     client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
     settings.GEO_CITY_DB = ""
     geo.reset()
+    return day
+
+
+def test_cities_stored_with_a_city_database_stay_readable_without_it(client, make_site, r, city_db, settings, admin_client):
+    """A city database removed later: the cities it placed are still counted, listed and
+    found near a place; a range without any is a 409 (and the tab's hint) again."""
+    site, key = make_site()
+    day = berlin_yesterday_then_no_city_database(client, key, settings)
     when = {"from": day.date().isoformat(), "to": day.date().isoformat()}
     near = client.get("/api/v1/stats/near", {"site": "example.com", **when, "lat": 52.5, "lon": 13.4, "km": 10},
                       HTTP_AUTHORIZATION=f"Bearer {key}")
@@ -182,12 +189,7 @@ def test_regions_and_cities_stored_stay_readable_without_a_city_database(client,
     from analytics.store import keys
 
     site, key = make_site()
-    day = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=1)
-    events = [{"url": "https://example.com/", "ts": (day + timedelta(minutes=n)).isoformat(), "visitor": f"v{n}",
-               "ip": f"{NETS['Berlin']}.{n + 1}"} for n in range(5)]
-    client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
-    settings.GEO_CITY_DB = ""
-    geo.reset()
+    day = berlin_yesterday_then_no_city_database(client, key, settings)
 
     def listed(prop, start=day.date(), end=day.date()):
         answer = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": prop, "from": start.isoformat(),
