@@ -23,11 +23,17 @@
 
 local FIRSTDAYS_MOVED = 128
 
+-- A run's member "<first id>:<day>" as its first id and day.
+local function firstdays_run(member)
+  local start, day = string.match(member, '^(%d+):(%d+)$')
+  return tonumber(start), tonumber(day)
+end
+
 -- New ids first .. first + m - 1 were handed out on `day`.
 local function firstdays_handed(base, first, day)
   local runs = base .. ':runs'
   local last = redis.call('ZRANGE', runs, -1, -1)[1]
-  if last and tonumber(string.match(last, ':(%d+)$')) == day then return end
+  if last and select(2, firstdays_run(last)) == day then return end
   redis.call('ZADD', runs, first, first .. ':' .. day)
 end
 
@@ -56,10 +62,7 @@ local function firstdays_get(base, list)
   if #rest == 0 then return out end
   table.sort(rest)
   local runs_key, runs = base .. ':runs', {}
-  local function add(member)
-    local start, day = string.match(member, '^(%d+):(%d+)$')
-    runs[#runs + 1] = {tonumber(start), tonumber(day)}
-  end
+  local function add(member) runs[#runs + 1] = {firstdays_run(member)} end
   local lo, hi = rest[1], rest[#rest]
   local legacy = {}
   if redis.call('ZCOUNT', runs_key, '(' .. lo, hi) <= #rest then  -- (the runs between, at most one per id)
@@ -73,7 +76,7 @@ local function firstdays_get(base, list)
   else  -- (many runs between: each id's own)
     for _, id in ipairs(rest) do
       local m = redis.call('ZREVRANGEBYSCORE', runs_key, id, '-inf', 'LIMIT', 0, 1)[1]
-      if m then out[id] = tonumber(string.match(m, ':(%d+)$')) else legacy[#legacy + 1] = id end
+      if m then out[id] = select(2, firstdays_run(m)) else legacy[#legacy + 1] = id end
     end
   end
   if #legacy > 0 then

@@ -78,17 +78,34 @@ local function idmap_id_bytes(id, w)
   return string.char(math.floor(id / 16777216) % 256) .. low
 end
 
+-- A field without its fourth byte (a short field: the bucket's number gives it).
+local function idmap_short(field)
+  return string.sub(field, 1, 3) .. string.sub(field, 5)
+end
+
+-- The id of `w` bytes at position p of `s`.
+local function idmap_id_at(s, p, w)
+  local id = 0
+  for q = p, p + w - 1 do id = id * 256 + string.byte(s, q) end
+  return id
+end
+
+-- The id width the ids of `pairs_` ({field, id, field, id...}) need: 3 bytes, or 4.
+local function idmap_width(pairs_)
+  for j = 2, #pairs_, 2 do
+    if pairs_[j] >= IDMAP_WIDE3 then return 4 end
+  end
+  return 3
+end
+
 -- The records of `pairs_` ({field, id, field, id...}, fields of IDMAP_FIELD bytes) as one
 -- bucket string; `short`: fields without their fourth byte.
 local function idmap_pack(pairs_, short)
-  local w = 3
-  for j = 2, #pairs_, 2 do
-    if pairs_[j] >= IDMAP_WIDE3 then w = 4; break end
-  end
+  local w = idmap_width(pairs_)
   local parts = {string.char(short and w + 16 or w)}
   for j = 1, #pairs_, 2 do
     local f = pairs_[j]
-    parts[#parts + 1] = short and (string.sub(f, 1, 3) .. string.sub(f, 5)) or f
+    parts[#parts + 1] = short and idmap_short(f) or f
     parts[#parts + 1] = idmap_id_bytes(pairs_[j + 1], w)
   end
   return table.concat(parts)
@@ -109,11 +126,9 @@ local function idmap_unpack(s, bucket)
   local w, size, short = idmap_header(s)
   local fourth = string.char(bucket % 256)
   for p = 2, #s, size + w do
-    local id = 0
-    for q = p + size, p + size + w - 1 do id = id * 256 + string.byte(s, q) end
     local f = string.sub(s, p, p + size - 1)
     out[#out + 1] = short and (string.sub(f, 1, 3) .. fourth .. string.sub(f, 4)) or f
-    out[#out + 1] = id
+    out[#out + 1] = idmap_id_at(s, p + size, w)
   end
   return out
 end
@@ -123,16 +138,12 @@ end
 local function idmap_find(s, field)
   if #s == 0 then return nil end
   local w, size, short = idmap_header(s)
-  if short then field = string.sub(field, 1, 3) .. string.sub(field, 5) end
+  if short then field = idmap_short(field) end
   local at = 2
   while true do
     local p = string.find(s, field, at, true)
     if not p then return nil end
-    if (p - 2) % (size + w) == 0 then
-      local id = 0
-      for q = p + size, p + size + w - 1 do id = id * 256 + string.byte(s, q) end
-      return id
-    end
+    if (p - 2) % (size + w) == 0 then return idmap_id_at(s, p + size, w) end
     at = p + 1
   end
 end
@@ -176,20 +187,17 @@ local function idmap_put(shape, entries)
   local short = shape.buckets >= IDMAP_SHORT_FROM
   for bucket, list in pairs(by_bucket) do
     local s = idmap_load(shape, bucket)
-    local fits = #s > 0
-    local w, _, was_short = 3, IDMAP_FIELD, short
-    if fits then w, _, was_short = idmap_header(s) end
-    if was_short ~= short then fits = false end
-    if fits and w == 3 then
-      for j = 2, #list, 2 do
-        if list[j] >= IDMAP_WIDE3 then fits = false; break end
-      end
+    local w, fits = 3, false
+    if #s > 0 then
+      local _, was_short
+      w, _, was_short = idmap_header(s)
+      fits = was_short == short and w >= idmap_width(list)
     end
     if fits then
       local parts = {s}
       for j = 1, #list, 2 do
         local f = list[j]
-        parts[#parts + 1] = (short and (string.sub(f, 1, 3) .. string.sub(f, 5)) or f) .. idmap_id_bytes(list[j + 1], w)
+        parts[#parts + 1] = (short and idmap_short(f) or f) .. idmap_id_bytes(list[j + 1], w)
       end
       s = table.concat(parts)
     else  -- (a new bucket, ids past 3 bytes, or the short fields' turn: the bucket is written again)
