@@ -2,12 +2,14 @@
 import random
 from datetime import UTC, date, datetime, time, timedelta
 
+import pytest
+
 from analytics import rollups
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.models import DailyMetrics
 from analytics.sites import SiteInfo
-from analytics.store import keys
+from analytics.store import firstdays, keys
 from analytics.store.cluster import site_client
 
 
@@ -119,14 +121,20 @@ def test_moved_first_days_stay_in_small_hashes(site, r):
     assert {node.object("encoding", n) for n in names} <= {b"listpack", b"ziplist"}
 
 
-def test_first_days_of_an_earlier_version_are_read_for_the_ids_they_hold(site, r):
+@pytest.mark.parametrize("moved_into_runs", [False, True])
+def test_first_days_of_an_earlier_version_are_read_for_the_ids_they_hold(site, r, moved_into_runs):
     """Earlier versions kept a u16 per id in one string: ids handed out before the first
-    run are looked up there, and a backfill moves them as before."""
+    run are looked up there, or in the runs the migration made of them, and a backfill
+    moves them as before."""
     info = SiteInfo.from_model(site)
     today = info.today()
     record(r, info, visits(today, range(5000)))
     r.delete(keys.first_days_runs(site.pk))  # (as an earlier version left it:)
     r.set(keys.first_days(site.pk), day_number(today).to_bytes(2, "big") * 5000)
+    if moved_into_runs:
+        assert firstdays.migrate(r, site.pk, chunk=700) == 5000
+        assert not r.exists(keys.first_days(site.pk))
+        assert r.zrange(keys.first_days_runs(site.pk), 0, -1) == [f"0:{day_number(today)}".encode()]
     yesterday = today - timedelta(days=1)
     record(r, info, visits(yesterday, range(3900, 4100)))
     assert (new_on(r, site, yesterday), new_on(r, site, today)) == (200, 4800)
@@ -151,3 +159,95 @@ def test_a_backfill_of_few_visitors_across_many_runs_reads_each_ones_run(site, r
     first.update({5: early, 395: early})
     for day in (today, today - timedelta(days=1), early):
         assert new_on(r, site, day) == sum(1 for f in first.values() if f == day), day
+
+
+def first_day_read(node, site_id: int, visitor_id: int) -> int:
+    """A visitor id's first day the way lib/firstdays.lua reads it: a moved entry, else its
+    run, else earlier versions' string."""
+    moved = node.hget(keys.first_days_moved(site_id, visitor_id // keys.FIRST_DAYS_MOVED), visitor_id % keys.FIRST_DAYS_MOVED)
+    if moved is not None:
+        return int(moved)
+    run = node.zrevrangebyscore(keys.first_days_runs(site_id), visitor_id, "-inf", start=0, num=1)
+    if run:
+        return int(run[0].split(b":")[1])
+    return node.bitfield(keys.first_days(site_id)).get("u16", f"#{visitor_id}").execute()[0]
+
+
+def test_earlier_first_days_move_into_runs_and_moved_ids_with_every_day_kept(site, r):
+    """Days held for stretches of ids (an import, live days), odd ids between (backfills
+    of old), unknown ones (0), a backfill after the upgrade (a moved entry that must win)
+    and ids past the string's end: every id reads the same day after the migration, in
+    chunks that cut stretches, and the string is gone."""
+    info = SiteInfo.from_model(site)
+    node = site_client(r, site.pk)
+    rng = random.Random(7)
+    n = 20_000
+    days, day = [], 9000
+    while len(days) < n:
+        day += rng.choice([1, 1, 1, -3])
+        days += [day] * rng.choice([1, 3, 7, 8, 50, 400, 2000])
+    days = days[:n]
+    for i in rng.sample(range(n), 300):
+        days[i] = rng.choice([0, days[i] - rng.randrange(1, 40)])
+    record(r, info, visits(info.today(), range(n + 500)))  # (ids 0 .. n + 499; runs from n on:)
+    r.zremrangebyscore(keys.first_days_runs(site.pk), "-inf", n - 1)
+    r.zadd(keys.first_days_runs(site.pk), {f"{n}:{day_number(info.today())}": n})
+    r.set(keys.first_days(site.pk), b"".join(d.to_bytes(2, "big") for d in days[: n - 100]))  # (the last 100: unknown)
+    expected = days[: n - 100] + [0] * 100
+    backfilled = 1234
+    node.hset(keys.first_days_moved(site.pk, backfilled // keys.FIRST_DAYS_MOVED), backfilled % keys.FIRST_DAYS_MOVED, 42)
+    expected[backfilled] = 42
+    before = [first_day_read(node, site.pk, i) for i in range(n)]
+    assert before == expected
+
+    assert firstdays.migrate(r, site.pk, chunk=997) == n
+    assert not r.exists(keys.first_days(site.pk), keys.first_days_runs_aside(site.pk))
+    assert [first_day_read(node, site.pk, i) for i in range(n)] == expected
+    assert first_day_read(node, site.pk, n + 10) == day_number(info.today())
+    changes = sum(1 for i in range(1, n) if expected[i] != expected[i - 1])
+    assert r.zcard(keys.first_days_runs(site.pk)) < changes / 2  # (the odd ids are not runs)
+    assert firstdays.migrate(r, site.pk) == 0  # (done: nothing left)
+
+
+def test_a_backfill_while_the_earlier_first_days_move_is_kept(site, r):
+    """Ingest runs beside the migration: a backfill between two of its calls moves
+    visitors (reading the string, still the answer for its ids), and neither the moved
+    days nor the new visitors' counts are lost when the runs are joined."""
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    yesterday, before = today - timedelta(days=1), today - timedelta(days=2)
+    record(r, info, visits(today, range(5000)))
+    r.delete(keys.first_days_runs(site.pk))
+    r.set(keys.first_days(site.pk), day_number(today).to_bytes(2, "big") * 5000)
+    calls = []
+
+    def meanwhile(_):
+        calls.append(1)
+        if len(calls) == 3:
+            record(r, info, visits(yesterday, range(100, 4100, 2)))  # (ids in chunks done and chunks to come)
+            record(r, info, visits(today, range(5000, 5100)))  # (and new visitors: a live run)
+
+    firstdays.migrate(r, site.pk, chunk=500, progress=meanwhile)
+    assert len(calls) == 10 and not r.exists(keys.first_days(site.pk))
+    assert (new_on(r, site, yesterday), new_on(r, site, today)) == (2000, 3100)
+    record(r, info, visits(before, [100, 101, 4500, 5050]))  # (moved, run, legacy-run and live-run ids)
+    assert [new_on(r, site, d) for d in (before, yesterday, today)] == [4, 1999, 3097]
+
+
+@pytest.mark.parametrize("by", ["nightly rollup", "command"])
+def test_the_nightly_rollup_and_the_command_move_earlier_first_days(site, r, by):
+    from django.core.management import call_command
+
+    from analytics.rollups.jobs import roll_closed
+
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    record(r, info, visits(today, range(3000)))
+    r.delete(keys.first_days_runs(site.pk))
+    r.set(keys.first_days(site.pk), day_number(today).to_bytes(2, "big") * 3000)
+    if by == "command":
+        call_command("migrate_visitor_ids", "example.com")
+    else:
+        roll_closed(r, site)
+    assert not r.exists(keys.first_days(site.pk))
+    assert r.zrange(keys.first_days_runs(site.pk), 0, -1) == [f"0:{day_number(today)}".encode()]

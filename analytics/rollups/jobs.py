@@ -32,7 +32,7 @@ from ..counts.pages import page_days
 from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily, Retention, Site
 from ..periods import days_between, monday
 from ..sites import SiteInfo
-from ..store import idmap, keys
+from ..store import firstdays, idmap, keys
 from ..store.locks import held
 from ..store.scratch import scratch
 from . import expiry
@@ -217,6 +217,7 @@ def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
     today = SiteInfo.from_model(site).today()
     if not r.exists(keys.visitor_id_packed(site.pk)):  # (an id map from before the packed buckets, once)
         idmap.pack(r, site.pk)
+    firstdays.migrate(r, site.pk)  # (earlier versions' first days, once: nothing to do after)
     start = first_unfinished_day(site)
     end = today - timedelta(days=1)
     if start > end:

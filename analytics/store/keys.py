@@ -28,7 +28,8 @@ first-day:runs     zset    runs of ids and the day they were first seen ("<first
                            days since 2000-01-01), so a backfill of an earlier day moves
                            "new" there (lib/firstdays.lua)
 first-day:moved:<b> hash   the ids of bucket b whose first day a backfill moved earlier
-first-day          string  u16 per id at #<id>: earlier versions' first days (read only)
+first-day          string  u16 per id at #<id>: earlier versions' first days (read only, until
+                           store/firstdays.py moves them into runs via first-day:runs-aside)
 first-day-latest   string  the latest of those days (a chunk not before it skips reading them)
 applied:<UTC day>  set     marks of the ingest calls applied that day (exactly once)
 idempotency:<h>    set     marks of a client's Idempotency-Key (hashed), kept 24 hours
@@ -315,6 +316,12 @@ def first_days(site_id: int) -> str:
 def first_days_runs(site_id: int) -> str:
     """Sorted set of runs of ids with their first day: "<first id>:<day>" scored by the id."""
     return f"{first_days(site_id)}:runs"
+
+
+def first_days_runs_aside(site_id: int) -> str:
+    """The runs built from earlier versions' first days while they move (store/firstdays.py),
+    joined to the runs when done."""
+    return f"{first_days(site_id)}:runs-aside"
 
 
 def first_days_moved(site_id: int, bucket: int) -> str:

@@ -6,13 +6,15 @@ site without DOMAIN; ids do not change:
 - the maps kept before the bucketed layout (one big hash per site, 53-80 bytes a visitor)
   move into buckets (analytics/store/scripts/lib/idmap.lua);
 - buckets kept as small hashes (keyed by 10 bytes of the digest, ~18 bytes a visitor, or 7,
-  ~15) become packed strings of 7-byte records (~11).
+  ~15) become packed strings of 7-byte records (~11);
+- the first days seen kept as a u16 per id (2 bytes a visitor) become runs of ids
+  (analytics/store/scripts/lib/firstdays.lua).
 """
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
 from analytics.models import Site
-from analytics.store import idmap
+from analytics.store import firstdays, idmap
 from analytics.store.connection import get_redis
 
 
@@ -29,4 +31,7 @@ class Command(BaseCommand):
             with tqdm(unit=" visitors", desc=site.domain, file=self.stderr._out) as bar:
                 moved = idmap.migrate(r, site.pk, progress=bar.update)
                 packed = idmap.pack(r, site.pk, progress=bar.update)
-            self.stdout.write(f"{site.domain}: {moved:,} visitor ids moved into buckets, {packed:,} packed.")
+                days = firstdays.migrate(r, site.pk, progress=bar.update)
+            self.stdout.write(
+                f"{site.domain}: {moved:,} visitor ids moved into buckets, {packed:,} packed; first days of {days:,} ids into runs."
+            )
