@@ -31,6 +31,7 @@ class Command(BaseCommand):
             with tqdm(unit=" visitors", desc=site.domain, file=self.stderr._out) as bar:
                 moved = idmap.migrate(r, site.pk, progress=bar.update)
                 packed = idmap.pack(r, site.pk, progress=bar.update)
+            with tqdm(unit=" ids", desc=f"{site.domain}, first days", file=self.stderr._out) as bar:
                 days = firstdays.migrate(r, site.pk, progress=bar.update)
             self.stdout.write(
                 f"{site.domain}: {moved:,} visitor ids moved into buckets, {packed:,} packed; first days of {days:,} ids into runs."
