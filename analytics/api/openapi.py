@@ -185,7 +185,7 @@ DOCUMENT = {
                 "type": "object",
                 "required": ["date"],
                 "description": "{date, <metric>: number, or null where it has no value (hours to come, or whose hour keys "
-                "have expired; a visit metric under several filters)}.",
+                "have expired on a day that had visitors; a visit metric under several filters)}.",
                 "properties": {"date": {"type": "string", "description": "YYYY-MM-DD (the week's Monday, the month's first day) "
                                                                        "or YYYY-MM-DDTHH:00."}},
                 "additionalProperties": {"type": ["number", "null"]},
@@ -290,8 +290,9 @@ DOCUMENT = {
                         "interval",
                         "Row per local hour (ranges of at most 2 days; rows dated YYYY-MM-DDTHH:00; metrics visitors, an "
                         "estimate, and pageviews; null in the hours still to come, and in those of a day whose hour keys have "
-                        "expired under the site's keep_daily_days, as the same dates last year may have), day, ISO week "
-                        "(Monday) or calendar month.",
+                        "expired under the site's keep_daily_days, as the same dates last year may have, unless the day's "
+                        "stored row says it had no visitors and no pageviews: then 0), day, ISO week (Monday) or calendar "
+                        "month.",
                         {"type": "string", "enum": ["hour", "day", "week", "month"], "default": "day"},
                     ),
                 ],
