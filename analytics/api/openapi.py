@@ -645,12 +645,15 @@ DOCUMENT = {
                 "goals has a row per goal and revenue currency: revenue a number (the breakdown's amount), currency its code, "
                 "both empty without revenue. With filters, breakdowns and goals have visitors (and conversion rates) only, and "
                 "exit_page and the custom properties have no table (they count visits or events, which filters cannot narrow). "
+                "The region and city tables, when empty because no city database is configured (TALLY_GEO_CITY_DB, and "
+                "none was while the period's values were recorded: the breakdown's 409), carry a note saying so: a last row "
+                "of one cell in CSV and XLSX, the table's `note` in JSON. "
                 "Up to 31 days the file comes at once; longer periods (or async=1) answer 202 with a job. "
                 "In CSV and XLSX, text cells and headers starting with = + - @ are prefixed with ' (no spreadsheet formulas "
                 "from public strings); numbers stay numbers.",
                 "security": [{"apiKey": []}],
                 "parameters": [
-                    {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table (NAME.csv); xlsx: a sheet per table; json: {site, from, to, tables: {NAME: {columns, rows}}}."},
+                    {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table (NAME.csv); xlsx: a sheet per table; json: {site, from, to, tables: {NAME: {columns, rows, note (only where one is due)}}}."},
                     SITE,
                     *RANGE,
                     _param("async", "1 to run as a job whatever the length.", {"type": "string", "enum": ["1"]}),

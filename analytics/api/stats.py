@@ -158,10 +158,9 @@ def breakdown(request):
 
 def _refuse_cities_without_a_database(r, site, start, end, prop: str, total: int):
     """An empty region or city list without a city database is a 409, as `near` is: it
-    would read as "no visitor came from any region or city". Asked only of an empty answer
-    (values stored while a database was set are listed, and a filter may leave none)."""
-    if prop in queries.CITY_PROPERTIES and not total and not queries.city_database() \
-            and not queries.city_values_stored(r, site, start, end, prop):
+    would read as "no visitor came from any region or city" (queries.needs_city_database
+    decides, as it does the exports' note)."""
+    if queries.needs_city_database(r, site, start, end, prop, total):
         raise ApiError(409, f"property={prop}: no city database on this server. {queries.NO_CITY_DATABASE}")
 
 

@@ -39,6 +39,15 @@ def city_values_stored(r: redis.Redis, site: SiteInfo, start: date, end: date, d
     return cities_stored(r, site, start, end) or breakdown(r, site, start, end, dimension, limit=1)[1] > 0
 
 
+def needs_city_database(r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str, found: int) -> bool:
+    """Is a list of `dimension` with `found` rows empty because no city database is
+    configured, rather than because nobody came from a region or city? The one decision the
+    breakdown API (a 409) and the exports (a note) take. Only an empty answer asks whether
+    values were stored (those are listed, and a filter may leave none of them)."""
+    return (dimension in CITY_PROPERTIES and not found and not city_database()
+            and not city_values_stored(r, site, start, end, dimension))
+
+
 def visitors_near(r: redis.Redis, site: SiteInfo, start: date, end: date, longitude: float, latitude: float, km: float) -> dict:
     """{"visitors": n, "cities": [{"city", "km", "visitors"}]} (nearest first)."""
     days = days_between(start, end)
