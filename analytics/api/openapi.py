@@ -75,6 +75,8 @@ FILTERED_ANSWER = {
         "visitor bitmap on a day of the range, so HyperLogLogs answer for it).",
     },
 }
+DAY_RUNS = {"type": "array", "items": {"type": "object", "additionalProperties": False, "required": ["from", "to"], "properties": {
+    "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}}}}
 ROW_ESTIMATE = {"type": "boolean", "const": True, "description": "Present (true) on a row whose visitors are an estimate."}
 
 
@@ -489,7 +491,9 @@ DOCUMENT = {
                     "Ingest keeps each day's cities at the city database's coordinates for the city "
                     "(never a visitor's own position); this finds the cities within `km` of the point (GEOSEARCH) and counts "
                     "their visitors over the range as one union (HyperLogLog, ±0.81%). Cities past a day's quota of values "
-                    "are not placed."
+                    "are not placed. A day's places are raw day keys: they expire with its others (the site's "
+                    "keep_daily_days after the rollup), while breakdown?property=city still lists its cities. Such days "
+                    "are left out of the count and named (`expired`, `message`); a range of such days only is a 410."
                 ),
                 "security": [{"apiKey": []}],
                 "parameters": [
@@ -510,13 +514,23 @@ DOCUMENT = {
                             "visitors": {"type": "integer"},
                             "cities": {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {
                                 "city": {"type": "string"}, "km": {"type": "number"}, "visitors": {"type": "integer"}}}},
+                            "counted": {**DAY_RUNS, "description": "The days the numbers count (runs of consecutive days): "
+                                        "the whole range unless some days' locations have expired."},
+                            "expired": {**DAY_RUNS, "description": "The days left out: they had cities, whose locations are no "
+                                        "longer kept (expired with the day's raw keys); usually empty."},
+                            "message": {"type": "string", "description": "With days in `expired`: which days were counted, "
+                                        "which were not, and why."},
                         },
-                        ("site", "from", "to", "lat", "lon", "km", "visitors", "cities"),
+                        ("site", "from", "to", "lat", "lon", "km", "visitors", "cities", "counted", "expired"),
                     ),
                     **READ_ERRORS,
                     "409": _error(
                         "No city database is configured (TALLY_GEO_CITY_DB is not set) and the range has no cities stored "
                         "from a time one was; the message names the setting."
+                    ),
+                    "410": _error(
+                        "Every day of the range had cities whose locations are no longer kept (expired with the days' raw "
+                        "keys, the site's keep_daily_days after the rollup); the message names the days."
                     ),
                 },
             }
