@@ -214,6 +214,46 @@ def test_hours_whose_keys_have_expired_are_null_not_zero(client, make_site, r):
     assert compared("previous_period") == [(0, 0)] * 24  # a day without visitors the policy keeps: zeros
 
 
+def test_a_day_without_traffic_whose_hour_keys_expired_is_zeros_not_null(client, make_site, r):
+    """A day past the policy without its hour keys read null, even when its final row says
+    it had no traffic at all: its hours are 0, not unknown. A day that had traffic, or one
+    without a stored final row, stays null; before expiry the hours are the brute-force
+    counts."""
+    from analytics.models import DailyMetrics
+
+    site, key = make_site()
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    busy, quiet = today - timedelta(days=21), today - timedelta(days=20)
+    unknown = today - timedelta(days=30)  # (before the first rollup: no row)
+    rng = random.Random(5)
+    events = [(time(rng.randrange(24), rng.randrange(60)), f"v{rng.randrange(40)}") for _ in range(200)]
+    record(r, info, [Hit(datetime.combine(busy, at, tzinfo=UTC), "/", "pageview", identity_source(None, v, None, None))
+                     for at, v in events])
+
+    def hours(first, last):
+        body = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": first.isoformat(),
+                          "to": last.isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        return [(row["visitors"], row["pageviews"]) for row in body["results"]]
+
+    before = hours(busy, quiet)
+    for hour, (visitors, views) in enumerate(before[:24]):
+        truth = [v for at, v in events if at.hour == hour]
+        assert views == len(truth) and abs(visitors - len(set(truth))) <= hll_tolerance(len(set(truth))), hour
+    assert before[24:] == [(0, 0)] * 24
+    rollups.rollup(r, site, busy, today - timedelta(days=1))
+    assert DailyMetrics.objects.filter(site=site, date=quiet, final=True, visitors=0, pageviews=0).exists()
+    site.keep_daily_days = 10
+    site.save()
+    sites.clear_cache()
+    expiry.apply(r, site, [busy, quiet])  # (EXPIREATs long past: the busy day's hour keys go now)
+    assert not r.exists(keys.hour_pageviews(site.id, busy, events[0][0].hour))
+    assert hours(busy, quiet) == [(None, None)] * 24 + [(0, 0)] * 24  # unknown hours; a day known to be empty
+    assert hours(unknown, unknown) == [(None, None)] * 24  # (no row says it was empty)
+    DailyMetrics.objects.filter(site=site, date=quiet).update(final=False)
+    assert hours(quiet, quiet) == [(None, None)] * 24  # (only a final row is the record)
+
+
 def test_today_is_compared_with_yesterday_up_to_the_same_hour(make_site, r):
     site, _ = make_site()
     info = SiteInfo.from_model(site)

@@ -204,3 +204,90 @@ def test_regions_and_cities_stored_stay_readable_without_a_city_database(client,
     assert listed("city") == (200, ["Berlin, DE-BE"]) and listed("region") == (200, ["DE-BE"])
     before = day.date() - timedelta(days=5)
     assert listed("city", before, before)[0] == 409 and listed("region", before, day.date())[0] == 200
+
+
+def test_near_counts_the_days_whose_locations_are_kept_and_names_the_others(client, make_site, r, city_db, settings):
+    """Once a day's GEO set has expired (with its raw keys, keep_daily_days after the
+    rollup) the rollup's rows still list its cities: `near` said "no city database". It
+    counts the days still placed, against brute force, and names the days left out; a
+    range of such days only is a 410 saying the locations are gone, with or without a
+    city database now. Days that placed no one count (as 0)."""
+    import random
+
+    from analytics import rollups, sites
+    from analytics.periods import days_between
+    from analytics.rollups import expiry
+    from analytics.sites import SiteInfo
+    from analytics.store import keys
+
+    site, key = make_site()
+    today = SiteInfo.from_model(site).today()
+    old, recent = today - timedelta(days=10), today - timedelta(days=2)
+    rng = random.Random(12)
+    near_berlin = {"Berlin", "Potsdam"}  # (within 50 km of the point; Munich is 500 km off)
+    visits = {day: {f"v{v}": rng.choice(sorted(NETS)) for v in visitors}
+              for day, visitors in ((old, range(0, 80)), (recent, range(40, 140)))}
+    events = [{"url": "https://example.com/", "ts": datetime.combine(day, datetime.min.time(), UTC).replace(hour=1, minute=n % 60)
+               .isoformat(), "visitor": visitor, "ip": f"{NETS[city]}.{n % 250 + 1}"}
+              for day, people in visits.items() for n, (visitor, city) in enumerate(people.items())]
+    assert client.post("/api/v1/events", orjson.dumps(events), content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 200
+    spec = client.get("/api/v1/openapi.json").json()
+
+    def near(start, end, status=200):
+        answer = client.get("/api/v1/stats/near", {"site": "example.com", "from": start.isoformat(), "to": end.isoformat(),
+                            "lat": 52.52, "lon": 13.405, "km": 50}, HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert answer.status_code == status, answer.content
+        if status == 200:
+            assert not list(documented(spec, "near").iter_errors(answer.json()))
+        return answer.json()
+
+    def truth(days, cities=near_berlin):
+        return {v for day in days for v, city in visits.get(day, {}).items() if city in cities}
+
+    span = (old, today - timedelta(days=1))
+    every = near(*span)
+    assert every["expired"] == [] and every["counted"] == [{"from": old.isoformat(), "to": span[1].isoformat()}]
+    assert "message" not in every and abs(every["visitors"] - len(truth(visits))) <= hll_tolerance(len(truth(visits)))
+
+    rollups.rollup(r, site, old, span[1])
+    site.keep_daily_days = 5
+    site.save()
+    sites.clear_cache()
+    expiry.apply(r, site, days_between(old, span[1]))  # (the old day's EXPIREAT is long past: its keys go now)
+    assert not r.exists(keys.places(site.id, old)) and r.exists(keys.places(site.id, recent))
+
+    partial = near(*span)
+    assert partial["expired"] == [{"from": old.isoformat(), "to": old.isoformat()}]
+    assert partial["counted"] == [{"from": (old + timedelta(days=1)).isoformat(), "to": span[1].isoformat()}]
+    message = partial["message"]
+    assert old.isoformat() in message and "no longer kept" in message and "TALLY_GEO_CITY_DB" not in message
+    kept = truth([recent])
+    assert abs(partial["visitors"] - len(kept)) <= hll_tolerance(len(kept))  # (the kept day's visitors only, not the old day's)
+    for row in partial["cities"]:
+        one = truth([recent], {row["city"].split(",")[0]})
+        assert abs(row["visitors"] - len(one)) <= hll_tolerance(len(one)), row
+
+    for database in (str(city_db), ""):  # (with a city database, and after it is removed: the cities were recorded)
+        settings.GEO_CITY_DB = database
+        geo.reset()
+        gone = client.get("/api/v1/stats/near", {"site": "example.com", "from": old.isoformat(), "to": old.isoformat(),
+                          "lat": 52.52, "lon": 13.405, "km": 50}, HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert gone.status_code == 410 and gone["Content-Type"] == "application/json"
+        error = gone.json()["error"]
+        assert "no longer kept" in error and old.isoformat() in error
+        assert "TALLY_GEO_CITY_DB" not in error and str(city_db) not in error
+        assert near(*span)["expired"] == partial["expired"]
+    nothing = (today - timedelta(days=30), today - timedelta(days=25))
+    assert "TALLY_GEO_CITY_DB" in near(*nothing, status=409)["error"]  # (no city database, nothing recorded: the 409)
+    assert "410" in spec["paths"]["/api/v1/stats/near"]["get"]["responses"]
+
+
+def test_runs_of_days():
+    from datetime import date
+
+    from analytics.queries.places import runs
+
+    days = [date(2024, 2, 28), date(2024, 3, 1), date(2024, 2, 29), date(2024, 3, 5)]
+    assert runs(days) == [{"from": "2024-02-28", "to": "2024-03-01"}, {"from": "2024-03-05", "to": "2024-03-05"}]
+    assert runs([]) == []

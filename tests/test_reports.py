@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from openpyxl import load_workbook
 
-from analytics import dimensions
+from analytics import dimensions, queries
 from analytics.reports import exports
 from analytics.reports import tables as reports
 from analytics.sites import SiteInfo
@@ -210,3 +210,73 @@ def test_table_names_fit_a_sheet_and_a_file_and_stay_apart():
     assert reports.table_name("x" * 300, taken) == "prop_" + "x" * 26
     assert reports.table_name("x" * 299, taken) == "prop_" + "x" * 24 + "~2"
     assert reports.table_name("país 📈", taken) == "prop_país__"
+
+
+def notes_of(fmt, body) -> dict:
+    """{table: its note} of a report: JSON's `note`, the one-cell last row in CSV and XLSX."""
+    if fmt == "json":
+        return {name: t["note"] for name, t in json.loads(body)["tables"].items() if "note" in t}
+    return {name: rows[-1][0] for name, rows in tables_of(fmt, body).items()
+            if len(rows) > 1 and str(rows[-1][0]).startswith("No rows:") and not [v for v in rows[-1][1:] if v not in ("", None)]}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "json"])
+def test_region_and_city_tables_say_why_they_are_empty_without_a_city_database(client, make_site, settings, fmt):
+    """Without a city database the region and city tables came out empty, unexplained,
+    where the breakdown API answers 409: they carry a note naming the setting (not a
+    path), filtered or not. With one configured, an empty table is just empty."""
+    settings.GEO_CITY_DB = ""
+    site, key = make_site()
+    post(client, key, [{**event(v), "name": "pageview", "ip": f"81.2.69.{v + 1}"} for v in range(4)])
+    today = {"from": datetime.now(UTC).date().isoformat()}
+    for params in ({}, {"filters": "page==/signup"}):
+        response = api(client, key, f"/api/v1/reports/{fmt}", site="example.com", **today, **params)
+        tables, notes = tables_of(fmt, response.content), notes_of(fmt, response.content)
+        assert set(notes) == {"region", "city"}, params
+        for name in ("region", "city"):
+            assert "TALLY_GEO_CITY_DB" in notes[name] and ".mmdb" in notes[name]
+            assert tables[name][1:] == ([] if fmt == "json" else [[notes[name]]])  # (no rows but the note)
+            answer = api(client, key, "/api/v1/stats/breakdown", site="example.com", property=name, **today, **params)
+            assert answer.status_code == 409 and queries.NO_CITY_DATABASE in answer.json()["error"]  # (the same decision, words)
+            assert queries.NO_CITY_DATABASE in notes[name]
+        assert len(tables["country"]) == 2 and "country" not in notes  # (countries: what ingest knows)
+    settings.GEO_CITY_DB = "/srv/operator-only/geo/city.mmdb"  # configured: a range without cities is just empty
+    response = api(client, key, f"/api/v1/reports/{fmt}", site="example.com", **today)
+    assert notes_of(fmt, response.content) == {} and tables_of(fmt, response.content)["city"][1:] == []
+    if fmt != "xlsx":  # (a zip's and JSON's bytes; the sheet's text is compressed)
+        assert b"operator-only" not in response.content and b"TALLY_GEO_CITY_DB" not in response.content
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_regions_and_cities_stored_are_exported_without_a_note(client, make_site, r, settings, tmp_path, fmt):
+    """Recorded while a city database was set, exported after it is removed: the rows, as
+    the breakdown API gives them (five visitors from Berlin, counted by hand), no note;
+    from the rollup's rows too once the day's raw keys have expired."""
+    from analytics import rollups
+    from analytics.ingest import geo
+    from analytics.store import keys
+    from tests.mmdb import write_mmdb
+    from tests.test_places import CITIES, berlin_yesterday_then_no_city_database
+
+    path = tmp_path / "city.mmdb"
+    write_mmdb(path, CITIES)
+    settings.GEO_CITY_DB = str(path)
+    geo.reset()
+    site, key = make_site()
+    day = berlin_yesterday_then_no_city_database(client, key, settings).date()
+    when = {"from": day.isoformat(), "to": day.isoformat()}
+
+    def exported():
+        response = api(client, key, f"/api/v1/reports/{fmt}", site="example.com", **when)
+        assert notes_of(fmt, response.content) == {} and str(path).encode() not in response.content
+        tables = tables_of(fmt, response.content)
+        for name in ("region", "city"):
+            answer = api(client, key, "/api/v1/stats/breakdown", site="example.com", property=name, **when)
+            assert [dict(zip(tables[name][0], row)) for row in tables[name][1:]] == answer.json()["results"]
+        return {name: [row[0] for row in tables[name][1:]] for name in ("region", "city")}, tables["city"][1][2]
+
+    assert exported() == ({"region": ["DE-BE"], "city": ["Berlin, DE-BE"]}, 5)  # (five visits from Berlin)
+    rollups.rollup(r, site, day, day)
+    for name in r.scan_iter(match=keys.site_pattern(site.id, f"*{day.isoformat()}*"), count=1000):  # (as the expiry policy would)
+        r.unlink(name)
+    assert exported() == ({"region": ["DE-BE"], "city": ["Berlin, DE-BE"]}, 5)

@@ -75,6 +75,8 @@ FILTERED_ANSWER = {
         "visitor bitmap on a day of the range, so HyperLogLogs answer for it).",
     },
 }
+DAY_RUNS = {"type": "array", "items": {"type": "object", "additionalProperties": False, "required": ["from", "to"], "properties": {
+    "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}}}}
 ROW_ESTIMATE = {"type": "boolean", "const": True, "description": "Present (true) on a row whose visitors are an estimate."}
 
 
@@ -185,7 +187,7 @@ DOCUMENT = {
                 "type": "object",
                 "required": ["date"],
                 "description": "{date, <metric>: number, or null where it has no value (hours to come, or whose hour keys "
-                "have expired; a visit metric under several filters)}.",
+                "have expired on a day that had visitors; a visit metric under several filters)}.",
                 "properties": {"date": {"type": "string", "description": "YYYY-MM-DD (the week's Monday, the month's first day) "
                                                                        "or YYYY-MM-DDTHH:00."}},
                 "additionalProperties": {"type": ["number", "null"]},
@@ -290,8 +292,9 @@ DOCUMENT = {
                         "interval",
                         "Row per local hour (ranges of at most 2 days; rows dated YYYY-MM-DDTHH:00; metrics visitors, an "
                         "estimate, and pageviews; null in the hours still to come, and in those of a day whose hour keys have "
-                        "expired under the site's keep_daily_days, as the same dates last year may have), day, ISO week "
-                        "(Monday) or calendar month.",
+                        "expired under the site's keep_daily_days, as the same dates last year may have, unless the day's "
+                        "stored row says it had no visitors and no pageviews: then 0), day, ISO week (Monday) or calendar "
+                        "month.",
                         {"type": "string", "enum": ["hour", "day", "week", "month"], "default": "day"},
                     ),
                 ],
@@ -488,7 +491,9 @@ DOCUMENT = {
                     "Ingest keeps each day's cities at the city database's coordinates for the city "
                     "(never a visitor's own position); this finds the cities within `km` of the point (GEOSEARCH) and counts "
                     "their visitors over the range as one union (HyperLogLog, ±0.81%). Cities past a day's quota of values "
-                    "are not placed."
+                    "are not placed. A day's places are raw day keys: they expire with its others (the site's "
+                    "keep_daily_days after the rollup), while breakdown?property=city still lists its cities. Such days "
+                    "are left out of the count and named (`expired`, `message`); a range of such days only is a 410."
                 ),
                 "security": [{"apiKey": []}],
                 "parameters": [
@@ -509,13 +514,23 @@ DOCUMENT = {
                             "visitors": {"type": "integer"},
                             "cities": {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {
                                 "city": {"type": "string"}, "km": {"type": "number"}, "visitors": {"type": "integer"}}}},
+                            "counted": {**DAY_RUNS, "description": "The days the numbers count (runs of consecutive days): "
+                                        "the whole range unless some days' locations have expired."},
+                            "expired": {**DAY_RUNS, "description": "The days left out: they had cities, whose locations are no "
+                                        "longer kept (expired with the day's raw keys); usually empty."},
+                            "message": {"type": "string", "description": "With days in `expired`: which days were counted, "
+                                        "which were not, and why."},
                         },
-                        ("site", "from", "to", "lat", "lon", "km", "visitors", "cities"),
+                        ("site", "from", "to", "lat", "lon", "km", "visitors", "cities", "counted", "expired"),
                     ),
                     **READ_ERRORS,
                     "409": _error(
                         "No city database is configured (TALLY_GEO_CITY_DB is not set) and the range has no cities stored "
                         "from a time one was; the message names the setting."
+                    ),
+                    "410": _error(
+                        "Every day of the range had cities whose locations are no longer kept (expired with the days' raw "
+                        "keys, the site's keep_daily_days after the rollup); the message names the days."
                     ),
                 },
             }
@@ -644,12 +659,15 @@ DOCUMENT = {
                 "goals has a row per goal and revenue currency: revenue a number (the breakdown's amount), currency its code, "
                 "both empty without revenue. With filters, breakdowns and goals have visitors (and conversion rates) only, and "
                 "exit_page and the custom properties have no table (they count visits or events, which filters cannot narrow). "
+                "The region and city tables, when empty because no city database is configured (TALLY_GEO_CITY_DB, and "
+                "none was while the period's values were recorded: the breakdown's 409), carry a note saying so: a last row "
+                "of one cell in CSV and XLSX, the table's `note` in JSON. "
                 "Up to 31 days the file comes at once; longer periods (or async=1) answer 202 with a job. "
                 "In CSV and XLSX, text cells and headers starting with = + - @ are prefixed with ' (no spreadsheet formulas "
                 "from public strings); numbers stay numbers.",
                 "security": [{"apiKey": []}],
                 "parameters": [
-                    {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table (NAME.csv); xlsx: a sheet per table; json: {site, from, to, tables: {NAME: {columns, rows}}}."},
+                    {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table (NAME.csv); xlsx: a sheet per table; json: {site, from, to, tables: {NAME: {columns, rows, note (only where one is due)}}}."},
                     SITE,
                     *RANGE,
                     _param("async", "1 to run as a job whatever the length.", {"type": "string", "enum": ["1"]}),

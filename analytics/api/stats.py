@@ -158,10 +158,9 @@ def breakdown(request):
 
 def _refuse_cities_without_a_database(r, site, start, end, prop: str, total: int):
     """An empty region or city list without a city database is a 409, as `near` is: it
-    would read as "no visitor came from any region or city". Asked only of an empty answer
-    (values stored while a database was set are listed, and a filter may leave none)."""
-    if prop in queries.CITY_PROPERTIES and not total and not queries.city_database() \
-            and not queries.city_values_stored(r, site, start, end, prop):
+    would read as "no visitor came from any region or city" (queries.needs_city_database
+    decides, as it does the exports' note)."""
+    if queries.needs_city_database(r, site, start, end, prop, total):
         raise ApiError(409, f"property={prop}: no city database on this server. {queries.NO_CITY_DATABASE}")
 
 
@@ -230,7 +229,9 @@ def funnel(request):
 def near(request):
     """Visitors within `km` of a place (needs a city database: TALLY_GEO_CITY_DB). Without
     one, a 409 says so, unless the range has cities stored while one was configured: an
-    empty answer would read as "nobody came from there"."""
+    empty answer would read as "nobody came from there". Days whose locations have expired
+    are left out and named; a range of such days only is a 410, not the 409: the cities
+    were recorded, their places are no longer kept."""
     site = site_param(request)
     start, end = date_range(request, site)
     _no_filters(request, "near")
@@ -238,9 +239,11 @@ def near(request):
     longitude = float_param(request, "lon", -180.0, 180.0)
     km = float_param(request, "km", 0.001, 20_000.0)
     r = get_redis()
-    if not queries.city_database() and not queries.cities_stored(r, site, start, end):
+    if not queries.city_database() and not queries.city_values_stored(r, site, start, end, "city"):
         raise ApiError(409, f"near: no city database on this server. {queries.NO_CITY_DATABASE}")
     result = queries.visitors_near(r, site, start, end, longitude, latitude, km)
+    if not result["counted"]:
+        raise ApiError(410, f"near: {result['message']}")
     return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "lat": latitude, "lon": longitude,
                           "km": km, **result})
 

@@ -44,7 +44,15 @@ from .funnels import funnel
 from .goals import event_properties, every_property, goals, properties
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
 from .pages import page_timeseries, ranked_pages, search_pages, top_pages
-from .places import CITY_PROPERTIES, NO_CITY_DATABASE, cities_stored, city_database, city_values_stored, visitors_near
+from .places import (
+    CITY_PROPERTIES,
+    NO_CITY_DATABASE,
+    cities_stored,
+    city_database,
+    city_values_stored,
+    needs_city_database,
+    visitors_near,
+)
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
 
@@ -61,6 +69,7 @@ __all__ = [
     "cities_stored",
     "city_database",
     "city_values_stored",
+    "needs_city_database",
     "event_properties",
     "every_property",
     "properties",

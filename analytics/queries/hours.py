@@ -9,12 +9,14 @@ The hour keys are raw day keys: they expire with the day's others (keep_daily_da
 the rollup, analytics.rollups.expiry), all of a day's at once, while the day's own numbers
 stay in the rollup rows. The same dates last year (compare=year) may be past that: a day
 older than the policy keeps, with none of its hour keys left, is unknown (null), not a day
-without visitors.
+without visitors; unless its final row says it had none (0 visitors, 0 pageviews): then
+every hour had none too, and is 0.
 """
 from datetime import date, datetime
 
 import redis
 
+from ..models import DailyMetrics
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
@@ -26,7 +28,8 @@ MAX_HOUR_DAYS = 2
 def hourly(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=HOUR_METRICS) -> list[dict]:
     """24 rows a day, dated `YYYY-MM-DDTHH:00` in the site's time zone, zeros included; an
     hour still to come has null numbers (nothing happened yet: a chart draws a gap), and so
-    has every hour of a day whose hour keys have expired (nothing is known of it)."""
+    has every hour of a day whose hour keys have expired (nothing is known of it), but
+    one whose stored final row is all zeros."""
     sid = site.id
     days = days_between(start, end)
     kept_from = site.oldest_day()  # (the days before may have lost their raw keys)
@@ -39,13 +42,19 @@ def hourly(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=HOUR_
         if day < kept_from:  # (one EXISTS: a day's hour keys share a slot, and expire together)
             pipe.exists(*(f(sid, day, hour) for hour in range(24) for f in (keys.hour_visitors, keys.hour_pageviews)))
     answers = iter(pipe.execute())
-    now = datetime.now(site.tz).strftime("%Y-%m-%dT%H:00")
-    rows = []
+    counted = {}
     for day in days:
         dau = next(answers)
         hours = [{"visitors": min(next(answers), dau), "pageviews": int(next(answers) or 0)} for _ in range(24)]
-        gone = day < kept_from and not next(answers)
+        counted[day] = (hours, day < kept_from and not next(answers))
+    gone = [day for day, (_, expired) in counted.items() if expired]
+    quiet = set(DailyMetrics.objects.filter(site_id=sid, final=True, date__in=gone, visitors=0, pageviews=0)
+                .values_list("date", flat=True)) if gone else set()
+    now = datetime.now(site.tz).strftime("%Y-%m-%dT%H:00")
+    rows = []
+    for day, (hours, expired) in counted.items():
+        unknown = expired and day not in quiet  # (a quiet day's hours are the zeros its missing keys read as)
         for hour, values in enumerate(hours):
             stamp = f"{day.isoformat()}T{hour:02d}:00"
-            rows.append({"date": stamp, **{m: values[m] if stamp <= now and not gone else None for m in metrics}})
+            rows.append({"date": stamp, **{m: values[m] if stamp <= now and not unknown else None for m in metrics}})
     return rows

@@ -23,11 +23,13 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 PROPERTY_TABLE = "prop_"  # a custom property's table: prop_ and its name, made safe (table_name)
 NAME_LENGTH = 31  # the longest sheet name Excel opens
 UNSAFE_IN_NAMES = re.compile(r"[^\w-]|[^\u0000-\uffff]")  # (astral characters count twice in Excel's 31)
+NO_CITY_DATABASE_NOTE = f"No rows: no city database on this server. {queries.NO_CITY_DATABASE}."
 
 
 def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None, filters=()) -> dict:
-    """The report's tables: {name: {"columns": [...], "rows": [[...], ...]}}; with
-    `filters`, for the filtered audience (filtered_tables)."""
+    """The report's tables: {name: {"columns": [...], "rows": [[...], ...]}} (and "note":
+    why a table is empty, where the rows alone would mislead: city_note); with `filters`,
+    for the filtered audience (filtered_tables)."""
     if filters:
         return filtered_tables(r, site, start, end, filters, progress)
     daily = queries.timeseries(r, site, start, end, queries.METRICS)
@@ -66,11 +68,21 @@ def breakdown_tables(r, site: SiteInfo, start: date, end: date, visitors: int) -
     for dimension in dimensions.ALL:
         rows, _ = queries.breakdown(r, site, start, end, dimension, limit=MAX_ROWS)
         columns = ["visits"] if dimension == dimensions.EXIT else BREAKDOWN_COLUMNS
-        tables[dimension] = {"columns": [dimension, *columns], "rows": [[row[dimension], *(row[c] for c in columns)] for row in rows]}
+        tables[dimension] = {"columns": [dimension, *columns],
+                             "rows": [[row[dimension], *(row[c] for c in columns)] for row in rows],
+                             **city_note(r, site, start, end, dimension, len(rows))}
     goals = queries.goals(r, site, start, end, visitors or 0)
     tables["goals"] = {"columns": ["goal", "visitors", "events", "conversion_rate", "revenue", "currency"], "rows": goal_rows(goals)}
     tables.update(property_tables(r, site, start, end))
     return tables
+
+
+def city_note(r, site: SiteInfo, start: date, end: date, dimension: str, found: int) -> dict:
+    """{"note": why} for a region or city table left empty by a server without a city
+    database (the breakdown API's 409, decided alike: queries.needs_city_database), else
+    {}: an empty table alone would read as "no visitor came from any region or city". The
+    note names the setting, never its value (a path on the operator's server)."""
+    return {"note": NO_CITY_DATABASE_NOTE} if queries.needs_city_database(r, site, start, end, dimension, found) else {}
 
 
 def goal_rows(goals: list[dict]) -> list[list]:
@@ -148,7 +160,8 @@ def filtered_tables(r, site: SiteInfo, start: date, end: date, filters, progress
         values = [row[dimension] for row in queries.breakdown(r, site, start, end, dimension, limit=filtered.MAX_ROWS)[0]]
         rows, estimated = filtered.breakdown(r, site, filters, start, end, dimension, values)
         estimate = estimate or estimated
-        tables[dimension] = {"columns": [dimension, "visitors"], "rows": [[row["value"], row["visitors"]] for row in rows]}
+        tables[dimension] = {"columns": [dimension, "visitors"], "rows": [[row["value"], row["visitors"]] for row in rows],
+                             **city_note(r, site, start, end, dimension, len(rows))}
     goals, estimated = filtered.goals(r, site, filters, start, end, totals["visitors"]["value"] or 0)
     tables["goals"] = {"columns": ["goal", "visitors", "conversion_rate"], "rows": [[g["goal"], g["visitors"], g["conversion_rate"]] for g in goals]}
     progress(0.9)
@@ -166,6 +179,13 @@ def safe_cell(value):
     return value
 
 
+def cells(table: dict) -> list[list]:
+    """A table as CSV and Excel write it: the header, the rows, then its note (if any) as
+    a row of its own, its one cell the text (JSON has the note as the table's `note`)."""
+    note = [[table["note"]]] if table.get("note") else []
+    return [[safe_cell(v) for v in row] for row in (table["columns"], *table["rows"], *note)]
+
+
 def write(report: dict, fmt: str) -> bytes:
     if fmt == "json":
         return orjson.dumps(report)
@@ -175,8 +195,7 @@ def write(report: dict, fmt: str) -> bytes:
             for name, table in report["tables"].items():
                 text = io.StringIO()
                 writer = csv.writer(text)
-                writer.writerow([safe_cell(c) for c in table["columns"]])
-                writer.writerows([safe_cell(v) for v in row] for row in table["rows"])
+                writer.writerows(cells(table))
                 archive.writestr(f"{name}.csv", text.getvalue())
         return out.getvalue()
     if fmt == "xlsx":
@@ -185,9 +204,8 @@ def write(report: dict, fmt: str) -> bytes:
         book = Workbook(write_only=True)
         for name, table in report["tables"].items():
             sheet = book.create_sheet(name)
-            sheet.append([safe_cell(c) for c in table["columns"]])
-            for row in table["rows"]:
-                sheet.append([safe_cell(v) for v in row])
+            for row in cells(table):
+                sheet.append(row)
         out = io.BytesIO()
         book.save(out)
         return out.getvalue()
