@@ -388,3 +388,40 @@ def test_plausibles_prefixed_property_names_answer_as_tallys_own(client, make_si
     assert {row["goal"] for row in answer(client, key, "event:goal", d, d)["results"]} == {"Signup", "Read the blog"}
     filtered = answer(client, key, "event:page", d, d, filters="visit:source==Google", search="blog")
     assert filtered["property"] == "page" and {row["page"] for row in filtered["results"]} == {"/blog/a", "/Blog/b"}
+
+
+def test_a_values_visitors_once_the_raw_keys_expire_are_its_days_from_the_rows(client, make_site, r):
+    """Rolled up, then the raw keys gone (the expiry policy): a single day's visitors per
+    value are the stored row's, exact against brute force; over several days the union
+    cannot be taken any more, and is never shown below the value's largest day (nor above
+    what it was)."""
+    from analytics import rollups
+
+    site, key = make_site()
+    rng = random.Random(17)
+    start = datetime.now(UTC).replace(hour=2, minute=0, second=0, microsecond=0) - timedelta(days=5)
+    events, daily = [], defaultdict(lambda: defaultdict(set))
+    for n in range(3):
+        for v in range(50):
+            if rng.random() < 0.7:
+                source = rng.choice(list(REFERRERS))
+                t = start + timedelta(days=n, minutes=v)
+                events.append({"url": "https://example.com/", "ts": t.isoformat(), "visitor": f"v{v}",
+                               "referrer": REFERRERS[source], "user_agent": AGENTS["Firefox"]})
+                daily[t.date()][source].add(v)
+    post(client, key, events)
+    days = sorted(daily)
+    rollups.rollup(r, site, days[0], days[-1])
+    first, last = days[0].isoformat(), days[-1].isoformat()
+    before = breakdown(client, key, "source", first, last)
+    for day in days:  # (as the expiry policy would)
+        for name in list(r.scan_iter(match=f"tally:{{{site.pk}}}:*{day.isoformat()}*", count=1000)):
+            r.delete(name)
+    for day in days:
+        rows = breakdown(client, key, "source", day.isoformat(), day.isoformat())
+        assert {s: row["visitors"] for s, row in rows.items()} == {s: len(people) for s, people in daily[day].items()}
+    after = breakdown(client, key, "source", first, last)
+    assert set(after) == set(before)
+    for source, row in after.items():
+        assert max(len(daily[day][source]) for day in days) <= row["visitors"] <= before[source]["visitors"]
+        assert row["visits"] == before[source]["visits"]

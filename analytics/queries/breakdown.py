@@ -8,12 +8,13 @@ value over a range are a true union, not a sum of days: a multi-key PFCOUNT over
 value's day HLLs (±0.81%), never shown above its visits or pageviews, or exact where
 the value had a bitmap every day it had visitors (queries/exact.py). Once a day's raw
 keys have expired (the site's keep_daily_days), that day's visitors are left out of
-unions; counts stay, from the rows.
+unions, and a union is never shown below the value's largest day (the stored rows keep
+each day's visitors: a single expired day shows them exactly); counts stay, from the rows.
 """
 from datetime import date
 
 import redis
-from django.db.models import Q, Sum
+from django.db.models import Max, Q, Sum
 
 from .. import dimensions
 from ..counts.dimensions import dimension_days
@@ -61,7 +62,8 @@ def breakdown(
     rows = []
     for value, union in zip(counted, pipe.execute()):
         s = sums[value]
-        rows.append({dimension: value, "visitors": min(union, max(s["pageviews"], s["visits"])), **_rates(s), "pageviews": s["pageviews"]})
+        visitors = min(max(union, s["peak"]), max(s["pageviews"], s["visits"]))
+        rows.append({dimension: value, "visitors": visitors, **_rates(s), "pageviews": s["pageviews"]})
     order = lambda row: (-row["visitors"], -row["visits"], row[dimension])  # noqa: E731
     rows.sort(key=order)
     shown = rows[(page - 1) * limit : page * limit]
@@ -76,15 +78,16 @@ def breakdown(
 
 def _sums(r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str, search: str) -> dict[str, dict[str, int]]:
     """value -> its counts summed over the range ("visitors": the sum of daily visitors,
-    an upper bound of the union used for ranking); exit_page's visits are its exits."""
+    an upper bound of the union used for ranking; "peak": its largest day's, a lower
+    bound); exit_page's visits are its exits."""
     final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True))
     sums: dict[str, dict[str, int]] = {}
     if final:
         query = DimensionDaily.objects.filter(site_id=site.id, dimension=dimension, date__in=final)
         if search:
             query = query.filter(Q(value__icontains=search))
-        for row in query.values("value").annotate(**{c: Sum(c) for c in COUNTS}):
-            sums[row["value"]] = {c: row[c] or 0 for c in COUNTS}
+        for row in query.values("value").annotate(peak=Max("visitors")).annotate(**{c: Sum(c) for c in COUNTS}):
+            sums[row["value"]] = {c: row[c] or 0 for c in (*COUNTS, "peak")}
     prefix = dimension + dimensions.SEP
     needle = search.lower()
     live = [day for day in days_between(start, end) if day not in final]
@@ -95,8 +98,9 @@ def _sums(r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str
             value = name[len(prefix) :]
             if needle and needle not in value.lower():
                 continue
-            row = sums.setdefault(value, dict.fromkeys(COUNTS, 0))
+            row = sums.setdefault(value, dict.fromkeys((*COUNTS, "peak"), 0))
             row["visitors"] += n["visitors"]
+            row["peak"] = max(row["peak"], n["visitors"])
             row["pageviews"] += n["pageviews"]
             row["visits"] += n["exits"] if dimension == dimensions.EXIT else n["visits"]
             row["bounces"] += n["bounces"]
