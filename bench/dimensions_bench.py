@@ -35,7 +35,7 @@ BATCH = 1000
 def run(r, say, visitors: int = VISITORS) -> tuple[list[tuple], int, int]:
     from analytics.management.commands.demo import People, _pages
 
-    r.flushall()
+    r.execute_command("FLUSHALL", "SYNC")
     Site.objects.filter(domain="dimensions.example").delete()
     site = Site.objects.create(domain="dimensions.example")
     if os.environ.get("BENCH_SEGMENT_VALUES"):  # (e.g. 0: the day without filter bitmaps)

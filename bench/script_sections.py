@@ -68,7 +68,7 @@ def prepared_groups(r, site, hits: list, sizes) -> list[tuple[int, list]]:
     on a new site). Sizes that `hits` has no room for are left out."""
     record = importlib.import_module("analytics.ingest.record")  # (the package exports a function of that name)
     now = datetime.now(UTC)
-    r.flushall()
+    r.execute_command("FLUSHALL", "SYNC")
     warm = 5000
     for at in range(0, warm, 1000):
         record.record(r, site, hits[at : at + 1000], now=now)
