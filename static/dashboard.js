@@ -4,8 +4,23 @@
   "use strict";
   var config = { displayModeBar: false, responsive: true };
   var figures = JSON.parse(document.getElementById("figures").textContent);
-  var PHONE = 600;  // px: narrower is a phone
-  var legends = {};  // chart id -> {legend, height: the figure's own; traces; narrow: as drawn}, for charts with a legend
+  // px of the width a chart is given (not the window's: from about 900 px the grid's two
+  // columns give each chart 380 to 480): narrower is laid out as on a phone. The legends above
+  // the plot take about 390 px in one row, the plot's margins 64 to 76 more. (600, the old
+  // window rule's, would put every laptop's legends, at 480 px, under the plots.)
+  var PHONE = 470;
+  var drawn = {};  // chart id -> {narrow: as drawn; legend, height: the figure's own, traces (charts with a legend); texts: the cells' labels, both kinds (retention); map}
+
+  function given(el) {
+    // The width the chart's box gives it (0: hidden).
+    var box = el.parentNode, style = getComputedStyle(box);
+    return Math.max(0, box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight));
+  }
+  function isNarrow(el, width) {
+    // Under PHONE, or under the chart's own minimum width: the retention table keeps 640 px
+    // and scrolls sideways in its box, its cells then at their narrowest.
+    return width < Math.max(PHONE, parseFloat(getComputedStyle(el).minWidth) || 0);
+  }
 
   function legendLayout(chart, narrow) {
     // Phones: the legend in rows under the plot (above it, wrapped, it covered the lines),
@@ -16,44 +31,95 @@
       height: chart.height + 20 * chart.traces
     };
   }
+  function cellLabels(chart, narrow) {
+    // Retention on phones: one short line a cell (the share), readable, instead of
+    // "12.5%<br>1234" shrunk to 6 px.
+    return {
+      text: chart.texts.map(function (t) { return narrow ? t.short : t.full; }),
+      "textfont.size": chart.texts.map(function (t) { return narrow ? 10 : t.size; })
+    };
+  }
+  function mapHeight(width) { return Math.min(300, Math.round(width * 0.55)); }  // the world is twice as wide as high
+  function pin(el, height) {
+    // The chart's box as tall as its figure: plotly.js's responsive resize drops the layout's
+    // height and takes the box's, which was the CSS min-height (220 px) from the second resize
+    // on, the figure drawn over what follows it.
+    if (!height) return;
+    el.style.minHeight = "0";
+    el.style.height = height + "px";
+  }
+  function settled(el, narrow) {
+    // Set once plotly.js has drawn the layout chosen, unless another was chosen meanwhile (the
+    // browser tests wait for it).
+    return function () { if (drawn[el.id].narrow === narrow) el.setAttribute("data-layout", narrow ? "phone" : "wide"); };
+  }
 
   function draw(id, figure, extra) {
     var el = document.getElementById(id);
     if (!el || !figure) return;
-    var narrow = window.innerWidth < PHONE;
-    if (id.indexOf("chart-retention") === 0 && narrow) {
-      // Phones: one short line a cell (the share), readable, instead of "12.5%<br>1234" at 6 px.
-      figure.data.forEach(function (trace) { trace.text = trace.customdata; trace.textfont = { size: 10 }; });
+    var width = given(el), narrow = isNarrow(el, width);
+    var chart = drawn[id] = { narrow: narrow };
+    if (id.indexOf("chart-retention") === 0) {
+      chart.texts = figure.data.map(function (trace) {
+        return { full: trace.text, short: trace.customdata, size: (trace.textfont || {}).size };
+      });
+      figure.data.forEach(function (trace, n) {
+        trace.text = chart.texts[n][narrow ? "short" : "full"];
+        trace.textfont = Object.assign({}, trace.textfont, { size: narrow ? 10 : chart.texts[n].size });
+      });
     }
-    delete legends[id];
     if (figure.data.length > 1) {
-      legends[id] = { legend: figure.layout.legend || {}, height: figure.layout.height || 300, traces: figure.data.length, narrow: narrow };
-      Object.assign(figure.layout, legendLayout(legends[id], narrow));
+      Object.assign(chart, { legend: figure.layout.legend || {}, height: figure.layout.height || 300, traces: figure.data.length });
+      Object.assign(figure.layout, legendLayout(chart, narrow));
     }
-    if (id === "chart-map") figure.layout.height = Math.min(300, Math.round(el.clientWidth * 0.55));  // the world is twice as wide as high
-    Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra));
+    if (id === "chart-map") {
+      chart.map = true;
+      figure.layout.height = mapHeight(width);
+    }
+    pin(el, figure.layout.height);
+    el.removeAttribute("data-layout");
+    Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra)).then(settled(el, narrow));
+    if (observer) { observer.observe(el); observer.observe(el.parentNode); }
   }
+
+  function fit(id) {
+    // The chart's layout for the width it is given now: the legend's place and the retention's
+    // labels when the width crossed PHONE, the map's height when its width changed. (Hidden
+    // charts wait until they are shown: the observer, or the tab or toggle, calls then.)
+    var el = document.getElementById(id), chart = drawn[id];
+    if (!el || !el._fullLayout || !el.getClientRects().length) return;
+    var width = given(el);
+    if (!width) return;
+    var narrow = isNarrow(el, width), update = {}, done = Promise.resolve();
+    if (chart.legend && chart.narrow !== narrow) Object.assign(update, legendLayout(chart, narrow));
+    if (chart.map && el._fullLayout.height !== mapHeight(width)) update.height = mapHeight(width);
+    if (Object.keys(update).length) {
+      pin(el, update.height);
+      // autosize last: a relayout of the height alone pins the width at the old one (plotly.js
+      // "does not support autosize with only one dimension fixed"), and the chart would no
+      // longer follow its card's width.
+      done = Plotly.relayout(el, Object.assign(update, { autosize: true }));
+    } else if (Math.abs(el._fullLayout.width - el.clientWidth) > 1) {
+      done = Plotly.Plots.resize(el);  // (resized while hidden: plotly.js leaves hidden charts be)
+    }
+    if (chart.texts && chart.narrow !== narrow) done = done.then(function () { return Plotly.restyle(el, cellLabels(chart, narrow)); });
+    if (chart.narrow !== narrow || update.height) {
+      chart.narrow = narrow;
+      el.removeAttribute("data-layout");
+      done.then(settled(el, narrow));
+    }
+  }
+  // A phone turned, a window resized, a tab or a chart shown: each chart follows its own
+  // width, once the resizing has settled.
+  var resized = null;
+  function refit() {
+    clearTimeout(resized);
+    resized = setTimeout(function () { Object.keys(drawn).forEach(fit); }, 150);
+  }
+  var observer = window.ResizeObserver ? new ResizeObserver(refit) : null;
+  if (!observer) window.addEventListener("resize", refit);
   // The map waits for its tab (its outlines are a download of their own).
   Object.keys(figures).forEach(function (key) { if (key !== "map") draw("chart-" + key, figures[key]); });
-
-  // A phone turned (or a window resized) across PHONE: the legends follow the width, once
-  // the resizing has settled.
-  var resized = null;
-  window.addEventListener("resize", function () {
-    clearTimeout(resized);
-    resized = setTimeout(function () {
-      var narrow = window.innerWidth < PHONE;
-      Object.keys(legends).forEach(function (id) {
-        var chart = legends[id];
-        if (chart.narrow === narrow) return;
-        chart.narrow = narrow;
-        // autosize last: a relayout of the height alone pins the width at the old one (plotly.js
-        // "does not support autosize with only one dimension fixed"), and the chart would no
-        // longer follow its card's width.
-        Plotly.relayout(document.getElementById(id), Object.assign(legendLayout(chart, narrow), { autosize: true }));
-      });
-    }, 150);
-  });
 
   // Panels: tabs of breakdown lists; the first tab of each came with the page, the others
   // are asked for when opened. Every value is set as text.
@@ -123,6 +189,8 @@
       if (map && !map.hasAttribute("data-drawn")) {
         map.setAttribute("data-drawn", "");
         draw("chart-map", figures.map, { topojsonURL: map.getAttribute("data-topojson-url") });
+      } else if (map) {
+        refit();  // (the width changed while its tab was closed)
       }
     });
   }
@@ -151,6 +219,7 @@
         el.hidden = u !== unit;
         if (u === unit) Plotly.Plots.resize(el);
       });
+      refit();  // (a width crossed PHONE while it was hidden)
     });
   });
 

@@ -126,57 +126,172 @@ def test_it_fits_a_phone(dashboard, context):
     assert cells and all(re.fullmatch(r"\d+%", t) for t in cells), [t for t in cells if not re.fullmatch(r"\d+%", t)][:5]  # shares only
 
 
-def assert_legends_placed(page, width):
-    """On phones (under 600 px) the legends sit under the plot and its dates, else above."""
-    for chart in ("visitors", "actives"):
+LEGENDS = ("visitors", "actives")
+
+
+def laid_out(page, charts, layout=None):
+    """Wait until each chart has been drawn in the layout its code chose for its width
+    (data-layout: "phone" or "wide"; `layout`, if given) and at its box's width."""
+    page.wait_for_function("""([charts, layout]) => charts.every(chart => {
+        const el = document.getElementById('chart-' + chart);
+        const chosen = el.getAttribute('data-layout');
+        return chosen && (!layout || chosen === layout) && Math.abs(el._fullLayout.width - el.clientWidth) <= 1;
+    })""", arg=[list(charts), layout], timeout=10_000)
+    return {chart: page.get_attribute(f"#chart-{chart}", "data-layout") for chart in charts}
+
+
+def assert_boxes_hold_figures(page, charts):
+    """Each chart's box as tall as its figure: plotly.js's responsive resize took the box's
+    height, which was the CSS min-height from the second resize on (the figure squeezed
+    into 220 px, or drawn over what follows)."""
+    sizes = page.evaluate("""charts => charts.map(chart => {
+        const el = document.getElementById('chart-' + chart);
+        return [chart, el.clientHeight, el._fullLayout.height, el.querySelector('.main-svg').getBoundingClientRect().height];
+    })""", list(charts))
+    assert all(box == figure == drawn for _, box, figure, drawn in sizes), sizes
+
+
+def chart_widths(page, charts):
+    return {chart: page.evaluate("id => document.getElementById(id).clientWidth", f"chart-{chart}") for chart in charts}
+
+
+def assert_legends_placed(page):
+    """Laid out as on a phone, a chart's legend sits under the plot and its dates, else above
+    the plot; either way no legend name is over the plot (its drag layer)."""
+    for chart in LEGENDS:
         def boxes(selector):
             return [t.bounding_box() for t in page.locator(f"#chart-{chart} {selector}").all()]
 
         names, dates = boxes("g.legend text"), boxes("g.xtick text")
         plot = page.locator(f"#chart-{chart} .nsewdrag").bounding_box()
-        if width < 600:
+        layout = page.get_attribute(f"#chart-{chart}", "data-layout")
+        over = [b for b in names if b["y"] < plot["y"] + plot["height"] and b["y"] + b["height"] > plot["y"]
+                and b["x"] < plot["x"] + plot["width"] and b["x"] + b["width"] > plot["x"]]
+        assert over == [], (chart, layout, over, plot)
+        if layout == "phone":
             top, bottom = min(b["y"] for b in names), max(b["y"] + b["height"] for b in dates)
-            assert top >= bottom >= plot["y"] + plot["height"], (width, chart, top, bottom, plot)
+            assert top >= bottom >= plot["y"] + plot["height"], (chart, top, bottom, plot)
         else:
-            assert max(b["y"] + b["height"] for b in names) <= plot["y"], (width, chart, names, plot)
+            assert max(b["y"] + b["height"] for b in names) <= plot["y"], (chart, names, plot)
 
 
 def test_on_a_phone_the_legends_sit_under_their_plots(dashboard):
     """At 390 px the legends above the plots wrapped into the lines (three entries with the
     compared period's); on phones they go under the plot and its dates, on a laptop above."""
     page, problems, site, info = dashboard
-    for width in (1280, 390):
+    for width, layout in ((1280, "wide"), (390, "phone")):
         page.set_viewport_size({"width": width, "height": 844})
         page.goto(page.url.split("?")[0] + "?period=30d")
         charts_drawn(page)
-        assert_legends_placed(page, width)
+        laid_out(page, LEGENDS, layout)
+        assert_legends_placed(page)
     assert page.locator("#chart-visitors g.legend .traces").count() == 3  # (pageviews, visitors, the previous period's)
+    assert problems == []
+
+
+def test_the_legends_follow_each_charts_width_not_the_windows(dashboard):
+    """The phone layout was decided from the window's width: from about 900 px (the grid's
+    two columns) to 1100 each chart is 380 to 470 px wide, and the laptop's legend above the
+    plot wrapped into the lines. It is decided from the chart's own width: at 844 px (one
+    column, 762 px charts) and at 1280 (two, 480 px) the legends fit above, at 920 and 1000
+    (two, 390 and 430 px) and on a phone they go under. (920, not 900: two columns with or
+    without a 15 px scrollbar.)"""
+    page, problems, site, info = dashboard
+    expected = {844: "wide", 920: "phone", 1000: "phone", 1280: "wide", 390: "phone"}
+    for width, layout in expected.items():
+        page.set_viewport_size({"width": width, "height": 844})
+        page.goto(page.url.split("?")[0] + "?period=30d")
+        charts_drawn(page)
+        chosen = laid_out(page, LEGENDS)
+        assert chosen == dict.fromkeys(LEGENDS, layout), (width, chosen, chart_widths(page, LEGENDS))
+        assert_legends_placed(page)
+        if width == 920:  # (the grid's two columns: the charts side by side)
+            tops = {page.locator(f"#chart-{chart}").bounding_box()["y"] for chart in LEGENDS}
+            assert len(tops) == 1, tops
     assert problems == []
 
 
 def test_turning_a_phone_moves_the_legends_with_the_width(dashboard):
     """The legends' place was decided at the first draw: a phone turned from portrait to
-    landscape (or a window narrowed past 600 px) kept them where they were. They follow
-    the width, both ways, without a reload."""
+    landscape (or a window narrowed past the grid's two columns) kept them where they were.
+    They follow each chart's width, both ways, without a reload: 920 px is a laptop's window
+    but a phone's chart, 844 the other way round. And the charts keep their heights through
+    resizes that move nothing (920 to 1000, 844 to 1280)."""
     page, problems, site, info = dashboard
     page.set_viewport_size({"width": 1280, "height": 844})
     page.goto(page.url.split("?")[0] + "?period=30d")
     charts_drawn(page)
-    assert_legends_placed(page, 1280)
+    laid_out(page, LEGENDS, "wide")
+    assert_legends_placed(page)
     heights = {}
-    for width, narrow in ((390, True), (1280, False), (390, True)):
+    for width, layout in ((390, "phone"), (1280, "wide"), (920, "phone"), (1000, "phone"), (844, "wide"), (1280, "wide"), (390, "phone")):
         page.set_viewport_size({"width": width, "height": 844})
-        page.wait_for_function("""narrow => ['visitors', 'actives'].every(chart => {
-            const legend = document.getElementById('chart-' + chart)._fullLayout.legend;
-            return (legend.yanchor === 'top' && legend.y < 0) === narrow;
-        })""", arg=narrow, timeout=5_000)
-        page.wait_for_timeout(300)  # (plotly.js redraws the legend after the layout: let it settle)
-        assert_legends_placed(page, width)
-        heights[narrow] = page.locator("#chart-visitors .main-svg").first.bounding_box()["height"]
-        widths = page.evaluate("['visitors', 'actives'].map(c => document.getElementById('chart-' + c))"
-                               ".map(el => [el.clientWidth, el._fullLayout.width])")
-        assert all(abs(card - drawn) <= 1 for card, drawn in widths), (width, widths)  # (still as wide as its card)
-    assert heights[True] > heights[False]  # (taller on a phone by about what the legend takes)
+        laid_out(page, LEGENDS, layout)  # (and as wide as its card again)
+        assert_legends_placed(page)
+        assert_boxes_hold_figures(page, LEGENDS)
+        heights.setdefault(layout, set()).add(page.evaluate("document.getElementById('chart-visitors')._fullLayout.height"))
+    assert heights["phone"] == {360} and heights["wide"] == {300}, heights  # (taller on a phone by about what the legend takes)
+    assert problems == []
+
+
+def cells(page, unit):
+    return [t for t in page.locator(f"#chart-retention-{unit} .heatmaplayer text").all_text_contents() if t]
+
+
+def test_the_retention_labels_follow_the_width(dashboard):
+    """The retention's short labels (the share alone) were chosen at the first draw. They
+    follow the table's width: the share and the count where it has room, the share alone
+    where it scrolls sideways at its narrowest; the weekly table, hidden meanwhile, when shown."""
+    page, problems, site, info = dashboard
+    page.set_viewport_size({"width": 1280, "height": 844})
+    page.goto(page.url.split("?")[0] + "?period=30d")
+    charts_drawn(page)
+    height = page.evaluate("document.getElementById('chart-retention-day')._fullLayout.height")  # (30 px a cohort)
+    full, short = re.compile(r"\d+(\.\d+)?%\d+"), re.compile(r"\d+%")
+    for width, layout, pattern in ((1280, "wide", full), (390, "phone", short), (1280, "wide", full), (390, "phone", short)):
+        page.set_viewport_size({"width": width, "height": 844})
+        laid_out(page, ["retention-day"], layout)
+        texts = cells(page, "day")
+        assert texts and all(pattern.fullmatch(t) for t in texts), (width, [t for t in texts if not pattern.fullmatch(t)][:5])
+        assert_boxes_hold_figures(page, ["retention-day"])
+        assert page.evaluate("document.getElementById('chart-retention-day')._fullLayout.height") == height
+    assert page.get_attribute("#chart-retention-week", "data-layout") == "wide"  # (drawn at 1280 px, hidden since)
+    page.click("[data-cohorts=week]")
+    laid_out(page, ["retention-week"], "phone")
+    texts = cells(page, "week")
+    assert texts and all(short.fullmatch(t) for t in texts), texts[:5]
+    assert_boxes_hold_figures(page, ["retention-week"])
+    assert problems == []
+
+
+def test_the_map_height_follows_the_width(dashboard):
+    """The map's height (about half its width, 300 px at most: the world is twice as wide as
+    high) was set at its first draw: a phone turned, it kept a strip or a tall box of blank.
+    It follows the width, and the width that changed while its tab was closed once reopened."""
+    page, problems, site, info = dashboard
+    page.set_viewport_size({"width": 1280, "height": 844})
+    page.goto(page.url.split("?")[0] + "?period=30d")
+    page.click("#panel-locations [data-tab=map]")
+    page.wait_for_selector("#chart-map .main-svg", timeout=15_000)
+
+    def height_for(width):
+        page.set_viewport_size({"width": width, "height": 844})
+        page.wait_for_function("""() => {
+            const el = document.getElementById('chart-map'), svg = el.querySelector('.main-svg').getBoundingClientRect();
+            const height = Math.min(300, Math.round(el.clientWidth * 0.55));
+            return Math.abs(svg.width - el.clientWidth) <= 1 && Math.abs(svg.height - height) <= 1 && el._fullLayout.height === height;
+        }""", timeout=10_000)
+        return page.locator("#chart-map .main-svg").first.bounding_box()["height"]
+
+    heights = [height_for(width) for width in (1280, 390, 844, 390)]
+    assert heights == [264, 178, 300, 178], heights  # (480, 324 and 762 px wide)
+    assert_boxes_hold_figures(page, ["map"])
+    for width, height in ((1280, 264), (844, 300), (700, 300)):  # (the last at the same height: 762 then 618 px wide)
+        page.click("#panel-locations [data-tab=country]")
+        page.set_viewport_size({"width": width, "height": 844})
+        laid_out(page, LEGENDS)  # (the other charts redrawn at their new widths: the resize is over)
+        page.click("#panel-locations [data-tab=map]")
+        assert height_for(width) == height, width
     assert problems == []
 
 
