@@ -83,7 +83,7 @@ class SiteAdmin(admin.ModelAdmin):
     form = SiteForm
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
-    readonly_fields = ("created", "memory_today", "share_link", "bloom_memory")
+    readonly_fields = ("created", "memory_today", "share_link", "bloom_memory", "bloom_usage")
     inlines = [GoalInline, FunnelInline, ApiKeyInline]
     actions = ["create_api_key", "enable_sharing", "revoke_sharing"]
     filter_horizontal = ("owners",)
@@ -103,10 +103,18 @@ class SiteAdmin(admin.ModelAdmin):
             "Advanced: Recommendation dedup (Bloom filters)",
             {
                 "classes": ["collapse"],
-                "fields": ("bloom_capacity", "bloom_error_rate", "bloom_expansion", "bloom_nonscaling", "bloom_idle_days", "bloom_memory"),
+                "fields": (
+                    "bloom_capacity", "bloom_error_rate", "bloom_expansion", "bloom_nonscaling", "bloom_idle_days", "bloom_memory",
+                    "bloom_max_memory_mb", "bloom_usage",
+                ),
                 "description": "Each visitor with a user id gets a scalable Bloom filter of the pages and items they have seen. "
                 "New settings apply to filters made from now on. A filter is at most 16 MB, all its sub-filters together: "
-                "settings whose first sub-filter alone is larger are refused, and a filter at the limit stops growing.",
+                "settings whose first sub-filter alone is larger are refused, and a filter at the limit stops growing. "
+                "The site's filters together are held to the memory budget (each charged its bits and about 640 bytes "
+                "of keys and bookkeeping): at the budget, visitors without a filter get none (nothing seen: their "
+                "recommendations are the plain top pages), full filters stop growing, and page views are counted all "
+                "the same, until filters expire or the budget is raised; nothing is evicted. A lower budget applies "
+                "to new filters and growth only.",
             },
         ),
         (
@@ -138,6 +146,28 @@ class SiteAdmin(admin.ModelAdmin):
         return (
             f"{_size(first[1] // 8)} for the first {config.capacity:,} items ({first[1] / config.capacity:.1f} bits and "
             f"{first[2]} hash functions per item); " + ("not scaling: it refuses more" if config.nonscaling else scaled)
+        )
+
+    @admin.display(description="Filters now")
+    def bloom_usage(self, obj):
+        if obj.pk is None:
+            return "—"
+        from .dedup.bloom import BloomConfig, site_stats
+        from .store.connection import get_redis
+
+        config = BloomConfig.for_site(obj)
+        try:
+            stats = site_stats(get_redis(), obj.pk, config, max_filters=0)
+        except redis.exceptions.RedisError as e:
+            return f"Redis unavailable ({e.__class__.__name__})"
+        share = stats.memory_bytes / config.budget_bytes
+        usage = f"{stats.filters:,} filters, {_size(stats.memory_bytes)} of the {_size(config.budget_bytes)} budget ({share:.0%})"
+        if stats.full_since is None:
+            return usage
+        return format_html(
+            "{}. <strong>At the budget since {}</strong>: {} adds refused (visitors without a filter get none, full filters "
+            "do not grow) until the filters are back under 90% of it.",
+            usage, stats.full_since.replace("T", " ").replace("+00:00", " UTC"), f"{stats.refused:,}",
         )
 
     @admin.display(description="Share link")

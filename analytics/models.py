@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from .dedup.bloom import BloomConfig, size_problem
+from .dedup.bloom import DEFAULT_BUDGET_MB, BloomConfig, size_problem
 
 API_KEY_PREFIX = "tly_"
 
@@ -123,6 +123,13 @@ class Site(models.Model):
     bloom_nonscaling = models.BooleanField("Bloom non-scaling", default=False, help_text="refuse items past capacity instead of growing")
     bloom_idle_days = models.PositiveIntegerField(
         "Bloom idle expiry (days)", default=180, validators=[MinValueValidator(1)], help_text="a filter unused this long expires"
+    )
+    bloom_max_memory_mb = models.PositiveIntegerField(
+        "Bloom memory budget (MB)",
+        default=DEFAULT_BUDGET_MB,
+        validators=[MinValueValidator(1), MaxValueValidator(1024 * 1024)],
+        help_text="all the site's filters together; at the budget, visitors without a filter get none and full filters "
+        "do not grow (their page views still count), until filters expire",
     )
 
     class Meta:

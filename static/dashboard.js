@@ -337,6 +337,8 @@
         var shown = {
           filters: String(s.filters),
           memory_bytes: (s.memory_bytes / 1024).toFixed(1) + " KB",
+          budget_bytes: (s.budget_bytes / 1048576).toFixed(0) + " MB" +
+            (s.full_since ? ": full since " + s.full_since + ", " + s.refused + " adds refused (no new filters)" : ""),
           average_fill: (100 * s.average_fill).toFixed(1) + "%",
           expected_error: (100 * s.expected_error).toFixed(3) + "% (target " + (100 * s.target_error) + "%)"
         };

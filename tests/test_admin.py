@@ -26,6 +26,7 @@ def site_form(**changes):
         "bloom_error_rate": "0.01",
         "bloom_expansion": "2",
         "bloom_idle_days": "180",
+        "bloom_max_memory_mb": "256",
         "ingest_rate_per_minute": "0",
         "max_pages_per_day": "10000",
         "max_event_names_per_day": "1000",

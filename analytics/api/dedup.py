@@ -40,11 +40,12 @@ def _request(request) -> tuple:
 @methods("POST")
 @json_errors
 def seen(request):
-    """Mark items seen by a user; answers which of them were new."""
+    """Mark items seen by a user; answers which of them were new. 409 when the user's
+    filter cannot take them: full, or the site's filters at their budget."""
     site, payload, digest = _request(request)
     try:
-        added = bloom.add(get_redis(), site.id, digest, payload.items, site.bloom)
-    except (bloom.FilterFull, bloom.FilterTooLarge) as e:
+        added = bloom.add(get_redis(), site.id, digest, payload.items, site.bloom, site_name=site.domain)
+    except (bloom.FilterFull, bloom.FilterTooLarge) as e:  # (BudgetFull too: the site's filters at their budget)
         raise ApiError(409, str(e)) from None
     return json_response({"added": added})
 

@@ -609,7 +609,7 @@ DOCUMENT = {
                         "description": "added[i]: true if item i was new (at least one bit newly set).",
                         "content": {"application/json": {"schema": {"type": "object", "properties": {"added": {"type": "array", "items": {"type": "boolean"}}}}}},
                     },
-                    "409": _error("The user's filter is full: the site's filters do not scale, or this one reached the size limit (16 MB a filter); or the site's filter settings make a first sub-filter past that limit (set before the admin refused such settings)."),
+                    "409": _error("The user's filter cannot take the items: it is full (the site's filters do not scale, or this one reached the size limit of 16 MB a filter), or the site's filters together are at their memory budget (no new filter is made and none grows until filters expire or the budget is raised; the items the filter could take are added); or the site's filter settings make a first sub-filter past the size limit (set before the admin refused such settings). The message says which."),
                     **SEEN_ERRORS,
                 },
             }
@@ -632,7 +632,7 @@ DOCUMENT = {
         "/api/v1/recommendations": {
             "get": {
                 "summary": "Top pages of the last days that the user has probably not seen",
-                "description": "Pageviews sent with a user_id mark their page seen in that user's filter.",
+                "description": "Pageviews sent with a user_id mark their page seen in that user's filter. A user without one (none yet, or none made because the site's filters are at their memory budget) has seen nothing: the plain top pages.",
                 "security": [{"apiKey": []}],
                 "parameters": [
                     SITE,

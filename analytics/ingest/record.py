@@ -319,9 +319,10 @@ def execute(r: redis.Redis, batch: list[Prepared]) -> list[Recorded | Limited]:
         pipe = r.pipeline(transaction=False)
         for script_keys, args in calls:
             RECORD_BATCH.queue(pipe, script_keys, args)
-        for site, user, pages in seen:
-            bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom)
-        queued_adds = pipe.command_stack[len(calls) :]  # (execute() empties the stack)
+        queued_adds = [
+            queued for site, user, pages in seen
+            if (queued := bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom, site.domain))
+        ]
         answers = pipe.execute(raise_on_error=False)
         results = RECORD_BATCH.rerun_unloaded(r, answers[: len(calls)], calls)
         bloom.check_queued(r, answers[len(calls) :], queued_adds)

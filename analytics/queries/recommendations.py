@@ -25,5 +25,6 @@ def unseen_top_pages(r: redis.Redis, site: SiteInfo, user: str, limit: int, days
 
 
 def filter_stats(r: redis.Redis, site: SiteInfo) -> dict:
-    """How many filters the site has, their memory, fill and expected error."""
-    return {**asdict(bloom.site_stats(r, site.id)), "target_error": site.bloom.error_rate}
+    """How many filters the site has, their memory against its budget (and whether it is
+    full), fill and expected error."""
+    return {**asdict(bloom.site_stats(r, site.id, site.bloom)), "target_error": site.bloom.error_rate}

@@ -70,6 +70,14 @@ pinned             set     fields that always get a bitmap (goals, funnel steps)
 page-search        zset    page paths, score 0, for prefix search (ZRANGEBYLEX); capped
 page-rank          zset    the same paths scored by pageviews: the least visited leave first
 tick               string  set for a second after ingest published a live tick
+bloom:<d>          string  visitor d's scalable Bloom filter of seen items (plain Redis: the
+                   or BF   bits; with RedisBloom, the module's own type); d hashes the user id
+bloom:<d>:shape    hash    its shape, plain Redis only (scripts/bloom.lua)
+bloom-live         zset    d -> when its filter expires (ms): every live filter of the site,
+                           kept by the scripts that touch one (lib/bloombudget.lua)
+bloom-sizes        hash    d -> the bytes its filter is charged against the site's budget
+bloom-budget       hash    bytes (all filters' charges), full-since (ms) and refused (adds
+                           refused since): the site's Bloom memory budget
 inbox              list    single events accepted and not yet counted (ingest/inbox.py)
 inbox-claim        hash    the batch of the inbox a drainer is counting: id, lease end, server run id
 inbox-claimed      list    that batch's events (counted again, once, if its drainer dies)
@@ -492,6 +500,25 @@ def bloom(site_id: int, user_digest: str) -> str:
 
 def bloom_shape(site_id: int, user_digest: str) -> str:
     return f"{PREFIX}:{{{site_id}}}:bloom:{user_digest}:shape"
+
+
+def bloom_registry(site_id: int) -> tuple[str, str, str]:
+    """The site's Bloom filters against its memory budget (lib/bloombudget.lua): a sorted
+    set of the live filters' digests by the moment each expires (ms), a hash of what each
+    is charged (bytes), and a hash of the totals (bytes, full-since, refused)."""
+    base = f"{PREFIX}:{{{site_id}}}:bloom-"
+    return base + "live", base + "sizes", base + "budget"
+
+
+def bloom_digest(site_id: int, key: bytes | str) -> str | None:
+    """The visitor digest of one of the site's filter keys (bloom() or bloom_shape()), or
+    None for any other key."""
+    name = key.decode(errors="replace") if isinstance(key, bytes) else key
+    prefix = f"{PREFIX}:{{{site_id}}}:bloom:"
+    if not name.startswith(prefix):
+        return None
+    digest = name[len(prefix) :].removesuffix(":shape")
+    return digest if digest and ":" not in digest else None
 
 
 # Exports: one semaphore for the whole installation (its own hash tag), a job per export.

@@ -19,20 +19,34 @@
 -- the settings first; this holds even if it did not). A check of a filter that does not
 -- exist reads nothing and finds nothing.
 --
+-- The site's filters together stay within its budget (ARGV[8] bytes; lib/bloombudget.lua
+-- keeps the books): a filter that would take the site past it is not made, and a full
+-- sub-filter gets no successor; those items are refused (-3). A filter is charged its
+-- bits plus ARGV[9] bytes. An add or a check (unless ARGV[6] is 0) sets when the filter
+-- expires, on its keys and on the books alike.
+--
 -- KEYS[1]  string  the bits
 -- KEYS[2]  hash    the shape: capacity, error, expansion, nonscaling, filters, last, items
+-- KEYS[3..5]       the site's books: live (zset), sizes (hash), budget (hash)
 -- ARGV[1]  "add" or "check"
 -- ARGV[2..5]  capacity, error rate, expansion, nonscaling ("1"/"0") for a new filter
--- ARGV[6]  idle TTL in seconds (both keys), 0 for none
+-- ARGV[6]  idle TTL in seconds (both keys), 0 for none (a check that only looks)
 -- ARGV[7]  the most bits a filter may hold, all its sub-filters together
--- ARGV[8..]   item hashes, 32 hex digits each
+-- ARGV[8]  the site's budget, bytes, all its filters together
+-- ARGV[9]  the bytes a filter is charged beyond its bits
+-- ARGV[10] the visitor's digest (the filter's name on the books)
+-- ARGV[11..]  item hashes, 32 hex digits each
 --
--- Returns one number per item: add: 1 added, 0 probably there already, -1 refused
--- (non-scaling filter full), -2 refused (at the size limit); check: 1 probably there,
--- 0 certainly not.
+-- Returns {answers, notice}: one number per item: add: 1 added, 0 probably there
+-- already, -1 refused (non-scaling filter full), -2 refused (at the size limit), -3
+-- refused (the site's budget); check: 1 probably there, 0 certainly not. The notice:
+-- 1 when this call began refusing for the budget, 2 when the budget has room again
+-- (the caller logs each once), else 0.
 local mode = ARGV[1]
 local max_bits = tonumber(ARGV[7])
-local FIRST_ITEM = 8
+local FIRST_ITEM = 11
+local LIVE, SIZES, BUDGET, MEMBER = KEYS[3], KEYS[4], KEYS[5], ARGV[10]
+local limit, overhead = tonumber(ARGV[8]), tonumber(ARGV[9])
 local meta = redis.call('HMGET', KEYS[2], 'capacity', 'error', 'expansion', 'nonscaling', 'filters', 'last', 'items')
 local capacity, err, expansion, nonscaling, filters, last, items
 if meta[1] then
@@ -58,12 +72,27 @@ local function add_shape(j)
 end
 for j = 0, filters - 1 do add_shape(j) end
 
+local function every(answer)
+  local result = {}
+  for i = FIRST_ITEM, #ARGV do result[#result + 1] = answer end
+  return result
+end
 -- No filter to check (nothing seen), or none to make (its first sub-filter is past the
 -- limit; `not <=` refuses a NaN or infinite size too): nothing to read or write.
 if not meta[1] and (mode == 'check' or not (offset <= max_bits)) then
-  local answer, result = (mode == 'check') and 0 or -2, {}
-  for i = FIRST_ITEM, #ARGV do result[#result + 1] = answer end
-  return result
+  return {every((mode == 'check') and 0 or -2), 0}
+end
+
+local ttl = tonumber(ARGV[6])
+local now, books = budget_now(), nil
+local deadline = ttl > 0 and budget_int(now + ttl * 1000) or '+inf'
+if mode == 'add' then
+  budget_prune(LIVE, SIZES, BUDGET, now)
+  books = budget_state(SIZES, BUDGET, MEMBER)
+  -- A new filter must fit whole (its first sub-filter and its overhead), or it is not made.
+  if not meta[1] and not budget_fits(books, offset / 8 + overhead, limit) then
+    return {every(-3), budget_refuse(BUDGET, now)}
+  end
 end
 
 local function mod64(hex, m)
@@ -108,7 +137,7 @@ local function allocate()
   end
 end
 local grow = not meta[1] and mode == 'add'
-local result = {}
+local result, refused = {}, false
 for i = FIRST_ITEM, #ARGV do
   local h = ARGV[i]
   if present(h) then
@@ -120,6 +149,9 @@ for i = FIRST_ITEM, #ARGV do
       result[#result + 1] = -1
     elseif last >= shapes[filters].n and not (offset + select(2, shape_of(filters)) <= max_bits) then
       result[#result + 1] = -2
+    elseif last >= shapes[filters].n and not budget_fits(books, (offset + select(2, shape_of(filters))) / 8 + overhead, limit) then
+      result[#result + 1] = -3
+      refused = true
     else
       if last >= shapes[filters].n then
         add_shape(filters)
@@ -136,16 +168,19 @@ for i = FIRST_ITEM, #ARGV do
   end
 end
 
-local ttl = tonumber(ARGV[6])
+local notice = 0
 if mode == 'add' then
   redis.call('HSET', KEYS[2], 'capacity', capacity, 'error', err, 'expansion', expansion,
     'nonscaling', nonscaling and '1' or '0', 'filters', filters, 'last', last, 'items', items)
-  if ttl > 0 then
-    redis.call('EXPIRE', KEYS[1], ttl)
-    redis.call('EXPIRE', KEYS[2], ttl)
-  end
-elseif ttl > 0 and meta[1] then  -- a check is activity too
-  redis.call('EXPIRE', KEYS[1], ttl)
-  redis.call('EXPIRE', KEYS[2], ttl)
+elseif ttl > 0 then  -- a check is activity too
+  books = budget_state(SIZES, BUDGET, MEMBER)
 end
-return result
+if books then
+  if ttl > 0 then
+    redis.call('PEXPIREAT', KEYS[1], deadline)
+    redis.call('PEXPIREAT', KEYS[2], deadline)
+  end
+  notice = budget_charge(LIVE, SIZES, BUDGET, MEMBER, books, offset / 8 + overhead, deadline, limit)
+  if refused then notice = budget_refuse(BUDGET, now) end
+end
+return {result, notice}
