@@ -510,6 +510,12 @@ def bloom_registry(site_id: int) -> tuple[str, str, str]:
     return base + "live", base + "sizes", base + "budget"
 
 
+def bloom_recounted(site_id: int) -> str:
+    """Set once the nightly rollup has put the filters made before the budget's books
+    existed on them (analytics.dedup.bloom.recount): an upgrade needs no manual step."""
+    return f"{PREFIX}:{{{site_id}}}:bloom-recounted"
+
+
 def bloom_digest(site_id: int, key: bytes | str) -> str | None:
     """The visitor digest of one of the site's filter keys (bloom() or bloom_shape()), or
     None for any other key."""
