@@ -10,6 +10,7 @@ from itertools import combinations
 
 import redis
 
+from ..counts import fold
 from ..store import keys
 
 
@@ -18,6 +19,7 @@ def estimate(r: redis.Redis, segment, ranges: list[list[date]]) -> list[int]:
     |A and B and not C| = I(A, B) - I(A, B, C), I(the sets) = the sum over every nonempty
     subset S of (-1)^(|S|+1) |union of S| (one PFCOUNT each), I() = the site's visitors."""
     sid = segment.site.id
+    fold.ensure_hlls(r, sid, [(day, name) for days in ranges for day in days for term in segment.terms[day] for name in term.fields])
     pipe = r.pipeline(transaction=False)
     plans = []
     for days in ranges:

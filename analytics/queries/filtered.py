@@ -17,6 +17,7 @@ from datetime import date, timedelta
 import redis
 
 from .. import dimensions
+from ..counts import fold
 from ..counts.cohorts import retention as live_retention
 from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
@@ -360,6 +361,7 @@ def _share(r: redis.Redis, site: SiteInfo, segment: segments.Segment, days: list
 
 def _value_visitors(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, values: list[str]) -> dict[str, int]:
     """Each value's visitors over the range, unfiltered (HLL unions)."""
+    fold.ensure_hlls(r, site.id, [(day, dimensions.field(dimension, value)) for value in values for day in days])
     pipe = r.pipeline(transaction=False)
     for value in values:
         name = dimensions.field(dimension, value)

@@ -17,6 +17,7 @@ import redis
 from django.conf import settings
 
 from .. import dimensions
+from ..counts import fold
 from ..models import DimensionDaily
 from ..periods import days_between
 from ..sites import SiteInfo
@@ -120,6 +121,7 @@ def visitors_near(r: redis.Redis, site: SiteInfo, start: date, end: date, longit
     cities = sorted(found, key=lambda c: (found[c], c))
     if not cities:
         return {"visitors": 0, "cities": [], **spans}
+    fold.ensure_hlls(r, site.id, [(day, dimensions.field("city", city)) for city in cities for day in by_city[city]])
     pipe = r.pipeline(transaction=False)
     for city in cities:
         pipe.pfcount(*(keys.dimension_visitors(site.id, day, dimensions.field("city", city)) for day in by_city[city]))

@@ -11,11 +11,17 @@ events, bot count, the visit dimensions' tables, value sets and HLLs) keep
 `keep_daily_days`; the per-value visitor bitmaps of exact filters (pages' and events'
 included) keep `keep_segment_days`, at most as long; "page" (page HLLs and counters, the day's page
 index) keep `keep_page_days`.
+
+A day with visit values that keep no HLL (their bitmap stands in for it: counts/fold.py)
+keeps its bitmaps until the nightly rollup has folded those values into HLLs, when they
+are due (fold_due()): a rollup that does not run leaves the bitmaps in Redis, never the
+values without visitors.
 """
 from datetime import UTC, date, datetime, time, timedelta
 
 import redis
 
+from ..counts import fold
 from ..models import DailyMetrics, Site
 from ..store import keys
 
@@ -43,6 +49,7 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
             pipe.smembers(keys.props_index(sid, day))
             pipe.smembers(keys.dimension_fields(sid, day))
             pipe.smembers(keys.dimension_bitmapped(sid, day))
+            pipe.exists(keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day))
         listed = iter(pipe.execute())
         pipe = r.pipeline(transaction=False)
         for day in chunk:
@@ -67,12 +74,34 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
                 pipe.expireat(key, daily_at)
             for field in next(listed):
                 pipe.expireat(keys.dimension_visitors(sid, day, field.decode()), daily_at)
-            segment_at = _expire_at(day, min(site.keep_segment_days, site.keep_daily_days))
-            for key in (keys.dimension_bitmapped(sid, day), keys.dimension_bitmap_sizes(sid, day)):
-                pipe.expireat(key, segment_at)
-            for field in next(listed):  # (the visitor bitmaps, pages' and events' too: filters on older days are estimated)
-                pipe.expireat(keys.dimension_bitmap(sid, day, field.decode()), segment_at)
+            bitmapped, unfolded = next(listed), next(listed)
+            for key in (keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day)):
+                pipe.expireat(key, daily_at)
+            if unfolded and site.keep_segment_days < site.keep_daily_days:  # (kept until folded: fold_due())
+                _expire_segments(pipe, sid, day, bitmapped, daily_at)
+                fold.mark_due(pipe, sid, [day])
+            else:
+                _expire_segments(pipe, sid, day, bitmapped, _expire_at(day, min(site.keep_segment_days, site.keep_daily_days)))
         pipe.execute()
+
+
+def _expire_segments(pipe, sid: int, day: date, bitmapped, at: int):
+    """Queue the day's visitor bitmaps' expiry (pages' and events' too: filters on older
+    days are estimated)."""
+    for key in (keys.dimension_bitmapped(sid, day), keys.dimension_bitmap_sizes(sid, day)):
+        pipe.expireat(key, at)
+    for field in bitmapped:
+        pipe.expireat(keys.dimension_bitmap(sid, day, field.decode()), at)
+
+
+def fold_due(r: redis.Redis, site: Site, today: date) -> int:
+    """Fold the visit values of the days whose bitmaps are due to expire, then let them."""
+    segment_days = min(site.keep_segment_days, site.keep_daily_days)
+
+    def expire(pipe, day):
+        _expire_segments(pipe, site.pk, day, r.smembers(keys.dimension_bitmapped(site.pk, day)), _expire_at(day, segment_days))
+
+    return fold.fold_due(r, site, today, expire)
 
 
 def apply_all(r: redis.Redis, site: Site, today: date) -> int:
@@ -83,4 +112,5 @@ def apply_all(r: redis.Redis, site: Site, today: date) -> int:
         .values_list("date", flat=True)
     )
     apply(r, site, days)
+    fold_due(r, site, today)
     return len(days)

@@ -89,6 +89,7 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
 
     closed = [day for day in days if day < today]
     expiry.apply(r, site, closed)
+    expiry.fold_due(r, site, today)  # (visit values whose bitmaps are due to expire get their HLLs first)
     try:
         compact_days(r, site.pk, closed)
     except redis.exceptions.ResponseError:  # (a managed Redis may refuse MEMORY: the bitmaps just keep their slack)
@@ -226,6 +227,7 @@ def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
     end = today - timedelta(days=1)
     if start > end:
         pins.sync(r, site.pk)  # (a restored or flushed Redis gets its pinned values back within a night)
+        expiry.fold_due(r, site, today)  # (rollup() does it when it runs)
         return Summary()
     with held(r, keys.lock(site.pk, "rollup-closed")) as lock:
         if lock is None:

@@ -40,6 +40,9 @@ ids:p<n>           string  stable mode: bucket n of the digest -> dense id map (
                            id is made (or an earlier day backfilled)
 ids:buckets        string  the number of those buckets
 ids:packed         string  set when no bucket is left in the layout before (ids:b<n>)
+ids:id-elements    string  set when the map started empty in a version whose HLLs count
+                           dense ids (not digests): only then can a bitmap stand in for
+                           a day HLL (record_batch.lua)
 ids:b<n>           hash    bucket n as earlier versions kept it: moves to ids:p<n> when read
 ids                hash    stable mode, before the buckets: emptied as its visitors return
 ids-next[:<day>]   string  the id counter
@@ -66,6 +69,13 @@ dim:<day>:b:<field> bitmap the same visitors by dense id, for the day's first va
                            "event\x1f<name>" too): exact filters (lib/segments.lua)
 dim:<day>:bitmapped set    the fields that have such a bitmap that day
 dim:<day>:bitmap-sizes hash dimension -> its number of bitmaps that day
+dim:<day>:bitmap-only set  visit values whose day HLL is not kept: their bitmap holds all
+                           their visitors (lib/segments.lua); folded into an HLL when a
+                           range needs one, and before the bitmap expires (counts/fold.py)
+dim:<day>:folding  set     values being folded (their HLL is not whole yet)
+fold-due           zset    ISO days with bitmap-only values, scored by the day (days since
+                           2000-01-01): the nightly rollup folds them before their bitmaps
+                           expire
 pinned             set     fields that always get a bitmap (goals, funnel steps)
 page-search        zset    page paths, score 0, for prefix search (ZRANGEBYLEX); capped
 page-rank          zset    the same paths scored by pageviews: the least visited leave first
@@ -300,6 +310,23 @@ def dimension_bitmap_sizes(site_id: int, day: date) -> str:
     return f"{dimensions_prefix(site_id)}{day.isoformat()}:bitmap-sizes"
 
 
+def dimension_bitmap_only(site_id: int, day: date) -> str:
+    """Set of the visit values with no day HLL that day: their bitmap holds every visitor
+    (lib/segments.lua); analytics.counts.fold makes the HLL when one is needed."""
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:bitmap-only"
+
+
+def dimension_folding(site_id: int, day: date) -> str:
+    """Set of the values being folded from bitmap-only into an HLL (analytics.counts.fold)."""
+    return f"{dimensions_prefix(site_id)}{day.isoformat()}:folding"
+
+
+def fold_due(site_id: int) -> str:
+    """Sorted set of the ISO days that have bitmap-only values, scored by the day's number:
+    their values are folded into HLLs before the bitmaps expire (analytics.counts.fold)."""
+    return f"{PREFIX}:{{{site_id}}}:fold-due"
+
+
 def pinned_fields(site_id: int) -> str:
     """Set of fields that get a bitmap every day past the limit: the site's goals' events
     and pages, and its funnels' steps (analytics.segments_pins keeps it)."""
@@ -415,6 +442,11 @@ def visitor_id_buckets(site_id: int) -> str:
 def visitor_id_packed(site_id: int) -> str:
     """Set once no bucket of the stable visitor-id map is left in an earlier layout."""
     return f"{visitor_ids(site_id)}:packed"
+
+
+def visitor_id_elements(site_id: int) -> str:
+    """Set when the site's HLLs count dense ids rather than digests (lib/idmap.lua)."""
+    return f"{visitor_ids(site_id)}:id-elements"
 
 
 def visitor_id_narrow(site_id: int) -> str:

@@ -234,6 +234,18 @@ if ttl > 0 then
   redis.call('EXPIRE', KEYS[2], ttl)
 end
 
+-- What the site's HLLs count: a visitor's dense id where the map started in this version
+-- (shape.id_elements), else their digest. An id can be read back out of a visitor bitmap,
+-- a digest cannot: so a value's day bitmap can stand in for its day HLL (lib/segments.lua,
+-- analytics/counts/fold.py), and be folded into one when a range needs it. Sites from
+-- before keep digests: a union over days counted both ways would count a returning
+-- visitor twice. Daily-salt maps give a visitor a new id every day, as their digests do.
+local elements = digests
+if shape and shape.id_elements then
+  elements = {}
+  for i = 1, n do elements[i] = string.format('%d', ids[i]) end
+end
+
 --@section active bitmap, site HLL, pageviews
 local set = {}
 for i = 1, n do
@@ -241,11 +253,11 @@ for i = 1, n do
   set[b - 3] = 'SET'; set[b - 2] = 'u1'; set[b - 1] = ids[i]; set[b] = 1
 end
 redis.call('BITFIELD', KEYS[3], unpack(set))
-redis.call('PFADD', KEYS[5], unpack(digests))
+redis.call('PFADD', KEYS[5], unpack(elements))
 
 if pageviews > 0 then redis.call('INCRBY', KEYS[6], pageviews) end
 
--- Add the visitors listed in `listed` to an HLL: 1-based indexes into the digests, two
+-- Add the visitors listed in `listed` to an HLL: 1-based indexes into the elements, two
 -- bytes each, big-endian (string.byte reads them: far cheaper than parsing decimals).
 local byte = string.byte
 local function pfadd_listed(key, listed)
@@ -253,7 +265,7 @@ local function pfadd_listed(key, listed)
   for k = 1, #listed, 2 do
     local high, low = byte(listed, k, k + 1)
     c = c + 1
-    chosen[c] = digests[high * 256 + low]
+    chosen[c] = elements[high * 256 + low]
   end
   call_sliced('PFADD', key, chosen)
 end
@@ -458,11 +470,22 @@ end
 --@section visits: arguments, open states parsed
 -- Visits and the visit dimensions.
 local visits_at = pos + 2
-for _, c in ipairs(record_visits(digests, ids, open, not daily_map, ARGV[6], visits_at, session_keys, KEYS[12])) do
-  segment_candidates[#segment_candidates + 1] = c
-end
+local bitmap_only = elements ~= digests
+local visit_candidates, deferred = record_visits(digests, elements, bitmap_only, ids, open, not daily_map, ARGV[6], visits_at,
+                                                 session_keys, KEYS[12])
+for _, c in ipairs(visit_candidates) do segment_candidates[#segment_candidates + 1] = c end
 --@section segments: a bitmap per value
-mark_segments(ARGV[visits_at + 3], ARGV[6], segment_candidates, ids, tonumber(ARGV[visits_at + 4]), ARGV[visits_at + 5])
+local deferrable = {}
+for _, d in ipairs(deferred) do deferrable[d[1]] = true end
+local hll_free = mark_segments(ARGV[visits_at + 3], ARGV[6], segment_candidates, ids, tonumber(ARGV[visits_at + 4]),
+                               ARGV[visits_at + 5], deferrable)
+for _, d in ipairs(deferred) do  -- (the visit values whose bitmap does not hold all their visitors keep an HLL)
+  if not hll_free[d[1]] then
+    local list, chosen = d[3], {}
+    for j = 1, #list do chosen[j] = elements[list[j]] end
+    call_sliced('PFADD', d[2], chosen)
+  end
+end
 --@section places, live tick
 if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")
   local kept_fields = ARGV[pos + 2 + 3] .. ARGV[6] .. ':fields'

@@ -29,6 +29,9 @@
 --   base .. ':packed'   string  set once no bucket is left in an earlier layout; until
 --                               then a bucket read as missing is looked for there, and
 --                               moves whole
+--   base .. ':id-elements'  string  set when the map started empty in this version:
+--                               the site's HLLs count dense ids, not digests
+--                               (record_batch.lua says why)
 --   base .. ':b' .. n   hash    bucket n as earlier versions kept it: digest bytes (7, or
 --                               10 before that) -> id
 --   base                hash    the map of before the buckets (full digests): read on a
@@ -48,20 +51,26 @@ local function idmap_hash(digest)
 end
 
 local function idmap_shape(base)
-  local got = redis.call('MGET', base .. ':buckets', base .. ':packed')
+  local got = redis.call('MGET', base .. ':buckets', base .. ':packed', base .. ':id-elements')
   local buckets = tonumber(got[1]) or 1
   local level = 1
   while level * 2 <= buckets do level = level * 2 end
   -- (cache: bucket number -> its string, read or written in this call)
-  return {base = base, buckets = buckets, level = level, packed = got[2] and true or false, cache = {}}
+  return {base = base, buckets = buckets, level = level, packed = got[2] and true or false,
+          id_elements = got[3] and true or false, cache = {}}
 end
 
 -- Call once the first ids of the map are handed out (`first`, the first of them): a map
--- that starts empty never holds a bucket of an earlier layout.
+-- that starts empty never holds a bucket of an earlier layout, and its site's HLLs count
+-- ids from the first visitor on.
 local function idmap_started(shape, first)
   if first == 0 and not shape.packed then
     redis.call('SET', shape.base .. ':packed', 1)
     shape.packed = true
+  end
+  if first == 0 and not shape.id_elements then
+    redis.call('SET', shape.base .. ':id-elements', 1)
+    shape.id_elements = true
   end
 end
 

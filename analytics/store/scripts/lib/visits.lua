@@ -147,7 +147,9 @@ local function read_open_visits(digests, sessions_now, sessions_before)
 end
 
 -- Count this chunk's visits. `digests` are the chunk's visitor digests (1-based indexes
--- as in the event list), `dense_ids` their dense ids, `open` their open visits
+-- as in the event list), `elements` what the HLLs count of each (record_batch.lua),
+-- `bitmap_only` true where a value's day bitmap may stand in for its day HLL (the HLLs
+-- count ids: lib/segments.lua decides), `dense_ids` their dense ids, `open` their open visits
 -- (read_open_visits), `keep_ids` true to keep the dense ids in the states (the stable
 -- map's: a daily map's ids are the day's); `day` its ISO day; `pos` where the visits
 -- section starts in ARGV:
@@ -165,8 +167,9 @@ end
 -- `keys_` are the open visits of this half hour and of the one before, then the parts'
 -- texts of the same two; `dirty_key` the set of days the rollups must compute again.
 -- Returns the day's {field, visitor indexes} of the visitors counted under each field
--- not renamed to "(other)" (for lib/segments.lua).
-local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_, dirty_key)
+-- not renamed to "(other)" (for lib/segments.lua), and with `bitmap_only` those of them
+-- whose HLL waits for its decision: {field, HLL key, visitor indexes}.
+local function record_visits(digests, elements, bitmap_only, dense_ids, open, keep_ids, day, pos, keys_, dirty_key)
   local sessions_now, sessions_before, parts_now, parts_before = keys_[1], keys_[2], keys_[3], keys_[4]
   local session_ttl, timeout, quota, prefix = ARGV[pos], tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), ARGV[pos + 3]
   pos = pos + 6
@@ -193,8 +196,8 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
   -- The events, as columns.
   local packed, unpack_event = ARGV[pos], struct.unpack
   local ne = #packed / 13
-  local segment_candidates = {}
-  if ne == 0 then return segment_candidates end
+  local segment_candidates, deferred = {}, {}
+  if ne == 0 then return segment_candidates, deferred end
   local ev_visitor, ev_time, ev_kind, ev_attrs, ev_path = {}, {}, {}, {}, {}
   local at = 1
   for e = 1, ne do
@@ -507,7 +510,7 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
       local hll_prefix, renamed = prefix .. on .. ':v:', {}  -- (fields renamed to "(other)" share its HLL)
       local function count_visitors(name, list)
         local chosen = {}
-        for j = 1, #list do chosen[j] = digests[list[j]] end
+        for j = 1, #list do chosen[j] = elements[list[j]] end
         call_sliced('PFADD', hll_prefix .. name, chosen)
       end
       for f, list in pairs(visitors) do
@@ -516,9 +519,11 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
           local into = child(renamed, name)
           local n = #into
           for j = 1, #list do into[n + j] = list[j] end
+        elseif string.sub(f, -#OTHER_SUFFIX) ~= OTHER_SUFFIX then
+          segment_candidates[#segment_candidates + 1] = {f, list}
+          if bitmap_only then deferred[#deferred + 1] = {f, hll_prefix .. f, list} else count_visitors(f, list) end
         else
           count_visitors(f, list)
-          if string.sub(f, -#OTHER_SUFFIX) ~= OTHER_SUFFIX then segment_candidates[#segment_candidates + 1] = {f, list} end
         end
       end
       for name, list in pairs(renamed) do count_visitors(name, list) end
@@ -526,5 +531,5 @@ local function record_visits(digests, dense_ids, open, keep_ids, day, pos, keys_
     if on ~= day then dirty[on] = true end
   end
   for d in pairs(dirty) do redis.call('SADD', dirty_key, d) end
-  return segment_candidates
+  return segment_candidates, deferred
 end
