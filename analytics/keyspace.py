@@ -42,7 +42,9 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
         "visit dimensions (tables, value sets)": _usage(r, tables + sets),
         "visit dimensions (visitors per value, HLLs)": _usage(r, value_keys),
         "filter bitmaps (per value, for exact filters)": _plus(
-            _usage(r, bitmaps), _usage(r, [keys.dimension_bitmapped(sid, today), keys.dimension_bitmap_sizes(sid, today)])
+            _usage(r, bitmaps),
+            _usage(r, [keys.dimension_bitmapped(sid, today), keys.dimension_bitmap_sizes(sid, today),
+                       keys.dimension_bitmap_only(sid, today), keys.dimension_folding(sid, today)]),
         ),
         "open visits (sessions, their parts)": _usage(
             r, [keys.sessions(sid, g) for g in (generation, generation - 1)] + [keys.session_parts(sid, g) for g in (generation, generation - 1)]

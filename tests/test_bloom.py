@@ -195,3 +195,17 @@ def test_a_scaling_filter_stops_growing_at_the_limit(r, monkeypatch):
     assert r.hget(keys.bloom_shape(1, "g"), "filters") == b"2"
     assert r.strlen(keys.bloom(1, "g")) * 8 <= two
     assert bloom.seen(r, 1, "g", items, config, native=False) == [True] * 300
+
+
+def test_a_filter_that_fails_leaves_the_page_views_counted_and_no_error(r, site, caplog):
+    """Marking pages seen rides in ingest's round trip, after the counts: a failing add (a
+    filter's key of another type, left by hand) is logged, never the request's error, which
+    would answer an error for counted events and fail their spooled replay every time."""
+    s = SiteInfo.from_model(site)
+    ann = identity_source("ann", None, None, None)
+    digest = bloom.user_digest(s.salt, "ann")
+    r.lpush(keys.bloom_shape(s.id, digest), "not a filter")
+    recorded = record(r, s, [Hit(None, "/a", "pageview", ann, user="ann"), Hit(None, "/b", "pageview", ann, user="ann")])
+    assert recorded.accepted == 2
+    assert int(r.get(keys.pageviews(s.id, s.today()))) == 2
+    assert "marking pages seen for a visitor of site" in caplog.text

@@ -225,14 +225,22 @@ def queue_add(pipe, r: redis.Redis, site_id: int, digest: str, items: list[str],
 
 def check_queued(r: redis.Redis, results: list, queued: list[Queued]):
     """After a pipeline with queued adds (their answers, in order): load the script and
-    redo an add the server did not know it for, log what the budget says; a refused
-    add (full filter, the budget) is no error here (a page view is still counted),
-    anything else is raised."""
+    redo an add the server did not know it for, log what the budget says. No add fails
+    its request: the page views beside it are counted already (in the same round trip),
+    so raising would answer an error for events that count, and a spooled replay of
+    them would meet the same failing add every time. A refused add (full filter, the
+    budget) is expected; anything else (say a filter's key of another type, left by
+    hand) is logged, and those pages stay unmarked."""
     for result, add in zip(results, queued):
-        if isinstance(result, redis.exceptions.NoScriptError):
-            result = add.script.run(r, add.keys, add.args)
-        elif isinstance(result, Exception):
-            raise result
+        try:
+            if isinstance(result, redis.exceptions.NoScriptError):
+                result = add.script.run(r, add.keys, add.args)
+            elif isinstance(result, Exception):
+                raise result
+        except redis.exceptions.ResponseError:
+            log.error("marking pages seen for a visitor of site %s failed; their page views are counted", add.site_id,
+                      exc_info=True)
+            continue
         _notice(add.site_id, result[1], add.config, add.site_name)
 
 
