@@ -193,6 +193,33 @@ def test_retention_of_a_filtered_cohort_is_exact(world, r):
             assert kept == len(cohort & week)
 
 
+@pytest.mark.parametrize("unit", ["day", "week"])
+def test_retention_of_a_cohort_on_estimated_days_is_scaled_to_the_estimate(site, r, unit):
+    """One bitmap a dimension a day (segment_values=1): a filter on a source is estimated on
+    the days it has none, where its cohort's bitmap holds nobody. Its cohorts are then
+    estimated (the site's share of new visitors and its retention, at the day's estimated
+    size), not left at 0: within a fifth of brute force over all cohorts (measured: 239
+    against 233 in all, 504 against 509 retained by day; 0.4 times the truth before)."""
+    info, brute, days = history(r, site, 23, visitors=900, segment_values=1)
+    filters = segments.parse("source==newsletter")
+    rows, estimated = filtered.retention(r, info, filters, unit, days[0], days[-1], 30)
+    assert estimated
+    step = timedelta(days=1) if unit == "day" else timedelta(weeks=1)
+    width = 1 if unit == "day" else 7
+    sizes, kept_sum, truth_sizes, truth_kept = 0, 0, 0, 0
+    for row in rows:
+        start = datetime.fromisoformat(row["cohort"]).date()
+        members = set().union(*(brute.new[start + timedelta(days=k)] & brute.segment(start + timedelta(days=k), filters)
+                                for k in range(width)))
+        sizes, truth_sizes = sizes + row["size"], truth_sizes + len(members)
+        for n, kept in enumerate(row["retained"][1:], start=1):
+            active = set().union(*(brute.active[start + n * step + timedelta(days=k)] for k in range(width)))
+            kept_sum, truth_kept = kept_sum + kept, truth_kept + len(members & active)
+    assert truth_sizes > 100 and truth_kept > 20
+    assert abs(sizes - truth_sizes) <= 0.2 * truth_sizes, (sizes, truth_sizes)
+    assert abs(kept_sum - truth_kept) <= 0.35 * truth_kept, (kept_sum, truth_kept)
+
+
 @pytest.mark.parametrize("diff", [False, True])
 def test_not_equal_is_exact_with_and_without_bitop_diff(world, r, diff):
     site, brute, days = world

@@ -327,8 +327,56 @@ def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, e
                 queue_union(pipe, made[week], [by_day[week + timedelta(days=n)] for n in range(7)])
         pipe.execute()
         rows = live_retention(r, site, unit, cohorts, last, tmp, live=True, cohort_of=lambda _, cohort: made[cohort])
+        late = [day for day in cohort_days if day in segment.estimated]
+        if late:
+            rows = _estimated_cohorts(r, site, unit, segment, rows, by_day, late, last, tmp)
     return ([{"cohort": c.isoformat(), "size": size, "retained": retained[: periods + 1]} for c, size, retained in rows],
             segment.estimate_over(cohort_days))
+
+
+def _estimated_cohorts(r: redis.Redis, site: SiteInfo, unit: str, segment: segments.Segment, rows: list, by_day: dict,
+                       late: list[date], last: date, tmp) -> list:
+    """Cohorts that hold an estimated day, scaled to its estimate. On such a day the
+    segment's bitmap holds only the visitors of the values that have one (none at all for
+    a filter on a value past the day's bitmaps), so its cohort undercounts. The day's
+    cohort is estimated as _new_visitors() estimates its new visitors (the bitmap's share
+    of new visitors, else the site's, applied to the day's estimated size), and its
+    retained counts are the bitmap's own cohort scaled to that size, or where the bitmap
+    holds nobody of it, the site's own cohort's retention at that size: an estimate that
+    the audience keeps its visitors as the part that has bitmaps, or as the site does."""
+    unit_days = {c: [c] if unit == "day" else [c + timedelta(days=n) for n in range(7)] for c, _, _ in rows}
+    touched = [c for c, _, _ in rows if any(d in segment.estimated for d in unit_days[c])]
+    pipe = r.pipeline(transaction=False)
+    for c in touched:
+        for day in unit_days[c]:
+            pipe.bitcount(by_day[day])
+            if day in segment.estimated:
+                pipe.bitcount(segment.keys[day])
+                pipe.bitcount(keys.new_visitors(site.id, day))
+                pipe.bitcount(keys.active(site.id, day))
+    answers = iter(pipe.execute())
+    size_of = {}
+    for c in touched:
+        total = 0
+        for day in unit_days[c]:
+            new = int(next(answers))
+            if day in segment.estimated:
+                partial, site_new, site_active = int(next(answers)), int(next(answers)), int(next(answers))
+                share = new / partial if partial else (site_new / site_active if site_active else 0.0)
+                new = min(round(share * segment.sizes[day]), segment.sizes[day])
+            total += new
+        size_of[c] = total
+    empty = [c for c, size, _ in rows if c in size_of and size == 0 and size_of[c] > 0]
+    site_rows = {c: (size, retained) for c, size, retained in live_retention(r, site, unit, empty, last, tmp, live=True)} if empty else {}
+    scaled = []
+    for c, size, retained in rows:
+        if c not in size_of or size_of[c] == size:
+            scaled.append((c, size, retained))
+            continue
+        estimate = size_of[c]
+        base, kept = (size, retained) if size else site_rows.get(c, (0, [0] * len(retained)))
+        scaled.append((c, estimate, [min(estimate, round(k * estimate / base)) if base else 0 for k in kept]))
+    return scaled
 
 
 def _visit_totals(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict:
