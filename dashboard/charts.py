@@ -87,7 +87,7 @@ def retention(cohorts: list[dict], unit: str) -> dict:
         pct = [round(100 * n / size, 1) for n in cohort["retained"]] if size else []
         z.append(pct + [None] * (width - len(pct)))
         text.append([f"{p:g}%<br>{n}" for p, n in zip(pct, cohort["retained"])] + [""] * (width - len(pct)))
-        short.append([f"{p:.0f}%" for p in pct] + [""] * (width - len(pct)))  # phones: the share alone
+        short.append([f"{p:.0f}%" for p in pct] + [""] * (width - len(pct)))  # narrow cells: the share alone (dashboard.js picks)
     labels = [f"{c['cohort']} ({c['size']})" if c["size"] else f"{c['cohort']} · no new visitors" for c in cohorts]
     heatmap = dict(
         type="heatmap",

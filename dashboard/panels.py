@@ -93,12 +93,14 @@ def panel_rows(prop: Property, rows: list[dict], view=None) -> list[dict]:
     ]
 
 
-def empty_note(prop: Property, rows: list, shared: bool = False) -> str:
-    """Why a list is empty, where the reason is known ("": no reason to give). Regions and
-    cities without a city database: the list is empty because the server does not look
-    them up; cities kept from a time it did are still listed (then there are rows). The
-    remedy is the operator's: through a share link the public reads a plain sentence."""
-    if not rows and prop.key in queries.CITY_PROPERTIES and not queries.city_database():
+def empty_note(r, info, start, end, prop: Property, found: int, shared: bool = False) -> str:
+    """Why a list of `found` rows is empty, where the reason is known ("": no reason to give).
+    Regions and cities without a city database: the list is empty because the server does
+    not look them up. The API's 409 and the exports' note decide through the same function
+    (queries.needs_city_database), so a range whose values were stored while a database was
+    set is not explained away (a filter may leave none of them). The remedy is the
+    operator's: through a share link the public reads a plain sentence."""
+    if queries.needs_city_database(r, info, start, end, prop.key, found):
         return f"No {prop.column.lower()} data for this site." if shared else queries.NO_CITY_DATABASE + "."
     return ""
 

@@ -265,17 +265,18 @@ def breakdown(request, site, info, base, shared):
         return JsonResponse({"error": f"property must be one of {', '.join(panels.PROPERTIES)}"}, status=400)
     period = periods.parse(request.GET, info.today())
     view = filtering.parse(request.GET, period.query)
+    r = get_redis()
     if view.filters:
-        rows, total, estimate = panels.fetch_filtered(get_redis(), info, period.start, period.end, prop, view.filters)
+        rows, total, estimate = panels.fetch_filtered(r, info, period.start, period.end, prop, view.filters)
     else:
-        (rows, total), estimate = panels.fetch(get_redis(), info, period.start, period.end, prop), False
+        (rows, total), estimate = panels.fetch(r, info, period.start, period.end, prop), False
     return JsonResponse({
         "property": prop.key,
         "column": prop.column,
         "metric": prop.metric,
         "path": prop.path,
         "rows": panels.panel_rows(prop, rows, view),
-        "empty": panels.empty_note(prop, rows, shared),
+        "empty": panels.empty_note(r, info, period.start, period.end, prop, total, shared),
         "total": total,
         "estimate": estimate,
         "details": details_url(base, prop.key, view),
@@ -378,6 +379,6 @@ def _details(request, site, info, base, prop, shared):
         "total": total,
         "first_rank": (number - 1) * panels.DETAILS_ROWS + 1,
         "capped": prop.key == "page" and total >= panels.MAX_PAGES_LISTED and not search,
-        "empty": "" if search else panels.empty_note(prop, rows, shared),
+        "empty": "" if search else panels.empty_note(r, info, period.start, period.end, prop, total, shared),
     }
     return render(request, "dashboard/details.html", context)

@@ -9,7 +9,7 @@
   // the plot take about 390 px in one row, the plot's margins 64 to 76 more. (600, the old
   // window rule's, would put every laptop's legends, at 480 px, under the plots.)
   var PHONE = 470;
-  var drawn = {};  // chart id -> {narrow: as drawn; legend, height: the figure's own, traces (charts with a legend); texts: the cells' labels, both kinds (retention); map}
+  var drawn = {};  // chart id -> {narrow: as drawn; legend, height: the figure's own, traces (charts with a legend); cells, labels: the retention's cells and the labels shown in them; map}
 
   function given(el) {
     // The width the chart's box gives it (0: hidden).
@@ -31,13 +31,61 @@
       height: chart.height + 20 * chart.traces
     };
   }
-  function cellLabels(chart, narrow) {
-    // Retention on phones: one short line a cell (the share), readable, instead of
-    // "12.5%<br>1234" shrunk to 6 px.
+  // Retention's cell labels: the share and the count ("12.5%<br>1234") where a cell has room
+  // for them, the share alone ("13%") where it has room for that, else none: with 30 day
+  // cohorts a cell is 16 to 35 px wide, and the labels ran into each other (the colour
+  // stays, the hover keeps the share). Decided from the cells' size in the chart as drawn,
+  // so they follow its width: the widest label of each kind, measured in the chart's font.
+  var SHORT_SIZE = 9, LINE = 1.3, ROOM = 1;  // px: the short labels' font (the full ones'); plotly.js's line height (em); clear each side
+  var ruler = document.createElement("canvas").getContext("2d");
+  function labelBox(labels, size, family) {
+    // The widest and tallest of the labels (2-D, lines split by <br>) at this font size.
+    var widest = 0, lines = 0;
+    ruler.font = size + "px " + family;
+    labels.forEach(function (row) {
+      row.forEach(function (label) {
+        var parts = String(label || "").split("<br>");
+        if (parts.join("")) lines = Math.max(lines, parts.length);
+        parts.forEach(function (part) { widest = Math.max(widest, ruler.measureText(part).width); });
+      });
+    });
+    return { width: widest, height: lines * size * LINE };
+  }
+  function retentionCells(trace, family) {
+    var size = (trace.textfont || {}).size || 12;
     return {
-      text: chart.texts.map(function (t) { return narrow ? t.short : t.full; }),
-      "textfont.size": chart.texts.map(function (t) { return narrow ? 10 : t.size; })
+      columns: (trace.x || []).length || 1, rows: (trace.y || []).length || 1, xgap: trace.xgap || 0, ygap: trace.ygap || 0,
+      full: { text: trace.text, size: size, box: labelBox(trace.text || [], size, family) },
+      short: { text: trace.customdata, size: SHORT_SIZE, box: labelBox(trace.customdata || [], SHORT_SIZE, family) }
     };
+  }
+  function labelsThatFit(cells, plotWidth, plotHeight) {
+    // "full", "short" or "none": the richest labels whose widest fits every cell.
+    var width = plotWidth / cells.columns - cells.xgap - 2 * ROOM, height = plotHeight / cells.rows - cells.ygap;
+    if (cells.full.box.width <= width && cells.full.box.height <= height) return "full";
+    if (cells.short.box.width <= width && cells.short.box.height <= height) return "short";
+    return "none";
+  }
+  function cellLabels(cells, labels) {
+    var shown = cells[labels === "full" ? "full" : "short"];
+    return { text: [shown.text], "textfont.size": [shown.size], texttemplate: [labels === "none" ? "" : "%{text}"] };
+  }
+  function fitLabels(el) {
+    // The labels for the cells as drawn now; once shown, data-labels says which, and
+    // data-labels-width the chart's width they were chosen for (the browser tests wait for it).
+    var chart = drawn[el.id], layout = el._fullLayout;
+    if (!chart || !chart.cells || chart.restyling || !layout || !layout._size || !el.getClientRects().length) return;  // (hidden: when shown)
+    var labels = labelsThatFit(chart.cells, layout._size.w, layout._size.h);
+    if (labels !== chart.labels) {
+      chart.labels = labels;
+      chart.restyling = true;  // (not "shown" before they are)
+      el.removeAttribute("data-labels");
+      var again = function () { chart.restyling = false; fitLabels(el); };
+      Plotly.restyle(el, cellLabels(chart.cells, labels), [0]).then(again, again);
+      return;
+    }
+    el.setAttribute("data-labels", labels);
+    el.setAttribute("data-labels-width", String(layout.width));
   }
   function mapHeight(width) { return Math.min(300, Math.round(width * 0.55)); }  // the world is twice as wide as high
   function pin(el, height) {
@@ -59,14 +107,16 @@
     if (!el || !figure) return;
     var width = given(el), narrow = isNarrow(el, width);
     var chart = drawn[id] = { narrow: narrow };
-    if (id.indexOf("chart-retention") === 0) {
-      chart.texts = figure.data.map(function (trace) {
-        return { full: trace.text, short: trace.customdata, size: (trace.textfont || {}).size };
-      });
-      figure.data.forEach(function (trace, n) {
-        trace.text = chart.texts[n][narrow ? "short" : "full"];
-        trace.textfont = Object.assign({}, trace.textfont, { size: narrow ? 10 : chart.texts[n].size });
-      });
+    if (id.indexOf("chart-retention") === 0 && figure.data.length) {
+      // A first guess from the width given (the table's minimum if wider), set right once drawn.
+      var trace = figure.data[0], margin = figure.layout.margin || {};
+      chart.cells = retentionCells(trace, (figure.layout.font || {}).family || "sans-serif");
+      chart.labels = labelsThatFit(chart.cells, Math.max(width, parseFloat(getComputedStyle(el).minWidth) || 0) - (margin.l || 0) - (margin.r || 0),
+                                   (figure.layout.height || 300) - (margin.t || 0) - (margin.b || 0));
+      var guess = cellLabels(chart.cells, chart.labels);
+      trace.text = guess.text[0];
+      trace.texttemplate = guess.texttemplate[0];
+      trace.textfont = Object.assign({}, trace.textfont, { size: guess["textfont.size"][0] });
     }
     if (figure.data.length > 1) {
       Object.assign(chart, { legend: figure.layout.legend || {}, height: figure.layout.height || 300, traces: figure.data.length });
@@ -78,13 +128,18 @@
     }
     pin(el, figure.layout.height);
     el.removeAttribute("data-layout");
-    Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra)).then(settled(el, narrow));
+    Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra)).then(settled(el, narrow)).then(function () {
+      if (!chart.cells) return;
+      // Every redraw (plotly.js's own on a window resize too) may change the cells' size.
+      el.on("plotly_afterplot", function () { setTimeout(function () { fitLabels(el); }, 0); });
+      fitLabels(el);
+    });
     if (observer) { observer.observe(el); observer.observe(el.parentNode); }
   }
 
   function fit(id) {
-    // The chart's layout for the width it is given now: the legend's place and the retention's
-    // labels when the width crossed PHONE, the map's height when its width changed. (Hidden
+    // The chart's layout for the width it is given now: the legend's place when the width
+    // crossed PHONE, the map's height when its width changed, the retention's labels. (Hidden
     // charts wait until they are shown: the observer, or the tab or toggle, calls then.)
     var el = document.getElementById(id), chart = drawn[id];
     if (!el || !el._fullLayout || !el.getClientRects().length) return;
@@ -102,7 +157,7 @@
     } else if (Math.abs(el._fullLayout.width - el.clientWidth) > 1) {
       done = Plotly.Plots.resize(el);  // (resized while hidden: plotly.js leaves hidden charts be)
     }
-    if (chart.texts && chart.narrow !== narrow) done = done.then(function () { return Plotly.restyle(el, cellLabels(chart, narrow)); });
+    if (chart.cells) done = done.then(function () { fitLabels(el); });
     if (chart.narrow !== narrow || update.height) {
       chart.narrow = narrow;
       el.removeAttribute("data-layout");
@@ -217,7 +272,7 @@
       ["day", "week"].forEach(function (u) {
         var el = document.getElementById("chart-retention-" + u);
         el.hidden = u !== unit;
-        if (u === unit) Plotly.Plots.resize(el);
+        if (u === unit) Plotly.Plots.resize(el).then(function () { fitLabels(el); });
       });
       refit();  // (a width crossed PHONE while it was hidden)
     });

@@ -291,3 +291,33 @@ def test_runs_of_days():
     days = [date(2024, 2, 28), date(2024, 3, 1), date(2024, 2, 29), date(2024, 3, 5)]
     assert runs(days) == [{"from": "2024-02-28", "to": "2024-03-01"}, {"from": "2024-03-05", "to": "2024-03-05"}]
     assert runs([]) == []
+
+
+def test_the_dashboard_explains_an_empty_region_or_city_list_as_the_api_and_exports_do(client, make_site, r, city_db, settings,
+                                                                                        admin_client):
+    """The dashboard had its own, simpler test (no rows, no city database): a filter that
+    left none of the cities stored while a database was set read "Regions and cities need a
+    city database", where the API answered 200 and the exports gave no note. It now asks
+    queries.needs_city_database too: stored values are never explained away, a range
+    without any is, on the tab and its Details page alike."""
+    site, key = make_site()
+    day = berlin_yesterday_then_no_city_database(client, key, settings)
+    stored = {"period": "custom", "from": day.date().isoformat(), "to": day.date().isoformat()}
+    before = (day - timedelta(days=5)).date().isoformat()
+    nothing = {"period": "custom", "from": before, "to": before}
+
+    def api(prop, asked):
+        query = {"site": "example.com", "property": prop, "from": asked["from"], "to": asked["to"]}
+        if "filters" in asked:
+            query["filters"] = asked["filters"]
+        return client.get("/api/v1/stats/breakdown", query, HTTP_AUTHORIZATION=f"Bearer {key}").status_code
+
+    for prop in ("region", "city"):
+        for asked, explained in ((stored, False), ({**stored, "filters": "country==GB"}, False),
+                                 (nothing, True), ({**nothing, "filters": "country==GB"}, True)):
+            tab = admin_client.get("/dashboard/example.com/breakdown", {"property": prop, **asked}).json()
+            details = admin_client.get(f"/dashboard/example.com/details/{prop}", asked).content.decode()
+            assert (tab["rows"] != []) == (asked is stored), (prop, asked)
+            assert ("TALLY_GEO_CITY_DB" in tab["empty"]) == explained, (prop, asked, tab["empty"])
+            assert ("TALLY_GEO_CITY_DB" in details) == explained, (prop, asked)
+            assert (api(prop, asked) == 409) == explained, (prop, asked)  # (the same decision as the API's)

@@ -122,8 +122,8 @@ def test_it_fits_a_phone(dashboard, context):
     charts_drawn(page)
     width = page.locator("html").bounding_box()["width"]
     assert width <= 391, f"the page is {width}px wide on a 390px phone"
-    cells = [t for t in page.locator("#chart-retention-day svg text").all_text_contents() if t and t.endswith("%")]
-    assert cells and all(re.fullmatch(r"\d+%", t) for t in cells), [t for t in cells if not re.fullmatch(r"\d+%", t)][:5]  # shares only
+    labels, boxes = retention_labels(page)
+    assert overlapping(boxes) == [], (labels, overlapping(boxes)[:5])  # (the cells' labels readable: none, here)
 
 
 LEGENDS = ("visitors", "actives")
@@ -240,26 +240,31 @@ def cells(page, unit):
 
 def test_the_retention_labels_follow_the_width(dashboard):
     """The retention's short labels (the share alone) were chosen at the first draw. They
-    follow the table's width: the share and the count where it has room, the share alone
-    where it scrolls sideways at its narrowest; the weekly table, hidden meanwhile, when shown."""
+    follow the table's width: the share and the count where each cell has room for them,
+    the share alone where it has room for that, none where not even that fits (20 cohorts
+    on a phone: 24 px cells); the weekly table, hidden meanwhile, when shown."""
     page, problems, site, info = dashboard
     page.set_viewport_size({"width": 1280, "height": 844})
     page.goto(page.url.split("?")[0] + "?period=30d")
     charts_drawn(page)
     height = page.evaluate("document.getElementById('chart-retention-day')._fullLayout.height")  # (30 px a cohort)
-    full, short = re.compile(r"\d+(\.\d+)?%\d+"), re.compile(r"\d+%")
-    for width, layout, pattern in ((1280, "wide", full), (390, "phone", short), (1280, "wide", full), (390, "phone", short)):
+    patterns = {"full": re.compile(r"\d+(\.\d+)?%\d+"), "short": re.compile(r"\d+%")}
+    for width, kind in ((1280, "full"), (844, "full"), (390, "none"), (1280, "full"), (390, "none")):
         page.set_viewport_size({"width": width, "height": 844})
-        laid_out(page, ["retention-day"], layout)
+        laid_out(page, ["retention-day"])
+        labels, boxes = retention_labels(page)
         texts = cells(page, "day")
-        assert texts and all(pattern.fullmatch(t) for t in texts), (width, [t for t in texts if not pattern.fullmatch(t)][:5])
+        assert labels == kind and len(boxes) == len(texts), (width, labels, len(boxes), len(texts))
+        assert all(patterns[kind].fullmatch(t) for t in texts) if kind != "none" else texts == [], (width, texts[:5])
+        assert overlapping(boxes) == [], (width, overlapping(boxes)[:5])
         assert_boxes_hold_figures(page, ["retention-day"])
         assert page.evaluate("document.getElementById('chart-retention-day')._fullLayout.height") == height
-    assert page.get_attribute("#chart-retention-week", "data-layout") == "wide"  # (drawn at 1280 px, hidden since)
+    assert page.get_attribute("#chart-retention-week", "data-labels") is None  # (drawn while hidden: chosen when shown)
     page.click("[data-cohorts=week]")
-    laid_out(page, ["retention-week"], "phone")
+    labels, boxes = retention_labels(page, "week")
     texts = cells(page, "week")
-    assert texts and all(short.fullmatch(t) for t in texts), texts[:5]
+    assert labels != "none" and texts and all(patterns[labels].fullmatch(t) for t in texts), (labels, texts[:5])
+    assert overlapping(boxes) == []
     assert_boxes_hold_figures(page, ["retention-week"])
     assert problems == []
 
@@ -384,3 +389,58 @@ def test_the_tracker_sends_custom_events_with_props_and_revenue(context, live_se
     groups = {g.decode() for g in r.smembers(keys.props_index(site.pk, today))}
     assert groups == {"Download\x1ffile\x1fa.pdf", "Signup\x1fplan\x1fpro"}
     assert r.hget(keys.revenue(site.pk, today), "Signup\x1fEUR") == b"1900"
+
+
+def retention_labels(page, unit="day"):
+    """Once the retention's cell labels were chosen for the chart's width as drawn
+    (data-labels, for data-labels-width): which kind ("full", "short" or "none") and the
+    box of each label shown, as [text, left, top, right, bottom] (the heatmap's SVG text)."""
+    chart = f"chart-retention-{unit}"
+    page.wait_for_function("""id => {
+        const el = document.getElementById(id), layout = el._fullLayout;
+        return layout && Math.abs(layout.width - el.clientWidth) <= 1 && el.getAttribute('data-labels')
+            && el.getAttribute('data-labels-width') === String(layout.width);
+    }""", arg=chart, timeout=10_000)
+    boxes = page.evaluate("""id => [...document.querySelectorAll('#' + id + ' .heatmaplayer text')]
+        .filter(t => t.textContent && getComputedStyle(t).display !== 'none' && getComputedStyle(t).visibility !== 'hidden')
+        .map(t => { const b = t.getBoundingClientRect(); return [t.textContent, b.left, b.top, b.right, b.bottom]; })
+        .filter(([, left, top, right, bottom]) => right > left && bottom > top)""", chart)
+    return page.get_attribute(f"#{chart}", "data-labels"), boxes
+
+
+def overlapping(boxes):
+    """The pairs of labels whose boxes share some area (touching is not overlapping)."""
+    return [(a[0], b[0]) for n, a in enumerate(boxes) for b in boxes[n + 1:]
+            if a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]]
+
+
+def test_the_retention_labels_never_overlap(user_page, live_server):
+    """With 30 day cohorts (30 columns) the cells' labels ran into each other at 844 px and
+    on a phone. Each width shows the richest labels every cell has room for (the share and
+    the count, the share alone, or none: the colour and the hover remain), chosen again when
+    the width changes, both ways; drawn at each width first, then resized."""
+    page = user_page
+    url = f"{live_server.url}/dashboard/demo.example/?period=30d"
+    shown = {}
+    for width in (1280, 844, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#chart-retention-day .main-svg", timeout=15_000)
+        assert page.evaluate("document.getElementById('chart-retention-day').data[0].x.length") == 30
+        labels, boxes = retention_labels(page)
+        assert overlapping(boxes) == [], (width, labels, overlapping(boxes)[:5])
+        shown[width] = (labels, len(boxes))
+    assert shown[1280][0] != "none" and shown[1280][1] == 465, shown  # (a label in each of the 30 cohorts' cells)
+    assert shown[390] == ("none", 0), shown  # (16 px cells)
+    for width in (844, 1280, 390, 1280):
+        page.set_viewport_size({"width": width, "height": 900})
+        labels, boxes = retention_labels(page)
+        assert overlapping(boxes) == [], (width, labels, overlapping(boxes)[:5])
+        assert (labels, len(boxes)) == shown[width], (width, labels, len(boxes), shown)
+    assert "%{z}%" in page.evaluate("document.getElementById('chart-retention-day').data[0].hovertemplate")  # (the share, hidden or not)
+    page.set_viewport_size({"width": 390, "height": 900})
+    retention_labels(page)
+    page.click("[data-cohorts=week]")
+    labels, boxes = retention_labels(page, "week")
+    assert boxes and overlapping(boxes) == [], (labels, overlapping(boxes)[:5])
+    assert page.problems == []
