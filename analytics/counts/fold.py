@@ -47,14 +47,15 @@ def bitmap_only(r: redis.Redis, site_id: int, days: Iterable[date]) -> dict[date
 def ensure_hlls(r: redis.Redis, site_id: int, pairs: Iterable[tuple[date, str]]) -> int:
     """Make sure each (day, field) that has visitors has its day HLL, folding the bitmap-only
     ones; returns how many were folded. One round trip when none is."""
-    pairs = set(pairs)
-    if not pairs:
+    by_day: dict[date, set[str]] = {}
+    for day, field in pairs:
+        by_day.setdefault(day, set()).add(field)
+    if not by_day:
         return 0
-    only = bitmap_only(r, site_id, {day for day, _ in pairs})
+    only = bitmap_only(r, site_id, by_day)
     folded = 0
     for day in sorted(only):
-        fields = sorted(f for d, f in pairs if d == day and f in only[day])
-        folded += fold(r, site_id, day, fields)
+        folded += fold(r, site_id, day, sorted(by_day[day] & only[day]))
     return folded
 
 
