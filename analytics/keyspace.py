@@ -68,8 +68,9 @@ def _id_map_usage(r: redis.Redis, sid: int) -> tuple[int, int]:
     ids = int(r.get(keys.visitor_id_counter(sid)) or 0)
     moved = [keys.first_days_moved(sid, b) for b in range(-(-ids // keys.FIRST_DAYS_MOVED))]
     moved_sample = moved[:: max(1, len(moved) // MAX_BUCKETS_MEASURED)]
-    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid), keys.visitor_id_packed(sid), keys.visitor_id_elements(sid),
-            keys.first_days(sid), keys.first_days_runs(sid), keys.first_days_runs_aside(sid), keys.latest_first_day(sid)]
+    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid), keys.visitor_id_packed(sid),
+            keys.visitor_id_elements(sid), keys.first_days(sid), keys.first_days_runs(sid), keys.first_days_runs_aside(sid),
+            keys.latest_first_day(sid)]
     spread = _sampled(r, moved_sample, len(moved) / len(moved_sample)) if moved else (0, 0)
     return _plus(_plus(_sampled(r, sample, len(buckets) / len(sample)), spread), _usage(r, rest))
 

@@ -5,6 +5,11 @@ from datetime import date, timedelta
 EARLIEST_DAY = date(2000, 1, 1)  # no event is older (ingest refuses earlier timestamps)
 
 
+def day_number(day: date) -> int:
+    """Days since EARLIEST_DAY: how the ingest script and the first-day runs name a day."""
+    return (day - EARLIEST_DAY).days
+
+
 def latest_day(today: date) -> date:
     """The last day with possible data: tomorrow, for clocks and time zones ahead of ours."""
     return today + timedelta(days=1)

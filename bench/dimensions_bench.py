@@ -15,12 +15,11 @@ that year (counted here as if each day's visitors were all new: an upper bound),
 the open visits (they expire 1.5 hours after a visit's last event).
 """
 import os
-import random
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime, time
 from time import perf_counter, sleep
 
 from analytics.counts import fold
-from analytics.ingest import Hit, record
+from analytics.ingest import record
 from analytics.keyspace import memory_today
 from analytics.models import Site
 from analytics.rollups.compaction import compact_days
@@ -34,7 +33,7 @@ BATCH = 1000
 
 
 def run(r, say, visitors: int = VISITORS) -> tuple[list[tuple], int, int]:
-    from analytics.management.commands.demo import People, _pages
+    from analytics.management.commands.demo import new_visitors_day
 
     r.execute_command("FLUSHALL", "SYNC")
     Site.objects.filter(domain="dimensions.example").delete()
@@ -43,23 +42,11 @@ def run(r, say, visitors: int = VISITORS) -> tuple[list[tuple], int, int]:
         site.segment_values = int(os.environ["BENCH_SEGMENT_VALUES"])
         site.save()
     info = SiteInfo.from_model(site)
-    rng = random.Random(12)
-    crowd = People(rng)
-    pages = _pages(rng)
     start = datetime.combine(info.today(), time(), tzinfo=info.tz)
     now = datetime.now(UTC)
     span = max(60, int((now - start).total_seconds()) - 600)
     say(f"dimensions: {visitors:,} visitors of today, realistic mixes")
-    hits = []
-    for _ in range(visitors):
-        person = crowd.new()
-        t = start + timedelta(seconds=rng.randrange(span))
-        attrs = None
-        for n in range(rng.randint(1, 6)):
-            page = pages[min(int(len(pages) ** (rng.random() ** 1.3)) - 1, len(pages) - 1)]
-            attrs = attrs or crowd.visit(person, page)
-            hits.append(Hit((t + timedelta(seconds=40 * n)).astimezone(UTC), page, "pageview", person[0], attrs=attrs))
-    hits.sort(key=lambda h: h.ts)
+    hits = new_visitors_day(12, start, span, visitors)
     # A warm-up, flushed: the server keeps ~1 MB it allocates in the first calls (the
     # script's cache, Lua's heap, client buffers) after a FLUSHALL, whatever the day's
     # size: the site's visitors are not charged for it.

@@ -2,7 +2,6 @@
 stand in for a day HLL and be folded into one (record_batch.lua); a site whose id map
 existed before keeps digests, so unions over days on both sides of the upgrade never
 count a returning visitor twice."""
-import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -197,26 +196,14 @@ def test_a_day_of_300000_new_visitors_with_every_dimension_grows_redis_by_at_mos
     dimension tables, for the demo's mixes of sources, devices and places; by MEMORY USAGE
     of every key but the open visits (they expire 1.5 hours after a visit's last event).
     `make bench` prints the figure (and INFO's) for the same day."""
-    from analytics.management.commands.demo import People, _pages
+    from analytics.management.commands.demo import new_visitors_day
     from analytics.rollups.compaction import compact_days
 
     info = SiteInfo.from_model(site)
-    rng = random.Random(12)
-    crowd, pages = People(rng), _pages(rng)
     start = datetime.combine(info.today(), datetime.min.time(), tzinfo=UTC)
     n = 300_000
     now = datetime.now(UTC)
-    span = max(60, int((now - start).total_seconds()) - 600)
-    hits_ = []
-    for _ in range(n):
-        person = crowd.new()
-        t = start + timedelta(seconds=rng.randrange(span))
-        attrs = None
-        for k in range(rng.randint(1, 6)):
-            page = pages[min(int(len(pages) ** (rng.random() ** 1.3)) - 1, len(pages) - 1)]
-            attrs = attrs or crowd.visit(person, page)
-            hits_.append(Hit(t + timedelta(seconds=40 * k), page, "pageview", person[0], attrs=attrs))
-    hits_.sort(key=lambda h: h.ts)
+    hits_ = new_visitors_day(12, start, max(60, int((now - start).total_seconds()) - 600), n)
     for i in range(0, len(hits_), 1000):
         record(r, info, hits_[i : i + 1000], now=now)
     del hits_

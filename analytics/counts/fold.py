@@ -9,7 +9,7 @@ and the rest call ensure_hlls() first, which folds the bitmap-only days here, fo
 The site's HLLs count dense ids (record_batch.lua), so PFADD of the bitmap's set bits makes
 the very HLL ingest would have made. A day's bitmaps expire before its HLLs would
 (keep_segment_days against keep_daily_days), so the nightly rollup folds what is left
-before then (fold_due()).
+before then (rollups.expiry.fold_due()).
 
 Folding beside ingest: a fold first moves the value from the day's bitmap-only set to its
 folding set (SMOVE, atomic). From then on ingest adds new visitors to the HLL itself, and
@@ -20,11 +20,10 @@ id once however often it is sent).
 """
 import re
 from collections.abc import Iterable
-from datetime import date, timedelta
+from datetime import date
 
 import redis
 
-from ..periods import EARLIEST_DAY
 from ..store import keys
 
 PFADD_CHUNK = 10_000  # ids per PFADD
@@ -99,33 +98,3 @@ def set_bits(r: redis.Redis, key: str) -> Iterable[int]:
         if len(data) < READ_CHUNK:
             return
         start += READ_CHUNK
-
-
-def day_number(day: date) -> int:
-    return (day - EARLIEST_DAY).days
-
-
-def mark_due(pipe, site_id: int, days: Iterable[date]):
-    """Queue: these days have bitmap-only values to fold before their bitmaps expire."""
-    mapping = {day.isoformat(): day_number(day) for day in days}
-    if mapping:
-        pipe.zadd(keys.fold_due(site_id), mapping)
-
-
-def fold_due(r: redis.Redis, site, today: date, expire) -> int:
-    """Fold the bitmap-only values of the days whose bitmaps are due to expire (older than
-    keep_segment_days), then let those bitmaps expire as the policy says (`expire(pipe,
-    day)` queues it: rollups.expiry). Returns the values folded."""
-    sid = site.pk
-    last = today - timedelta(days=site.keep_segment_days)
-    due = [date.fromisoformat(d.decode()) for d in r.zrangebyscore(keys.fold_due(sid), "-inf", day_number(last))]
-    folded = 0
-    for day in due:
-        only = bitmap_only(r, sid, [day])[day]
-        folded += fold(r, sid, day, sorted(only))
-        pipe = r.pipeline(transaction=False)
-        pipe.unlink(keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day))
-        expire(pipe, day)
-        pipe.zrem(keys.fold_due(sid), day.isoformat())
-        pipe.execute()
-    return folded

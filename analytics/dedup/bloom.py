@@ -288,10 +288,7 @@ def seen(
 def sync(r: redis.Redis, site_id: int, digest: str, config: BloomConfig | None = None) -> int:
     """Set the books right for one visitor's filter from what Redis holds (after a key of
     it was unlinked, or for a recount); the bytes now charged for it, 0 when it is gone."""
-    books = list(keys.bloom_registry(site_id))
-    limit = config.budget_bytes if config else -1  # (-1: no "room again" without the site's budget)
-    args = [limit, FILTER_OVERHEAD, digest]
-    charged, notice = BLOOM_BOOKS.run(r, [*books, keys.bloom(site_id, digest), keys.bloom_shape(site_id, digest)], args)
+    charged, notice = BLOOM_BOOKS.run(r, *_books_call(site_id, digest, config))
     if config:
         _notice(site_id, notice, config)
     return charged
@@ -306,15 +303,18 @@ def recount(r: redis.Redis, site_id: int, config: BloomConfig | None = None, bat
     digests = {digest for key in site_client(r, site_id).scan_iter(match=keys.site_pattern(site_id, "bloom:*"), count=1000)
                if (digest := keys.bloom_digest(site_id, key))}
     digests.update(member.decode() for member, _ in r.zscan_iter(live))
-    ordered = sorted(digests)
-    books = list(keys.bloom_registry(site_id))
-    limit = config.budget_bytes if config else -1
-    calls = [([*books, keys.bloom(site_id, d), keys.bloom_shape(site_id, d)], [limit, FILTER_OVERHEAD, d]) for d in ordered]
+    calls = [_books_call(site_id, d, config) for d in sorted(digests)]
     for i in range(0, len(calls), batch):
         for _, notice in BLOOM_BOOKS.run_many(r, calls[i : i + batch]):
             if config:
                 _notice(site_id, notice, config)
     return r.zcount(live, _now_ms(r, site_id), "+inf")
+
+
+def _books_call(site_id: int, digest: str, config: BloomConfig | None) -> tuple[list, list]:
+    """KEYS and ARGV of bloom_books.lua for one visitor's filter."""
+    limit = config.budget_bytes if config else -1  # (-1: no "room again" without the site's budget)
+    return [*keys.bloom_registry(site_id), keys.bloom(site_id, digest), keys.bloom_shape(site_id, digest)], [limit, FILTER_OVERHEAD, digest]
 
 
 def _now_ms(r: redis.Redis, site_id: int) -> int:

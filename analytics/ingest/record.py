@@ -21,6 +21,7 @@ from django.conf import settings
 
 from .. import dimensions
 from ..dedup import bloom
+from ..periods import day_number
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.limits import Bucket, Limited, throttle
@@ -32,7 +33,6 @@ DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is
 SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
 _PAGEVIEW_KIND, _INTERACTIVE_KIND, _OTHER_KIND = b"pin"  # an event's kind for lib/visits.lua (a byte)
 OTHER = "(other)"  # where pages and event names past a site's daily quota are counted
-DAY_ZERO = date(2000, 1, 1)  # first days seen are stored as days since this one (u16)
 
 
 class Hit(NamedTuple):
@@ -375,7 +375,7 @@ def _script_call(
         0 if site.daily_salt else 1,
         mark_member,
         mark_ttl,
-        (day - DAY_ZERO).days,
+        day_number(day),  # (first days seen are stored as days since 2000-01-01)
         day.isoformat(),
         keys.new_visitors_prefix(sid),
         1 if dirty else 0,

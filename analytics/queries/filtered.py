@@ -110,7 +110,13 @@ def _new_visitors(answers: list, at: dict, day: date, size: int) -> int:
     if (day, "partial") not in at:
         return new
     i = at[day, "partial"]
-    partial, site_new, site_active = (int(a) for a in answers[i : i + 3])
+    return _estimated_new(new, *(int(a) for a in answers[i : i + 3]), size)
+
+
+def _estimated_new(new: int, partial: int, site_new: int, site_active: int, size: int) -> int:
+    """An estimated day's new visitors in the segment: `new` of the `partial` visitors its
+    bitmap holds are new; that share (the site's where the bitmap holds nobody) of the
+    day's estimated `size`."""
     share = new / partial if partial else (site_new / site_active if site_active else 0.0)
     return min(round(share * size), size)
 
@@ -327,19 +333,18 @@ def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, e
                 queue_union(pipe, made[week], [by_day[week + timedelta(days=n)] for n in range(7)])
         pipe.execute()
         rows = live_retention(r, site, unit, cohorts, last, tmp, live=True, cohort_of=lambda _, cohort: made[cohort])
-        late = [day for day in cohort_days if day in segment.estimated]
-        if late:
-            rows = _estimated_cohorts(r, site, unit, segment, rows, by_day, late, last, tmp)
+        if segment.estimated.intersection(cohort_days):
+            rows = _estimated_cohorts(r, site, unit, segment, rows, by_day, last, tmp)
     return ([{"cohort": c.isoformat(), "size": size, "retained": retained[: periods + 1]} for c, size, retained in rows],
             segment.estimate_over(cohort_days))
 
 
 def _estimated_cohorts(r: redis.Redis, site: SiteInfo, unit: str, segment: segments.Segment, rows: list, by_day: dict,
-                       late: list[date], last: date, tmp) -> list:
+                       last: date, tmp) -> list:
     """Cohorts that hold an estimated day, scaled to its estimate. On such a day the
     segment's bitmap holds only the visitors of the values that have one (none at all for
     a filter on a value past the day's bitmaps), so its cohort undercounts. The day's
-    cohort is estimated as _new_visitors() estimates its new visitors (the bitmap's share
+    cohort is estimated as _estimated_new() estimates its new visitors (the bitmap's share
     of new visitors, else the site's, applied to the day's estimated size), and its
     retained counts are the bitmap's own cohort scaled to that size, or where the bitmap
     holds nobody of it, the site's own cohort's retention at that size: an estimate that
@@ -361,9 +366,7 @@ def _estimated_cohorts(r: redis.Redis, site: SiteInfo, unit: str, segment: segme
         for day in unit_days[c]:
             new = int(next(answers))
             if day in segment.estimated:
-                partial, site_new, site_active = int(next(answers)), int(next(answers)), int(next(answers))
-                share = new / partial if partial else (site_new / site_active if site_active else 0.0)
-                new = min(round(share * segment.sizes[day]), segment.sizes[day])
+                new = _estimated_new(new, int(next(answers)), int(next(answers)), int(next(answers)), segment.sizes[day])
             total += new
         size_of[c] = total
     empty = [c for c, size, _ in rows if c in size_of and size == 0 and size_of[c] > 0]

@@ -23,6 +23,7 @@ import redis
 
 from ..counts import fold
 from ..models import DailyMetrics, Site
+from ..periods import day_number
 from ..store import keys
 
 MAX_LOOKBACK_DAYS = 800
@@ -79,7 +80,7 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
                 pipe.expireat(key, daily_at)
             if unfolded and site.keep_segment_days < site.keep_daily_days:  # (kept until folded: fold_due())
                 _expire_segments(pipe, sid, day, bitmapped, daily_at)
-                fold.mark_due(pipe, sid, [day])
+                pipe.zadd(keys.fold_due(sid), {day.isoformat(): day_number(day)})
             else:
                 _expire_segments(pipe, sid, day, bitmapped, _expire_at(day, min(site.keep_segment_days, site.keep_daily_days)))
         pipe.execute()
@@ -95,13 +96,23 @@ def _expire_segments(pipe, sid: int, day: date, bitmapped, at: int):
 
 
 def fold_due(r: redis.Redis, site: Site, today: date) -> int:
-    """Fold the visit values of the days whose bitmaps are due to expire, then let them."""
-    segment_days = min(site.keep_segment_days, site.keep_daily_days)
-
-    def expire(pipe, day):
-        _expire_segments(pipe, site.pk, day, r.smembers(keys.dimension_bitmapped(site.pk, day)), _expire_at(day, segment_days))
-
-    return fold.fold_due(r, site, today, expire)
+    """Fold the visit values of the days whose bitmaps are due to expire (older than
+    keep_segment_days) into their HLLs, then let the bitmaps expire as the policy says.
+    Returns the values folded."""
+    sid = site.pk
+    last = today - timedelta(days=site.keep_segment_days)
+    due = [date.fromisoformat(d.decode()) for d in r.zrangebyscore(keys.fold_due(sid), "-inf", day_number(last))]
+    segment_at = min(site.keep_segment_days, site.keep_daily_days)
+    folded = 0
+    for day in due:
+        folded += fold.fold(r, sid, day, sorted(fold.bitmap_only(r, sid, [day])[day]))
+        bitmapped = r.smembers(keys.dimension_bitmapped(sid, day))
+        pipe = r.pipeline(transaction=False)
+        pipe.unlink(keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day))
+        _expire_segments(pipe, sid, day, bitmapped, _expire_at(day, segment_at))
+        pipe.zrem(keys.fold_due(sid), day.isoformat())
+        pipe.execute()
+    return folded
 
 
 def apply_all(r: redis.Redis, site: Site, today: date) -> int:

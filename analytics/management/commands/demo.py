@@ -106,6 +106,25 @@ class People:
         return visit_attrs(DOMAIN, f"https://{DOMAIN}{path}{query}", referrer, agent, ip, width)
 
 
+def new_visitors_day(seed: int, start: datetime, span: int, visitors: int) -> list[Hit]:
+    """A day of `visitors` new visitors with the demo's mixes, each a visit of 1 to 6 pageviews
+    40 s apart starting within `span` seconds of `start`, in time order (the memory bench and
+    its test measure this day)."""
+    rng = random.Random(seed)
+    crowd, pages = People(rng), _pages(rng)
+    hits = []
+    for _ in range(visitors):
+        person = crowd.new()
+        t = start + timedelta(seconds=rng.randrange(span))
+        attrs = None
+        for n in range(rng.randint(1, 6)):
+            page = pages[min(int(len(pages) ** (rng.random() ** 1.3)) - 1, len(pages) - 1)]
+            attrs = attrs or crowd.visit(person, page)
+            hits.append(Hit((t + timedelta(seconds=40 * n)).astimezone(UTC), page, "pageview", person[0], attrs=attrs))
+    hits.sort(key=lambda h: h.ts)
+    return hits
+
+
 class Command(BaseCommand):
     help = f"Create {DOMAIN} with {DAYS} days of synthetic traffic and roll it up."
 

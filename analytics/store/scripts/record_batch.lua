@@ -480,11 +480,7 @@ for _, d in ipairs(deferred) do deferrable[d[1]] = true end
 local hll_free = mark_segments(ARGV[visits_at + 3], ARGV[6], segment_candidates, ids, tonumber(ARGV[visits_at + 4]),
                                ARGV[visits_at + 5], deferrable)
 for _, d in ipairs(deferred) do  -- (the visit values whose bitmap does not hold all their visitors keep an HLL)
-  if not hll_free[d[1]] then
-    local list, chosen = d[3], {}
-    for j = 1, #list do chosen[j] = elements[list[j]] end
-    call_sliced('PFADD', d[2], chosen)
-  end
+  if not hll_free[d[1]] then pfadd_indexes(d[2], elements, d[3]) end
 end
 --@section places, live tick
 if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")

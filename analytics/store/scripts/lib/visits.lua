@@ -46,6 +46,13 @@ local function call_sliced(command, key, list)
   end
 end
 
+-- PFADD to an HLL the elements (record_batch.lua) of the visitors at these indexes.
+local function pfadd_indexes(key, elements, indexes)
+  local chosen = {}
+  for j = 1, #indexes do chosen[j] = elements[indexes[j]] end
+  call_sliced('PFADD', key, chosen)
+end
+
 -- t[k], made an empty table first if there is none.
 local function child(t, k)
   local v = t[k]
@@ -508,11 +515,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     --@section visits: visitors per value (HLLs)
     if on == day then
       local hll_prefix, renamed = prefix .. on .. ':v:', {}  -- (fields renamed to "(other)" share its HLL)
-      local function count_visitors(name, list)
-        local chosen = {}
-        for j = 1, #list do chosen[j] = elements[list[j]] end
-        call_sliced('PFADD', hll_prefix .. name, chosen)
-      end
+      local function count_visitors(name, list) pfadd_indexes(hll_prefix .. name, elements, list) end
       for f, list in pairs(visitors) do
         local name = rename[f]
         if name then
