@@ -61,6 +61,7 @@ class Brute:
     def __init__(self, events):
         self.active = defaultdict(set)
         self.by = defaultdict(set)  # (day, "<prop>", value) -> visitors
+        self.pageviews = defaultdict(int)  # (day, path) -> pageviews
         first_seen = {}
         visit_of = {}  # visitor -> (last ts, source, country) of their visit
         for ts, v, kind, path, source, country in events:
@@ -77,6 +78,7 @@ class Brute:
             self.by[day, "country", c].add(v)
             if kind == "p":
                 self.by[day, "page", path].add(v)
+                self.pageviews[day, path] += 1
             else:
                 self.by[day, "goal", "Signup"].add(v)
         self.new = defaultdict(set)

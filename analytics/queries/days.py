@@ -10,13 +10,13 @@ import redis
 
 from .. import dimensions
 from ..counts.days import day_metrics
-from ..counts.unions import range_visitors
 from ..models import DailyMetrics, PeriodVisitors
 from ..periods import days_between, period_days, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
 from .breakdown import field_days, rates_over, visit_totals
+from .stored import visitors_over
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
 DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
@@ -75,7 +75,7 @@ def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=D
         for row in PeriodVisitors.objects.filter(site_id=site.id, unit=interval, final=True, start__in=list(groups))
     }
     with scratch(r, site.id) as tmp:
-        live = range_visitors(r, site, groups, tmp)
+        live, _ = visitors_over(r, site, groups, tmp)
     rows = []
     for first, members in groups.items():
         whole = members == period_days(interval, first)
@@ -115,7 +115,7 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
     average_dau = sum(row["dau"] for row in rows) / len(rows)
     dau = int(average_dau + 0.5)  # an average of people: whole people (half up)
     with scratch(r, site.id) as tmp:
-        visitors = range_visitors(r, site, {"period": days}, tmp)["period"]
+        visitors = visitors_over(r, site, {"period": days}, tmp)[0]["period"]
     return {
         "visitors": visitors,
         "pageviews": sum(row["pageviews"] for row in rows),

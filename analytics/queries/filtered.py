@@ -19,11 +19,12 @@ import redis
 from .. import dimensions
 from ..counts import fold
 from ..counts.cohorts import retention as live_retention
+from ..models import DailyMetrics
 from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
-from . import segments
+from . import segments, stored
 from .breakdown import field_days, rates_over
 from .days import VISIT_METRICS, percent_change, previous
 from .goals import matching_goals
@@ -87,7 +88,7 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
     values = {}
     for day in days:
         row = {"visitors": segment.sizes[day], "dau": segment.sizes[day], "pageviews": pageviews.get(day),
-               "new_visitors": None if site.daily_salt else _new_visitors(answers, at, day, segment.sizes[day])}
+               "new_visitors": None if site.daily_salt else _new_visitors(answers, at, day, segment.sizes[day], segment.stored.get(day))}
         for metric, _ in WINDOWS:
             if (day, metric) in window_visitors:
                 row[metric] = max(window_visitors[day, metric], row["dau"])
@@ -102,7 +103,7 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
     return values, estimated, totals
 
 
-def _new_visitors(answers: list, at: dict, day: date, size: int) -> int:
+def _new_visitors(answers: list, at: dict, day: date, size: int, stored=None) -> int:
     """The segment's new visitors on a day: exact from its bitmap, or on an estimated day
     (its bitmap holds the visitors of the values that have one) that bitmap's share of new
     visitors applied to the day's estimated size; the site's share when it holds nobody."""
@@ -110,7 +111,10 @@ def _new_visitors(answers: list, at: dict, day: date, size: int) -> int:
     if (day, "partial") not in at:
         return new
     i = at[day, "partial"]
-    return _estimated_new(new, *(int(a) for a in answers[i : i + 3]), size)
+    partial, site_new, site_active = (int(a) for a in answers[i : i + 3])
+    if not site_active and stored is not None:  # (the day's bitmaps expired: its stored totals)
+        partial, site_new, site_active = 0, stored.new_visitors or 0, stored.dau
+    return _estimated_new(new, partial, site_new, site_active, size)
 
 
 def _estimated_new(new: int, partial: int, site_new: int, site_active: int, size: int) -> int:
@@ -394,10 +398,14 @@ def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dic
     if single is not None:
         return {day: counts["pageviews"] for day, counts in field_days(r, site, days, single).items()}
     if len(filters) == 1 and filters[0].prop == "page" and filters[0].op == "==" and len(filters[0].values) == 1:
+        path = filters[0].values[0]
+        final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__in=days).values_list("date", flat=True))
+        result = stored.page_pageviews(site.id, sorted(final), path) if final else {}
+        live = [day for day in days if day not in final]  # (a final day's page counters expire: its stored row stays)
         pipe = r.pipeline(transaction=False)
-        for day in days:
-            pipe.get(keys.page_pageviews(site.id, day, filters[0].values[0]))
-        return {day: int(v or 0) for day, v in zip(days, pipe.execute())}
+        for day in live:
+            pipe.get(keys.page_pageviews(site.id, day, path))
+        return result | {day: int(v or 0) for day, v in zip(live, pipe.execute())}
     return {}
 
 

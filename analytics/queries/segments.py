@@ -34,12 +34,14 @@ from datetime import date, timedelta
 import redis
 
 from .. import dimensions
+from ..counts import fold
 from ..counts.dimensions import day_visitors, queue_day_visitors
 from ..models import Goal, page_pattern_regex
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, Scratch, queue_union
 from .estimates import estimate
+from .stored import DayTotals, day_totals, repeat_ratio, segment_size, value_rows
 
 PROPERTIES = (*dimensions.VISIT_DIMENSIONS, "page", "goal")
 OPS = ("==", "!=", "~")
@@ -138,6 +140,8 @@ class _Term:
     fields: list[str]            # "<dimension>SEP<value>" (pages "page", custom events "event")
     bitmaps: list[str]           # those of them with a bitmap that day
     complete: bool = True        # no "(other)" of the day may hide a matching value
+    expired: bool = False        # a field without a bitmap whose HLL has expired with the day's keys
+    stored: dict[str, int] = field(default_factory=dict)  # the stored visitors of its fields, where their keys expired
 
 
 @dataclass
@@ -153,6 +157,11 @@ class Segment:
     estimated: set[date] = field(default_factory=set)
     terms: dict[date, list[_Term]] = field(default_factory=dict)
     bitmapped: dict[date, set[str]] = field(default_factory=dict)  # the fields with a bitmap each day
+    stored: dict[date, DayTotals] = field(default_factory=dict)  # days answered from their stored rows
+
+    def stored_over(self, days) -> bool:
+        """Does a range hold a day answered from stored rows (its keys expired)?"""
+        return any(day in self.stored for day in days)
 
     def estimate_over(self, days) -> bool:
         """Is a number over these days an estimate? (Daily-salt ids mean nothing across days.)"""
@@ -168,13 +177,15 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     sid = site.id
     goal_names = [v for f in filters if f.prop == "goal" for v in f.values]
     goals = {g.name: g for g in Goal.objects.filter(site_id=sid, name__in=goal_names)} if goal_names else {}
-    # 1. Which fields each filter matches each day, and which have bitmaps.
-    page_index_from = site.today() - timedelta(days=site.keep_page_days)
+    # 1. Which fields each filter matches each day, and which have bitmaps. A day whose
+    # index has expired (pages after keep_page_days, the rest after keep_daily_days) is
+    # looked up in the rows its rollup stored (analytics.queries.stored) instead.
     pipe = r.pipeline(transaction=False)
     plan = []
     for day in days:
         pipe.smembers(keys.dimension_bitmapped(sid, day))
         pipe.exists(keys.active(sid, day))
+        pipe.exists(keys.pages_index(sid, day))
         day_plan = []
         for f in filters:
             for dimension, names, matches in _lookups(f, goals):
@@ -186,32 +197,43 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
                 day_plan.append((f, dimension, names, matches))
         plan.append(day_plan)
     answers = iter(pipe.execute())
+    read = []
     for day, day_plan in zip(days, plan):
-        bitmapped = segment.bitmapped[day] = {m.decode() for m in next(answers)}
-        had_visitors = bool(next(answers))
+        bitmapped, alive, pages_alive = {m.decode() for m in next(answers)}, bool(next(answers)), bool(next(answers))
+        read.append((day, bitmapped, alive, pages_alive, [next(answers) for _ in day_plan]))
+    totals = day_totals(sid, days)
+    gone = {  # (day, "page" | "daily") whose keys expired after the rollup stored the day's rows
+        (day, kind)
+        for day, _, alive, pages_alive, _ in read
+        if day in totals
+        for kind, expired, had in (("daily", not alive, totals[day].dau), ("page", not pages_alive, totals[day].pageviews))
+        if expired and had
+    }
+    rows = _stored_rows(sid, read, plan, gone)
+    for (day, bitmapped, alive, pages_alive, lookups), day_plan in zip(read, plan):
+        segment.bitmapped[day] = bitmapped
         terms: dict[Filter, _Term] = {}
-        for f, dimension, names, matches in day_plan:
+        for (f, dimension, names, matches), answer in zip(day_plan, lookups):
             term = terms.setdefault(f, _Term(negate=f.op == "!=", fields=[], bitmaps=[]))
-            answer = next(answers)
-            own = dimensions.field(dimension, "")
-            if matches is not None:
-                prefix = _member(dimension, "")
-                values = {m.decode()[len(prefix) :] for m in answer if m.decode().startswith(prefix)}
-                values.update(name[len(own) :] for name in bitmapped if name.startswith(own))  # (a page's bitmap outlives its day index)
-                found = sorted(v for v in values if v != dimensions.OTHER and matches(v))
-                has_other = dimensions.OTHER in values
+            expired = (day, "page" if dimension == "page" else "daily") in gone
+            if expired:
+                found, has_other = _stored_matches(rows[day, dimension], names, matches, bitmapped, dimension)
+                term.stored.update({dimensions.field(dimension, v): rows[day, dimension].get(v, 0) for v in found})
             else:
-                found = [n for n, present in zip(names, answer) if present or dimensions.field(dimension, n) in bitmapped]
-                has_other = bool(answer[-1])
-            if dimension == "page" and day < page_index_from and had_visitors and not any(answer):
-                has_other = True  # (the day's page index has expired: whether a page was there is not known)
+                found, has_other = _index_matches(answer, names, matches, bitmapped, dimension)
             for value in found:
                 name = dimensions.field(dimension, value)
                 term.fields.append(name)
                 if name in bitmapped:
                     term.bitmaps.append(name)
-            term.complete = term.complete and not has_other
+                elif expired:
+                    term.expired = True  # (no bitmap, and its HLL is gone with the day's keys)
+            # ("(other)" hides values the day's quota turned away: a value it names that
+            # was counted is never among them, a value it names that was not may be)
+            term.complete = term.complete and not (has_other and (matches is not None or len(found) < len(names)))
         segment.terms[day] = list(terms.values())
+        if any(t.expired for t in segment.terms[day]) or (day, "daily") in gone:
+            segment.stored[day] = totals[day]
         if not all(t.complete and len(t.bitmaps) == len(t.fields) for t in terms.values()):
             segment.estimated.add(day)
     # 2. Each day's bitmap, and its size; and whether each bitmap used holds all of its
@@ -219,7 +241,8 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     # made at noon, misses the morning's: that day is estimated).
     diff = has_bitop_diff(r, sid)
     pipe = r.pipeline(transaction=False)
-    checked = [(day, name) for day in days if day not in segment.estimated for t in segment.terms[day] for name in t.bitmaps]
+    checked = [(day, name) for day in days if day not in segment.estimated and day not in segment.stored
+               for t in segment.terms[day] for name in t.bitmaps]
     for day, name in checked:
         queue_day_visitors(pipe, sid, day, name, bitmapped=True)
     at = []
@@ -227,30 +250,64 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
         segment.keys[day] = _queue_day(pipe, sid, day, segment.terms[day], tmp, diff)
         at.append(len(pipe))
         pipe.bitcount(segment.keys[day])
+    term_at = _queue_stored_terms(r, pipe, segment)
     answers = pipe.execute()
     segment.sizes = {day: int(answers[i]) for day, i in zip(days, at)}
     read = iter(answers)  # (the checks' answers come first)
     for day, _ in checked:
         if not day_visitors(read, bitmapped=True)[1]:
             segment.estimated.add(day)
-    # 3. Estimates for the days that need them.
-    if segment.estimated:
-        late = sorted(segment.estimated)
+    # 3. Estimates for the days that need them: from HLLs, or from the stored rows of a
+    # day whose keys expired.
+    for day, totals in segment.stored.items():
+        sizes = [(t.negate, min(totals.dau, sum(t.stored.values()) if t.expired else sum(int(answers[i]) for i in term_at[day, n])))
+                 for n, t in enumerate(segment.terms[day])]
+        segment.sizes[day] = segment_size(totals.dau, sizes)
+    late = sorted(segment.estimated - set(segment.stored))
+    if late:
         for day, value in zip(late, estimate(r, segment, [[day] for day in late])):
             segment.sizes[day] = value
     return segment
+
+
+def _queue_stored_terms(r: redis.Redis, pipe, segment: Segment) -> dict[tuple[date, int], list[int]]:
+    """On days answered from stored rows, queue the visitors of each filter whose keys are
+    still there (a country's bitmaps on a day whose page keys expired): the OR of its
+    bitmaps, plus its other values' HLLs. {(day, filter's index): positions of the answers}."""
+    sid, at = segment.site.id, {}
+    hlls = [(day, name) for day in segment.stored for t in segment.terms[day] if not t.expired
+            for name in t.fields if name not in t.bitmaps]
+    fold.ensure_hlls(r, sid, hlls)
+    for day in segment.stored:
+        for n, t in enumerate(segment.terms[day]):
+            if t.expired:
+                continue
+            at[day, n] = []
+            if t.bitmaps:
+                dest = segment.tmp.key(f"stored:{day}:{n}")
+                queue_union(pipe, dest, [keys.dimension_bitmap(sid, day, name) for name in t.bitmaps])
+                at[day, n].append(len(pipe))
+                pipe.bitcount(dest)
+                pipe.unlink(dest)
+            others = [keys.field_visitors(sid, day, name) for name in t.fields if name not in t.bitmaps]
+            if others:
+                at[day, n].append(len(pipe))
+                pipe.pfcount(*others)
+    return at
 
 
 def visitors(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
     """{name: the segment's visitors over its days} for named lists of days (built days):
     exact unions of the day bitmaps, or estimates (estimate_over; stable-salt ranges with
     estimated days by _scaled_unions())."""
-    result, exact, scaled = {}, {}, {}
+    result, exact, scaled, kept = {}, {}, {}, {}
     for name, days in ranges.items():
         if not days:
             result[name] = 0
         elif len(days) == 1:
             result[name] = segment.sizes[days[0]]
+        elif segment.stored_over(days):
+            kept[name] = days
         elif segment.site.daily_salt:
             result[name] = None
         elif segment.estimate_over(days):
@@ -262,6 +319,8 @@ def visitors(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
             exact[name] = days
     if scaled:
         result.update(_scaled_unions(r, segment, scaled))
+    if kept:
+        result.update(_stored_unions(r, segment, kept))
     if exact:
         pipe = r.pipeline(transaction=False)
         at = {}
@@ -321,6 +380,45 @@ def _scaled_unions(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
         visits = sum(active[day] for day in days)
         scaled = sum(sizes) * (site_union / visits if visits else 1.0)
         result[name] = min(sum(sizes), max(seen, max(sizes), round((scaled + crossed[name]) / 2)))
+    return result
+
+
+def _stored_unions(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
+    """The segment's visitors over ranges holding days answered from stored rows (their
+    bitmaps expired): the days' sizes summed, times the site's repeat_ratio() over them,
+    times how much more (or less) often than everyone the segment's visitors come back
+    where both are known (its exact days: the OR of their bitmaps over their sizes
+    summed, against the same of the site's active bitmaps). Never below that OR nor the
+    largest day, never above the sum of the days."""
+    sid = segment.site.id
+    pipe = r.pipeline(transaction=False)
+    at = {}
+    for n, (name, days) in enumerate(ranges.items()):
+        exact = [day for day in days if day not in segment.estimated]
+        if exact:
+            for what, names in (("seg", [segment.keys[day] for day in exact]), ("site", [keys.active(sid, day) for day in exact])):
+                dest = segment.tmp.key(f"stored-union:{what}:{n}")
+                queue_union(pipe, dest, names)
+                at[name, what] = len(pipe)
+                pipe.bitcount(dest)
+                pipe.unlink(dest)
+            at[name, "dau"] = len(pipe)
+            for day in exact:
+                pipe.bitcount(keys.active(sid, day))
+    answers = pipe.execute()
+    result = {}
+    for name, days in ranges.items():
+        sizes = [segment.sizes[day] for day in days]
+        seen, relative = 0, 1.0
+        if (name, "seg") in at:
+            exact = [day for day in days if day not in segment.estimated]
+            seen, site_seen = int(answers[at[name, "seg"]]), int(answers[at[name, "site"]])
+            site_sum = sum(int(n) for n in answers[at[name, "dau"] : at[name, "dau"] + len(exact)])
+            seg_sum = sum(segment.sizes[day] for day in exact)
+            if len(exact) > 1 and seen and site_seen and seg_sum:
+                relative = (seen / seg_sum) / (site_seen / site_sum)
+        scaled = round(sum(sizes) * min(1.0, repeat_ratio(sid, days) * relative))
+        result[name] = min(sum(sizes), max(seen, max(sizes), scaled))
     return result
 
 
@@ -439,6 +537,48 @@ def _lookups(f: Filter, goals: dict):
         yield f.prop, (), lambda value: any(n in value.lower() for n in needles)
     else:
         yield f.prop, list(f.values), None
+
+
+def _index_matches(answer, names, matches, bitmapped: set[str], dimension: str) -> tuple[list[str], bool]:
+    """The values a lookup found in the day's index (and those with a bitmap, which may
+    outlive it), and whether the index holds "(other)"."""
+    own = dimensions.field(dimension, "")
+    if matches is not None:
+        prefix = _member(dimension, "")
+        values = {m.decode()[len(prefix) :] for m in answer if m.decode().startswith(prefix)}
+        values.update(name[len(own) :] for name in bitmapped if name.startswith(own))
+        return sorted(v for v in values if v != dimensions.OTHER and matches(v)), dimensions.OTHER in values
+    found = [n for n, present in zip(names, answer) if present or dimensions.field(dimension, n) in bitmapped]
+    return found, bool(answer[-1])
+
+
+def _stored_matches(rows: dict[str, int], names, matches, bitmapped: set[str], dimension: str) -> tuple[list[str], bool]:
+    """_index_matches() for a day whose index expired: the values its rollup stored rows of."""
+    own = dimensions.field(dimension, "")
+    values = set(rows) | {name[len(own) :] for name in bitmapped if name.startswith(own)}
+    if matches is not None:
+        return sorted(v for v in values if v != dimensions.OTHER and matches(v)), dimensions.OTHER in values
+    return [n for n in names if n in values], dimensions.OTHER in values
+
+
+def _stored_rows(sid: int, read: list, plan: list, gone: set) -> dict[tuple[date, str], dict[str, int]]:
+    """{(day, dimension): {value: stored visitors}} for each dimension a filter looks up on
+    a day whose index expired: the names it asks for, or every value where it matches."""
+    wanted: dict[str, tuple[set[date], set[str] | None]] = {}
+    for (day, *_), day_plan in zip(read, plan):
+        for _, dimension, names, matches in day_plan:
+            if (day, "page" if dimension == "page" else "daily") in gone:
+                days, named = wanted.setdefault(dimension, (set(), set()))
+                days.add(day)
+                if matches is not None or named is None:
+                    wanted[dimension] = (days, None)
+                else:
+                    named.update(names)
+    rows = {}
+    for dimension, (days, names) in wanted.items():
+        for day, values in value_rows(sid, sorted(days), dimension, None if names is None else sorted(names)).items():
+            rows[day, dimension] = values
+    return rows
 
 
 def _index_key(sid: int, day: date, dimension: str) -> str:

@@ -1,0 +1,137 @@
+"""What a filter reads on days whose raw keys have expired: the rollup's stored rows.
+
+A day's raw keys expire by the site's policy (analytics.rollups.expiry): the page index,
+page HLLs and page counters after `keep_page_days`, the per-value bitmaps after
+`keep_segment_days`, everything else after `keep_daily_days`. The rows the rollup stored
+for the day stay for good: the day's totals (DailyMetrics), each page's (PageDaily), each
+visit value's (DimensionDaily) and each custom event's (EventDaily) visitors and counts.
+
+A filter on such a day is answered from those rows: one value's own visitors are its row
+(exact where the rollup counted them from the value's bitmap, else an HLL's ±0.81%), a
+set of values is their rows summed (at most the day's visitors), `!=` is the day's
+visitors less that, and several filters are combined as if independent (the day's
+visitors times each filter's share): an estimate with no stated bound, which the answer
+marks. Nothing here reads a key that may have expired as zero.
+"""
+from dataclasses import dataclass
+from datetime import date, timedelta
+from math import exp, log, prod
+
+import redis
+
+from .. import dimensions
+from ..counts.unions import range_visitors
+from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily
+from ..sites import SiteInfo
+from ..store import keys
+from ..store.scratch import Scratch
+
+
+@dataclass(frozen=True)
+class DayTotals:
+    """A day's stored totals (DailyMetrics)."""
+
+    dau: int
+    visitors: int
+    pageviews: int
+    new_visitors: int | None
+
+
+def day_totals(site_id: int, days: list[date]) -> dict[date, DayTotals]:
+    """The stored totals of those of these days the rollup has stored."""
+    rows = DailyMetrics.objects.filter(site_id=site_id, date__in=days).values_list("date", "dau", "visitors", "pageviews", "new_visitors")
+    return {day: DayTotals(dau, visitors, pageviews, new) for day, dau, visitors, pageviews, new in rows}
+
+
+def value_rows(site_id: int, days: list[date], dimension: str, names: list[str] | None = None) -> dict[date, dict[str, int]]:
+    """{day: {value: visitors}} stored for a dimension ("page", "event" or a visit
+    dimension) on these days: the values named, or every value (`names` None). "(other)"
+    is among them when the day's quota put values there."""
+    if not days:
+        return {}
+    if dimension == "page":
+        rows = PageDaily.objects.filter(site_id=site_id, date__in=days)
+        value = "path"
+    elif dimension == "event":
+        rows = EventDaily.objects.filter(site_id=site_id, date__in=days, property="")
+        value = "name"
+    else:
+        rows = DimensionDaily.objects.filter(site_id=site_id, date__in=days, dimension=dimension)
+        value = "value"
+    if names is not None:
+        rows = rows.filter(**{f"{value}__in": [*names, dimensions.OTHER]})
+    found: dict[date, dict[str, int]] = {day: {} for day in days}
+    for day, name, visitors in rows.values_list("date", value, "visitors"):
+        found[day][name] = visitors
+    return found
+
+
+def page_pageviews(site_id: int, days: list[date], path: str) -> dict[date, int]:
+    """A page's stored pageviews on these days (0 where it has no row)."""
+    rows = PageDaily.objects.filter(site_id=site_id, date__in=days, path=path).values_list("date", "pageviews")
+    return {day: 0 for day in days} | dict(rows)
+
+
+def segment_size(dau: int, terms: list[tuple[bool, int]]) -> int:
+    """A day's filtered visitors from each filter's own: `terms` (negate, visitors of the
+    values it names). One filter is its number (the day's visitors less it for `!=`);
+    several are combined as if independent."""
+    if dau <= 0:
+        return 0
+    shares = [(dau - min(v, dau) if negate else min(v, dau)) / dau for negate, v in terms]
+    return round(dau * prod(shares))
+
+
+def gone_days(r: redis.Redis, site_id: int, days: list[date], totals: dict[date, DayTotals] | None = None) -> set[date]:
+    """The days among these that had visitors but whose day bitmaps have expired."""
+    totals = day_totals(site_id, days) if totals is None else totals
+    had = [day for day in days if day in totals and totals[day].dau]
+    if not had:
+        return set()
+    pipe = r.pipeline(transaction=False)
+    for day in had:
+        pipe.exists(keys.active(site_id, day))
+    return {day for day, alive in zip(had, pipe.execute()) if not alive}
+
+
+def visitors_over(r: redis.Redis, site: SiteInfo, ranges: dict, tmp: Scratch) -> tuple[dict, bool]:
+    """range_visitors() that reads no expired day as nobody: ({name: visitors}, whether any
+    is an estimate). A range holding days whose bitmaps expired is its days' visitors
+    summed times repeat_ratio(), never below the union of its days still in Redis nor
+    its largest day, never above the sum."""
+    every = sorted({day for days in ranges.values() for day in days})
+    totals = day_totals(site.id, every)
+    gone = gone_days(r, site.id, every, totals)
+    if not gone:
+        return range_visitors(r, site, ranges, tmp), False
+    live = range_visitors(r, site, {name: [d for d in days if d not in gone] for name, days in ranges.items()}, tmp)
+    result = {}
+    for name, days in ranges.items():
+        daily = [totals[d].dau if d in totals else 0 for d in days]
+        if not any(d in gone for d in days):
+            result[name] = live[name]
+            continue
+        scaled = round(sum(daily) * repeat_ratio(site.id, days))
+        result[name] = min(sum(daily), max(live[name], max(daily, default=0), scaled))
+    return result, True
+
+
+def repeat_ratio(site_id: int, days: list[date]) -> float:
+    """The share of a range's day visitors that are distinct people over it, as the
+    rollups stored it for the site: 1 for a day, WAU over the seven days' DAU summed for
+    7 days, MAU over the thirty's for 30 (the stored row of the range's last final day),
+    interpolated in log(days) between them, extended past 30 days along the 7-to-30 slope."""
+    n = len(days)
+    if n <= 1:
+        return 1.0
+    row = DailyMetrics.objects.filter(site_id=site_id, final=True, date__lte=days[-1], mau__gt=0).order_by("-date").first()
+    if row is None:
+        return 1.0
+    dau = dict(DailyMetrics.objects.filter(site_id=site_id, date__range=(row.date - timedelta(days=29), row.date))
+               .values_list("date", "dau"))
+    week = sum(dau.get(row.date - timedelta(days=k), 0) for k in range(7))
+    month = sum(dau.get(row.date - timedelta(days=k), 0) for k in range(30))
+    points = [(1, 1.0), (7, min(1.0, row.wau / week) if week else 1.0), (30, min(1.0, row.mau / month) if month else 1.0)]
+    (a, ra), (b, rb) = (points[0], points[1]) if n <= 7 else (points[1], points[2])
+    slope = (log(rb) - log(ra)) / (log(b) - log(a))
+    return min(1.0, exp(log(ra) + slope * (log(n) - log(a))))

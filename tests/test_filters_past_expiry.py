@@ -1,0 +1,123 @@
+"""Filters on days inside and past every raw-key expiry, against brute force: no day reads
+0 because a key expired. A site's history is rolled up with keys kept long, then its
+policy lowered and re-applied, so each expiry (keep_page_days, keep_segment_days,
+keep_daily_days) has passed for some of the days:
+
+    age (days before today)   2-3          4-6              7-9               10-13
+    raw keys left             all          no page keys     no filter bitmaps  none
+
+Visitor numbers are exact where the answer says exact; a day answered from stored rows is
+an estimate: one value's visitors are its stored row (within an HLL's error), several
+filters combined as if independent (within the loose bound asserted here)."""
+import io
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.management import call_command
+
+from analytics import queries
+from analytics.models import Goal
+from analytics.queries import filtered, segments
+from analytics.rollups import expiry
+from analytics.store import keys
+from analytics.store.scratch import scratch
+from tests.test_segments import history
+
+CASES = [
+    "page==/pricing",
+    "goal==Signup",
+    "source==Google",
+    "country==DE",
+    "source==Google|newsletter",
+    "source!=Google",
+    "page==/pricing;country==US",
+    "page~blog",
+    "source==Google;country!=DE",
+]
+
+
+@pytest.fixture
+def aged(site, r):
+    """(SiteInfo, Brute, days, events) with the policy lowered past the history's days."""
+    Goal.objects.create(site=site, name="Signup", event_name="Signup")
+    info, brute, days = history(r, site, 11, visitors=160)
+    call_command("rollup", "--from", days[0].isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
+    site.keep_page_days, site.keep_segment_days, site.keep_daily_days = 3, 6, 9
+    site.save()
+    today = datetime.now(UTC).date()
+    expiry.apply_all(r, site, today)
+    info = type(info).from_model(site)
+    return info, brute, days, today
+
+
+def _age(today, day):
+    return (today - day).days
+
+
+def test_the_policy_took_each_familys_keys_where_the_table_says(aged, r):
+    info, _, days, today = aged
+    for day in days:
+        age = _age(today, day)
+        assert bool(r.exists(keys.pages_index(info.id, day))) == (age < 4), day
+        assert bool(r.exists(keys.dimension_bitmapped(info.id, day))) == (age < 7), day
+        assert bool(r.exists(keys.active(info.id, day))) == (age < 10), day
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_filtered_visitors_are_right_on_days_past_every_expiry(aged, r, text):
+    info, brute, days, today = aged
+    filters = segments.parse(text)
+    values, estimated = filtered.daily_values(r, info, filters, days[0], days[-1], windows=False)
+    assert estimated  # (the days past the bitmaps are estimated, and it says so)
+    with scratch(r, info.id) as tmp:
+        segment = segments.build(r, info, filters, days, tmp)
+    for day in days:
+        truth = len(brute.segment(day, filters))
+        got = values[day]["dau"]
+        if day not in segment.estimated:
+            assert got == truth, (text, day, _age(today, day))
+        elif len(filters) == 1 and filters[0].op == "==" and len(filters[0].values) == 1:
+            assert abs(got - truth) <= max(2, 0.03 * truth), (text, day, got, truth)  # (its stored row: an HLL at most)
+        else:
+            assert abs(got - truth) <= max(6, 0.6 * truth), (text, day, got, truth)  # (stored rows, combined)
+        if truth >= 3:
+            assert got > 0, (text, day, truth)
+
+
+@pytest.mark.parametrize("text", ["page==/pricing", "page==/signup", "source==Google", "country==DE"])
+def test_a_single_values_days_are_exact_while_its_bitmaps_last(aged, r, text):
+    """Past keep_page_days a page's numbers still come from its bitmap (they read 0 for
+    every day past it before): the answer for days younger than keep_segment_days is exact."""
+    info, brute, days, today = aged
+    young = [day for day in days if _age(today, day) < 7]
+    filters = segments.parse(text)
+    values, estimated = filtered.daily_values(r, info, filters, young[0], young[-1], windows=False)
+    assert not estimated
+    for day in young:
+        assert values[day]["dau"] == len(brute.segment(day, filters)), (text, day)
+
+
+@pytest.mark.parametrize("path", ["/pricing", "/blog/a"])
+def test_a_pages_pageviews_are_exact_on_every_day(aged, r, path):
+    info, brute, days, _ = aged
+    values, _ = filtered.daily_values(r, info, segments.parse(f"page=={path}"), days[0], days[-1], windows=False)
+    for day in days:
+        assert values[day]["pageviews"] == brute.pageviews[day, path], day
+
+
+def test_a_range_over_expired_days_is_estimated_not_cut_short(aged, r):
+    info, brute, days, _ = aged
+    for text in ("page==/pricing", "source==Google;country!=DE"):
+        filters = segments.parse(text)
+        summary, estimated = filtered.summary(r, info, filters, days[0], days[-1])
+        truth = len(set().union(*(brute.segment(day, filters) for day in days)))
+        assert estimated
+        assert abs(summary["visitors"] - truth) <= 0.3 * truth, (text, summary["visitors"], truth)
+        assert summary["new_visitors"] > 0
+
+
+def test_the_sites_own_visitors_over_expired_days_are_not_cut_short(aged, r):
+    info, brute, days, _ = aged
+    summary = queries.summary(r, info, days[0], days[-1])
+    truth = len(set().union(*(brute.active[day] for day in days)))
+    assert abs(summary["visitors"] - truth) <= 0.3 * truth, (summary["visitors"], truth)
