@@ -3,6 +3,7 @@ import hashlib
 import re
 import secrets
 import zoneinfo
+from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -10,6 +11,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 
 from .dedup.bloom import DEFAULT_BUDGET_MB, BloomConfig, size_problem
+from .periods import policy_expiry
 
 API_KEY_PREFIX = "tly_"
 
@@ -205,6 +207,11 @@ class DailyMetrics(models.Model):
     mau = models.PositiveIntegerField(default=0)
     final = models.BooleanField(default=False)
     updated = models.DateTimeField(auto_now=True)
+    # When the day's raw keys expire, as analytics.rollups.expiry set them (None: not set
+    # yet, or set before this was recorded: then the policy's rule, expiry.keys_until()).
+    page_keys_until = models.DateTimeField(null=True, blank=True, help_text="when the day's page keys (index, HLLs, counters) expire")
+    keys_until = models.DateTimeField(null=True, blank=True, help_text="when the day's other raw keys expire: from then on its rows are the record")
+    page_merge_token = models.CharField(max_length=32, blank=True, default="", help_text="the last page merge added (rollups.expiry)")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["site", "date"], name="daily_metrics_site_date")]
@@ -213,6 +220,14 @@ class DailyMetrics(models.Model):
     @property
     def stickiness(self):
         return round(self.dau / self.mau, 4) if self.mau else 0.0
+
+    def sealed(self, site: "Site", now: datetime) -> tuple[bool, bool]:
+        """(the day's raw keys, its page keys) have expired after its rollup: its rows are
+        then the record. A row from before the expiries were recorded goes by the policy."""
+        rule = self.final and self.keys_until is None
+        daily = self.keys_until or (policy_expiry(self.date, site.keep_daily_days) if rule else None)
+        page = self.page_keys_until or (policy_expiry(self.date, site.keep_page_days) if rule else None)
+        return (daily is not None and daily <= now), (page is not None and page <= now)
 
 
 class PeriodVisitors(models.Model):

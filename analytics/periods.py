@@ -1,6 +1,6 @@
 """Calendar helpers: day ranges, ISO weeks (starting Monday), calendar months, and the
 days a question may ask about."""
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 EARLIEST_DAY = date(2000, 1, 1)  # no event is older (ingest refuses earlier timestamps)
 
@@ -8,6 +8,12 @@ EARLIEST_DAY = date(2000, 1, 1)  # no event is older (ingest refuses earlier tim
 def day_number(day: date) -> int:
     """Days since EARLIEST_DAY: how the ingest script and the first-day runs name a day."""
     return (day - EARLIEST_DAY).days
+
+
+def policy_expiry(day: date, keep_days: int) -> datetime:
+    """When a key expiry policy keeping a family `keep_days` lets a day's keys of it go:
+    the start (UTC) of the day `keep_days` + 1 days after it (analytics.rollups.expiry)."""
+    return datetime.combine(day + timedelta(days=keep_days + 1), time(), tzinfo=UTC)
 
 
 def latest_day(today: date) -> date:

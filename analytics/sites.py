@@ -10,13 +10,13 @@ import logging
 import time
 import zoneinfo
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from .dedup.bloom import BloomConfig
-from .models import ApiKey, Site, hash_api_key
+from .models import ApiKey, DailyMetrics, Site, hash_api_key
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +64,22 @@ class SiteInfo:
         return datetime.now(self.tz).date()
 
     def oldest_day(self) -> date:
-        """The oldest day events may still be counted for: the rollups skip days past the
-        expiry policy (their rows could never be stored, nor their raw keys expire)."""
+        """The oldest day whose raw keys the expiry policy surely keeps (older days are
+        read from their stored rows)."""
         return self.today() - timedelta(days=self.keep_daily_days - 1)
+
+
+def sealed_days(site: SiteInfo, days) -> set[date]:
+    """The days among these whose raw keys have expired after their rollup stored them:
+    their rows are the record, and events for them can no longer be added (their new
+    keys would hold them alone; analytics.rollups.expiry)."""
+    now = datetime.now(UTC)
+    return {row.date for row in DailyMetrics.objects.filter(site_id=site.id, date__in=set(days)) if row.sealed(site, now)[0]}
+
+
+def sealed_reason(day: date) -> str:
+    return (f"ts: {day} was rolled up and its raw keys have expired since (the site's keep_daily_days): "
+            "its stored numbers are final and events can no longer be added to it")
 
 
 @dataclass

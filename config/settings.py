@@ -238,6 +238,12 @@ REDIS_SOCKET_TIMEOUT = envfloat("REDIS_SOCKET_TIMEOUT", 10.0)
 # the marks kept this long: longer than a spooled event may wait for Redis to come back.
 INGEST_MARK_HOURS = envint("TALLY_INGEST_MARK_HOURS", 48)
 
+# A day rolled up when its expiry policy has passed already (history imported or sent
+# late) keeps its raw keys this long after its rollup, so that the rest of an import
+# (the next log file, the next batch) still adds to it exactly. After that its stored
+# rows are the record (analytics.rollups.expiry).
+BACKFILL_GRACE_HOURS = envint("TALLY_BACKFILL_GRACE_HOURS", 48)
+
 # Single events from the event front go through each site's inbox (analytics/ingest/
 # inbox.py): acknowledged once pushed, counted in batches a few milliseconds later. Off
 # ("0"), each group of them is counted before it is acknowledged.

@@ -220,6 +220,7 @@ def _card(key: str, label: str, total: dict, comparable: bool) -> dict:
         "change": change,
         "good": None if not change else (change < 0) == (key in LOWER_IS_BETTER),
         "new": comparable and change is None and bool(total["value"]),
+        "estimate": total.get("estimate", ""),  # (why this number is an estimate, and by how much; "" when exact)
     }
 
 

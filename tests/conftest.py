@@ -164,3 +164,11 @@ def front_server(transactional_db, redis_server, tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture
+def no_grace(settings):
+    """Days rolled up past their expiry policy lose their keys at once, as if no import
+    were under way (analytics.rollups.expiry keeps them BACKFILL_GRACE_HOURS otherwise):
+    for tests that age a history by lowering the policy after sending it today."""
+    settings.BACKFILL_GRACE_HOURS = 0

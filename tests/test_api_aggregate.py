@@ -183,7 +183,7 @@ def test_today_by_the_hour(client, make_site, r):
     assert too_long.status_code == 400 and too_long.json()["error"] == "interval=hour: at most 2 days"
 
 
-def test_hours_whose_keys_have_expired_are_null_not_zero(client, make_site, r):
+def test_hours_whose_keys_have_expired_are_null_not_zero(client, make_site, r, no_grace):
     """Yesterday against the same date last year, by the hour, read zeros once last year's
     hour keys had expired (past the site's keep_daily_days), as if nobody had come: those
     hours are unknown, null like the hours to come. A real zero hour stays 0, on a day
@@ -214,7 +214,7 @@ def test_hours_whose_keys_have_expired_are_null_not_zero(client, make_site, r):
     assert compared("previous_period") == [(0, 0)] * 24  # a day without visitors the policy keeps: zeros
 
 
-def test_a_day_without_traffic_whose_hour_keys_expired_is_zeros_not_null(client, make_site, r):
+def test_a_day_without_traffic_whose_hour_keys_expired_is_zeros_not_null(client, make_site, r, no_grace):
     """A day past the policy without its hour keys read null, even when its final row says
     it had no traffic at all: its hours are 0, not unknown. A day that had traffic, or one
     without a stored final row, stays null; before expiry the hours are the brute-force

@@ -259,16 +259,22 @@ def test_metrics_picks_the_row_metrics_and_names_what_is_not_there(client, make_
     assert response.status_code == 400 and "conversion_rate not available for property=source" in response.json()["error"]
 
 
-def test_events_older_than_the_site_keeps_are_refused_by_name(client, make_site, r):
-    """Days past keep_daily_days are never rolled up, so their raw keys would never expire:
-    such events are refused, each with the reason, and the others counted."""
+def test_events_older_than_the_site_keeps_are_counted_but_a_sealed_days_are_refused_by_name(client, make_site, r):
+    """Any day from 2000 on counts (history of any age); a day whose raw keys expired
+    after its rollup (sealed) refuses events, each with the reason, and the others count."""
+    from analytics.models import DailyMetrics
+
     site, key = make_site()
-    long_ago = (datetime.now(UTC) - timedelta(days=site.keep_daily_days + 5)).isoformat()
-    body = [{"url": "https://example.com/", "visitor": "v1", "ts": long_ago}, {"url": "https://example.com/", "visitor": "v2"}]
+    long_ago = datetime.now(UTC) - timedelta(days=site.keep_daily_days + 5)
+    body = [{"url": "https://example.com/", "visitor": "v1", "ts": long_ago.isoformat()}, {"url": "https://example.com/", "visitor": "v2"}]
+    response = client.post("/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 200 and response.json()["accepted"] == 2
+    day = long_ago.date()
+    DailyMetrics.objects.create(site=site, date=day, dau=1, visitors=1, pageviews=1, final=True, keys_until=datetime.now(UTC))
     response = client.post("/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
     answer = response.json()
     assert response.status_code == 200 and answer["accepted"] == 1
-    assert answer["rejected"][0]["index"] == 0 and "the oldest day this site keeps" in answer["rejected"][0]["error"]
+    assert answer["rejected"][0]["index"] == 0 and f"{day} was rolled up and its raw keys have expired" in answer["rejected"][0]["error"]
 
 
 def test_goals_and_properties_keep_their_counts_once_the_raw_keys_expire(client, make_site, r):

@@ -162,7 +162,7 @@ def test_a_site_whose_hlls_count_digests_keeps_every_hll(site, r):
                 assert r.exists(keys.dimension_visitors(site.pk, day, field(SOURCE, value)))
 
 
-def test_bitmap_only_values_are_folded_before_their_bitmaps_expire(site, r):
+def test_bitmap_only_values_are_folded_before_their_bitmaps_expire(site, r, no_grace):
     info, brute, days = history(r, site, 17, visitors=200, keep_segment_days=3)
     early = {day: _only(r, site.pk, [day])[day] for day in days}
     assert all(early.values())

@@ -20,7 +20,7 @@ from tests.test_rollups import at
 DAYS = 24
 
 
-def test_old_ranges_read_the_folded_week_and_month_hlls_and_the_stored_rows(make_site, r):
+def test_old_ranges_read_the_folded_week_and_month_hlls_and_the_stored_rows(make_site, r, no_grace):
     site, _ = make_site()
     site.keep_page_days = 3
     site.save()

@@ -206,7 +206,7 @@ def test_regions_and_cities_stored_stay_readable_without_a_city_database(client,
     assert listed("city", before, before)[0] == 409 and listed("region", before, day.date())[0] == 200
 
 
-def test_near_counts_the_days_whose_locations_are_kept_and_names_the_others(client, make_site, r, city_db, settings):
+def test_near_counts_the_days_whose_locations_are_kept_and_names_the_others(client, make_site, r, city_db, settings, no_grace):
     """Once a day's GEO set has expired (with its raw keys, keep_daily_days after the
     rollup) the rollup's rows still list its cities: `near` said "no city database". It
     counts the days still placed, against brute force, and names the days left out; a

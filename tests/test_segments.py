@@ -350,7 +350,7 @@ def test_the_last_rolled_up_days_top_values_keep_their_bitmaps_when_junk_comes_f
     assert "source\x1fGoogle" in bitmapped and "source\x1fjunk0" in bitmapped and "source\x1fjunk1" not in bitmapped
 
 
-def test_filter_bitmaps_expire_after_keep_segment_days_and_older_days_are_then_estimated(site, r):
+def test_filter_bitmaps_expire_after_keep_segment_days_and_older_days_are_then_estimated(site, r, no_grace):
     import io
 
     from django.core.management import call_command

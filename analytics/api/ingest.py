@@ -4,7 +4,7 @@ Both validate at the edge (`schemas.py`), then hand hits to `ingest.record()`: o
 round trip per request, whatever the batch size.
 """
 import hashlib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 import orjson
@@ -133,16 +133,23 @@ def events(request):
     detect = (lambda ua: False) if request.GET.get("bots") == "keep" else is_bot
 
     items, rejected = _parse_batch(body)
-    hits = []
-    oldest = site.oldest_day()
+    parsed = []
     for index, item in items:
         try:
-            hit = schemas.batch_hit(item, now, detect, site.domain)
-            if hit.ts is not None and hit.ts.astimezone(site.tz).date() < oldest:
-                raise schemas.BadEvent(f"ts: before {oldest}, the oldest day this site keeps (keep_daily_days in the admin)")
-            hits.append(hit)
+            parsed.append((index, schemas.batch_hit(item, now, detect, site.domain)))
         except schemas.BadEvent as e:
             rejected.append({"index": index, "error": str(e)})
+    # Any day from 2000 on counts, but a day sealed since its rollup (analytics.sites.sealed_days).
+    recent = site.today() - timedelta(days=1)  # (no day since can have been sealed)
+    sealed = sites.sealed_days(site, {day for _, hit in parsed if hit.ts is not None for day in [hit.ts.astimezone(site.tz).date()]
+                                      if day < recent})
+    hits = []
+    for index, hit in parsed:
+        day = hit.ts.astimezone(site.tz).date() if hit.ts is not None else None
+        if day in sealed:
+            rejected.append({"index": index, "error": sites.sealed_reason(day)})
+        else:
+            hits.append(hit)
     rejected.sort(key=lambda r: r["index"])
     dropped = sum(1 for hit in hits if hit.bot)
     headers = {}

@@ -138,7 +138,7 @@ DOCUMENT = {
                 "description": "One of visitor, user_id or ip is required.",
                 "properties": {
                     "url": {"type": "string", "maxLength": 2048},
-                    "ts": {"type": ["string", "null"], "format": "date-time", "description": "ISO-8601; no offset means UTC; default now."},
+                    "ts": {"type": ["string", "null"], "format": "date-time", "description": "ISO-8601; no offset means UTC; default now. Any day from 2000 on, however old, but a day sealed since its rollup (its raw keys expired), which is rejected by name."},
                     "visitor": {"type": ["string", "null"], "maxLength": 256},
                     "user_id": {"type": ["string", "null"], "maxLength": 256},
                     "ip": {"type": ["string", "null"], "maxLength": 64, "description": "An IPv4 or IPv6 address: identity and country; never stored."},

@@ -81,7 +81,8 @@ class Summary:
     static: int = 0
     bots: int = 0
     not_pages: int = 0  # other methods, errors, redirects
-    too_old: int = 0  # before the oldest day the site keeps (SiteInfo.oldest_day)
+    too_old: int = 0  # dated before 2000 (days are numbered from 2000-01-01)
+    sealed: int = 0  # for days rolled up whose raw keys expired since (sites.sealed_days)
     too_new: int = 0  # past the latest time ingest takes (schemas.latest_ts)
     unparsable: int = 0
     unparsable_lines: list[int] = field(default_factory=list)

@@ -19,6 +19,9 @@ from .breakdown import field_days, rates_over, visit_totals
 from .stored import visitors_over
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
+UNION_STORED = ("an estimate: some days' raw keys have expired, so the visitors over the range are the days' stored "
+                "visitors summed times the share of distinct people the rollups stored (DAU, WAU, MAU); no stated bound")
+UNION_DAILY_SALT = "an estimate: daily-salt visitors over several days are a HyperLogLog union (±0.81%)"
 DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
 PERIOD_METRICS = ("visitors", "pageviews", "new_visitors")  # for interval=week|month
 WINDOW_METRICS = {"wau", "mau", "stickiness"}
@@ -115,8 +118,16 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
     average_dau = sum(row["dau"] for row in rows) / len(rows)
     dau = int(average_dau + 0.5)  # an average of people: whole people (half up)
     with scratch(r, site.id) as tmp:
-        visitors = visitors_over(r, site, {"period": days}, tmp)[0]["period"]
+        unions, expired = visitors_over(r, site, {"period": days}, tmp)
+    visitors = unions["period"]
+    if expired:
+        estimates = {"visitors": UNION_STORED}
+    elif site.daily_salt and len(days) > 1:
+        estimates = {"visitors": UNION_DAILY_SALT}
+    else:
+        estimates = {}
     return {
+        "estimates": estimates,
         "visitors": visitors,
         "pageviews": sum(row["pageviews"] for row in rows),
         "dau": dau,
@@ -145,7 +156,8 @@ def aggregate(
     now = summary(r, site, start, end, values)
     if visits:
         now.update(visit_totals(r, site, start, end))
-    results = {metric: {"value": now[metric]} for metric in metrics}
+    results = {metric: {"value": now[metric], **({"estimate": now["estimates"][metric]} if metric in now["estimates"] else {})}
+               for metric in metrics}
     if compare in COMPARISONS:
         before_start, before_end = previous(compare, start, end)
         before = summary(r, site, before_start, before_end)
@@ -215,8 +227,10 @@ def percent_change(now, before) -> float | None:
 
 
 def has_events(r: redis.Redis, site: SiteInfo) -> bool:
-    """Has the site ever counted a visit? (Stored days, or today's and yesterday's keys.)"""
+    """Has the site ever counted a visit? (Stored days; today's and yesterday's keys; or
+    older days that events reached and no rollup has stored yet: a site whose history
+    was imported or sent late is not "waiting for its first event".)"""
     if DailyMetrics.objects.filter(site_id=site.id, visitors__gt=0).exists():
         return True
     today = site.today()
-    return bool(r.exists(*(keys.site_visitors(site.id, day) for day in (today, today - timedelta(days=1)))))
+    return bool(r.exists(keys.dirty_days(site.id), *(keys.site_visitors(site.id, day) for day in (today, today - timedelta(days=1)))))

@@ -30,12 +30,30 @@ from .days import VISIT_METRICS, percent_change, previous
 from .goals import matching_goals
 
 WINDOWS = (("wau", 7), ("mau", 30))
+# Why a number is an estimate, and by how much (each metric of an answer says so, or
+# nothing when it is exact).
+ESTIMATED = ("an estimate: some values had no visitor bitmap on some days, so those days are counted from "
+             "HyperLogLogs (±0.81% each) by inclusion-exclusion")
+STORED = ("an estimate: some days' raw keys have expired, so they are counted from the rollup's stored daily rows "
+          "(one value exact to ±0.81%; several values or filters combined as if independent, no stated bound)")
+DAILY_SALT = "an estimate: daily-salt visitors over several days are a HyperLogLog union (±0.81%)"
+
+
+def why(kinds: dict, days) -> str:
+    """Why a number over these days is an estimate ("" when it is exact)."""
+    found = {kinds[day] for day in days if day in kinds}
+    return STORED if STORED in found else (ESTIMATED if found else "")
+
+
+def marked(estimates: dict, metric: str) -> dict:
+    """{"estimate": why} for a metric that is one, else {}: an answer's per-metric mark."""
+    return {"estimate": estimates[metric]} if metric in estimates else {}
 MAX_ROWS = 200  # breakdown values whose filtered visitors are counted (the most visitors first)
 
 
 def daily_values(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windows: bool = True) -> tuple[dict[date, dict], bool]:
     """({day: visitors, dau, new_visitors, wau, mau, stickiness, pageviews}, estimate)."""
-    values, estimated, _ = _days(r, site, filters, start, end, days_between(start, end) if windows else [])
+    values, estimated, _, _ = _days(r, site, filters, start, end, days_between(start, end) if windows else [])
     return values, estimated
 
 
@@ -100,7 +118,8 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
         values[day] = row
     estimated = bool(segment.estimated.intersection(days_between(first, end)))
     estimated = estimated or any(segment.estimate_over(members) for members in [*(unions or {}).values(), *windows.values()])
-    return values, estimated, totals
+    kinds = {day: STORED if day in segment.stored else ESTIMATED for day in segment.estimated | set(segment.stored)}
+    return values, estimated, totals, kinds
 
 
 def _new_visitors(answers: list, at: dict, day: date, size: int, stored=None) -> int:
@@ -165,7 +184,7 @@ def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, 
     if interval != "day":
         for day in days:
             groups.setdefault(period_start(interval, day), []).append(day)
-    values, estimated, unions = _days(r, site, filters, start, end, windows, groups)
+    values, estimated, unions, _ = _days(r, site, filters, start, end, windows, groups)
     visits = _visit_counts(r, site, filters, days) if set(VISIT_METRICS) & set(metrics) else None
     if interval == "day":
         return [{"date": day.isoformat(), **_row(metrics, values[day], _visit_rates(visits, [day]))} for day in days], estimated
@@ -198,7 +217,13 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
     WAU, MAU and stickiness on the last day (today, for a range that runs past it)."""
     days = days_between(start, end)
     last = min(end, site.today()) if start <= site.today() else end
-    values, estimated, unions = _days(r, site, filters, start, end, [last], {"period": days})
+    values, estimated, unions, kinds = _days(r, site, filters, start, end, [last], {"period": days})
+    window = [last - timedelta(days=n) for n in range(30)]
+    estimates = {
+        "visitors": DAILY_SALT if site.daily_salt and len(days) > 1 else why(kinds, days),
+        **dict.fromkeys(("dau", "new_visitors"), why(kinds, days)),
+        **dict.fromkeys(("wau", "mau", "stickiness"), DAILY_SALT if site.daily_salt else why(kinds, window)),
+    }
     rows = [values[day] for day in days]
     average_dau = sum(row["dau"] for row in rows) / len(rows)
     dau = int(average_dau + 0.5)
@@ -212,13 +237,14 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
         "new_visitors": None if site.daily_salt else sum(row["new_visitors"] for row in rows),
     }
     result.update(_visit_totals(r, site, filters, days))
+    result["estimates"] = {metric: reason for metric, reason in estimates.items() if reason}
     return result, estimated
 
 
 def aggregate(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, metrics, compare: str | None = None) -> tuple[dict, bool]:
     """{metric: {"value"[, "change"]}} as queries.aggregate(), for the filtered audience."""
     now, estimated = summary(r, site, filters, start, end)
-    results = {metric: {"value": now[metric]} for metric in metrics}
+    results = {metric: {"value": now[metric], **marked(now["estimates"], metric)} for metric in metrics}
     if compare:
         before_start, before_end = previous(compare, start, end)
         before, _ = summary(r, site, filters, before_start, before_end)

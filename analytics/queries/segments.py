@@ -184,8 +184,6 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     plan = []
     for day in days:
         pipe.smembers(keys.dimension_bitmapped(sid, day))
-        pipe.exists(keys.active(sid, day))
-        pipe.exists(keys.pages_index(sid, day))
         day_plan = []
         for f in filters:
             for dimension, names, matches in _lookups(f, goals):
@@ -199,18 +197,16 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     answers = iter(pipe.execute())
     read = []
     for day, day_plan in zip(days, plan):
-        bitmapped, alive, pages_alive = {m.decode() for m in next(answers)}, bool(next(answers)), bool(next(answers))
-        read.append((day, bitmapped, alive, pages_alive, [next(answers) for _ in day_plan]))
-    totals = day_totals(sid, days)
+        read.append((day, {m.decode() for m in next(answers)}, [next(answers) for _ in day_plan]))
+    totals = day_totals(site, days)
     gone = {  # (day, "page" | "daily") whose keys expired after the rollup stored the day's rows
         (day, kind)
-        for day, _, alive, pages_alive, _ in read
-        if day in totals
-        for kind, expired, had in (("daily", not alive, totals[day].dau), ("page", not pages_alive, totals[day].pageviews))
-        if expired and had
+        for day, t in totals.items()
+        for kind, sealed, had in (("daily", t.sealed, t.dau), ("page", t.pages_sealed, t.pageviews))
+        if sealed and had
     }
     rows = _stored_rows(sid, read, plan, gone)
-    for (day, bitmapped, alive, pages_alive, lookups), day_plan in zip(read, plan):
+    for (day, bitmapped, lookups), day_plan in zip(read, plan):
         segment.bitmapped[day] = bitmapped
         terms: dict[Filter, _Term] = {}
         for (f, dimension, names, matches), answer in zip(day_plan, lookups):

@@ -14,7 +14,7 @@ visitors times each filter's share): an estimate with no stated bound, which the
 marks. Nothing here reads a key that may have expired as zero.
 """
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from math import exp, log, prod
 
 import redis
@@ -23,24 +23,30 @@ from .. import dimensions
 from ..counts.unions import range_visitors
 from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily
 from ..sites import SiteInfo
-from ..store import keys
 from ..store.scratch import Scratch
 
 
 @dataclass(frozen=True)
 class DayTotals:
-    """A day's stored totals (DailyMetrics)."""
+    """A day's stored totals (DailyMetrics), and whether its raw keys (all but the page
+    keys; the page keys) have expired since: then its rows are the record."""
 
     dau: int
     visitors: int
     pageviews: int
     new_visitors: int | None
+    sealed: bool = False
+    pages_sealed: bool = False
 
 
-def day_totals(site_id: int, days: list[date]) -> dict[date, DayTotals]:
+def day_totals(site: SiteInfo, days: list[date]) -> dict[date, DayTotals]:
     """The stored totals of those of these days the rollup has stored."""
-    rows = DailyMetrics.objects.filter(site_id=site_id, date__in=days).values_list("date", "dau", "visitors", "pageviews", "new_visitors")
-    return {day: DayTotals(dau, visitors, pageviews, new) for day, dau, visitors, pageviews, new in rows}
+    now = datetime.now(UTC)
+    result = {}
+    for row in DailyMetrics.objects.filter(site_id=site.id, date__in=days):
+        sealed, pages_sealed = row.sealed(site, now)
+        result[row.date] = DayTotals(row.dau, row.visitors, row.pageviews, row.new_visitors, sealed, pages_sealed)
+    return result
 
 
 def value_rows(site_id: int, days: list[date], dimension: str, names: list[str] | None = None) -> dict[date, dict[str, int]]:
@@ -82,16 +88,10 @@ def segment_size(dau: int, terms: list[tuple[bool, int]]) -> int:
     return round(dau * prod(shares))
 
 
-def gone_days(r: redis.Redis, site_id: int, days: list[date], totals: dict[date, DayTotals] | None = None) -> set[date]:
+def gone_days(site: SiteInfo, days: list[date], totals: dict[date, DayTotals] | None = None) -> set[date]:
     """The days among these that had visitors but whose day bitmaps have expired."""
-    totals = day_totals(site_id, days) if totals is None else totals
-    had = [day for day in days if day in totals and totals[day].dau]
-    if not had:
-        return set()
-    pipe = r.pipeline(transaction=False)
-    for day in had:
-        pipe.exists(keys.active(site_id, day))
-    return {day for day, alive in zip(had, pipe.execute()) if not alive}
+    totals = day_totals(site, days) if totals is None else totals
+    return {day for day in days if day in totals and totals[day].dau and totals[day].sealed}
 
 
 def visitors_over(r: redis.Redis, site: SiteInfo, ranges: dict, tmp: Scratch) -> tuple[dict, bool]:
@@ -100,8 +100,8 @@ def visitors_over(r: redis.Redis, site: SiteInfo, ranges: dict, tmp: Scratch) ->
     summed times repeat_ratio(), never below the union of its days still in Redis nor
     its largest day, never above the sum."""
     every = sorted({day for days in ranges.values() for day in days})
-    totals = day_totals(site.id, every)
-    gone = gone_days(r, site.id, every, totals)
+    totals = day_totals(site, every)
+    gone = gone_days(site, every, totals)
     if not gone:
         return range_visitors(r, site, ranges, tmp), False
     live = range_visitors(r, site, {name: [d for d in days if d not in gone] for name, days in ranges.items()}, tmp)

@@ -39,8 +39,8 @@ def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None
     totals = queries.aggregate(r, site, start, end, compare="previous_period")
     tables = {
         "summary": {
-            "columns": ["metric", "value", "change_percent"],
-            "rows": [[metric, result["value"], result.get("change")] for metric, result in totals.items()],
+            "columns": ["metric", "value", "change_percent", "estimate"],
+            "rows": [[metric, result["value"], result.get("change"), result.get("estimate", "")] for metric, result in totals.items()],
         },
         "daily": {"columns": ["date", *queries.METRICS], "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily]},
         "pages": {"columns": ["page", "visitors", "pageviews"], "rows": [[p["page"], p["visitors"], p["pageviews"]] for p in pages]},
@@ -137,8 +137,8 @@ def filtered_tables(r, site: SiteInfo, start: date, end: date, filters, progress
     progress(0.3)
     tables = {
         "summary": {
-            "columns": ["metric", "value", "change_percent"],
-            "rows": [[metric, result["value"], result.get("change")] for metric, result in totals.items()],
+            "columns": ["metric", "value", "change_percent", "estimate"],
+            "rows": [[metric, result["value"], result.get("change"), result.get("estimate", "")] for metric, result in totals.items()],
         },
         "daily": {"columns": ["date", *queries.METRICS], "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily]},
     }

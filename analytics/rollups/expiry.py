@@ -12,19 +12,31 @@ events, bot count, the visit dimensions' tables, value sets and HLLs) keep
 included) keep `keep_segment_days`, at most as long; "page" (page HLLs and counters, the day's page
 index) keep `keep_page_days`.
 
+A day rolled up after its policy has passed (history imported, events sent late: any day
+from 2000 on is accepted) keeps its keys BACKFILL_GRACE_HOURS after that rollup, so the
+rest of an import adds to it exactly. Each row records when its day's keys expire
+(DailyMetrics.keys_until, page_keys_until): once they have, the day is sealed, its rows
+are the record, readers take its numbers from them (queries/stored.py), ingest refuses
+events for it, and a page family sealed while the rest lives is merged, not rewritten
+(merge_sealed_pages()).
+
 A day with visit values that keep no HLL (their bitmap stands in for it: counts/fold.py)
 keeps its bitmaps until the nightly rollup has folded those values into HLLs, when they
 are due (fold_due()): a rollup that does not run leaves the bitmaps in Redis, never the
 values without visitors.
 """
-from datetime import UTC, date, datetime, time, timedelta
+import secrets
+from datetime import UTC, date, datetime, timedelta
 
 import redis
+from django.conf import settings
+from django.db import transaction
 
 from ..counts import fold
-from ..models import DailyMetrics, Site
-from ..periods import day_number
+from ..models import DailyMetrics, PageDaily, Site
+from ..periods import day_number, monday, month_start, period_days, policy_expiry
 from ..store import keys
+from ..store.scripts import MERGE_PAGES
 
 MAX_LOOKBACK_DAYS = 800
 
@@ -34,13 +46,29 @@ def earliest_day(site: Site, today: date) -> date:
     return today - timedelta(days=site.keep_daily_days - 1)
 
 
-def _expire_at(day: date, keep_days: int) -> int:
-    return int(datetime.combine(day + timedelta(days=keep_days + 1), time(), tzinfo=UTC).timestamp())
+def grace() -> timedelta:
+    return timedelta(hours=settings.BACKFILL_GRACE_HOURS)
 
 
-def apply(r: redis.Redis, site: Site, days: list[date]):
-    """Set the policy's EXPIREAT on the raw keys of these (final) days."""
+def _at(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def sealed(until: datetime | None, now: datetime) -> bool:
+    """Have a day's keys of a family expired after its rollup (`until`, as recorded)?"""
+    return until is not None and until <= now
+
+
+def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = None):
+    """Set the policy's EXPIREAT on the raw keys of these (final) days, and record it on
+    their rows. A day the policy has passed already (rolled up late: history imported,
+    events sent late) keeps its keys BACKFILL_GRACE_HOURS after its rollup, so that the
+    rest of an import still adds to it exactly; a family whose keys have expired stays
+    expired (its rows are the record from then on)."""
+    now = now or datetime.now(UTC)
     sid = site.pk
+    rows = {row.date: row for row in DailyMetrics.objects.filter(site=site, date__in=days)}
+    changed = []
     for start in range(0, len(days), 31):
         chunk = days[start : start + 31]
         pipe = r.pipeline(transaction=False)
@@ -54,8 +82,16 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
         listed = iter(pipe.execute())
         pipe = r.pipeline(transaction=False)
         for day in chunk:
+            row = rows.get(day)
+            rolled = row.updated if row is not None else now
+            daily_until = _until(row.keys_until if row else None, _wanted(day, site.keep_daily_days, rolled), now)
+            page_until = _until(row.page_keys_until if row else None, _wanted(day, site.keep_page_days, rolled), now)
+            segment_until = min(daily_until, _wanted(day, site.keep_segment_days, rolled))
+            if row is not None and (row.keys_until, row.page_keys_until) != (daily_until, page_until):
+                row.keys_until, row.page_keys_until = daily_until, page_until
+                changed.append(row)
+            daily_at, page_at = _at(daily_until), _at(page_until)
             pages, events, props = next(listed), next(listed), next(listed)
-            daily_at, page_at = _expire_at(day, site.keep_daily_days), _expire_at(day, site.keep_page_days)
             for key in keys.daily_family(sid, day):
                 pipe.expireat(key, daily_at)
             for name in events:
@@ -78,12 +114,32 @@ def apply(r: redis.Redis, site: Site, days: list[date]):
             bitmapped, unfolded = next(listed), next(listed)
             for key in (keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day)):
                 pipe.expireat(key, daily_at)
-            if unfolded and site.keep_segment_days < site.keep_daily_days:  # (kept until folded: fold_due())
+            if unfolded and segment_until < daily_until:  # (kept until folded: fold_due())
                 _expire_segments(pipe, sid, day, bitmapped, daily_at)
                 pipe.zadd(keys.fold_due(sid), {day.isoformat(): day_number(day)})
             else:
-                _expire_segments(pipe, sid, day, bitmapped, _expire_at(day, min(site.keep_segment_days, site.keep_daily_days)))
+                _expire_segments(pipe, sid, day, bitmapped, _at(segment_until))
         pipe.execute()
+    DailyMetrics.objects.bulk_update(changed, ["keys_until", "page_keys_until"], batch_size=500)
+
+
+def period_expiry(site: Site, unit: str, start: date) -> int:
+    """When a week's or month's page HLLs go: keep_page_period_days after the period's last
+    day (a period ended long before, of imported history: the grace after now)."""
+    until = policy_expiry(period_days(unit, start)[-1], site.keep_page_period_days)
+    return _at(max(until, datetime.now(UTC) + grace()))
+
+
+def _wanted(day: date, keep_days: int, rolled: datetime) -> datetime:
+    """When the policy lets a family's keys of a day go, for a day last rolled up at
+    `rolled`: keep_days after the day, or the grace after a rollup that came later."""
+    policy = policy_expiry(day, keep_days)
+    return max(policy, rolled + grace()) if rolled >= policy else policy
+
+
+def _until(recorded: datetime | None, wanted: datetime, now: datetime) -> datetime:
+    """A family's expiry: as the policy wants it, unless it has expired already."""
+    return recorded if sealed(recorded, now) else wanted
 
 
 def _expire_segments(pipe, sid: int, day: date, bitmapped, at: int):
@@ -103,13 +159,14 @@ def fold_due(r: redis.Redis, site: Site, today: date) -> int:
     last = today - timedelta(days=site.keep_segment_days)
     due = [date.fromisoformat(d.decode()) for d in r.zrangebyscore(keys.fold_due(sid), "-inf", day_number(last))]
     segment_at = min(site.keep_segment_days, site.keep_daily_days)
+    rolled = dict(DailyMetrics.objects.filter(site=site, date__in=due).values_list("date", "updated"))
     folded = 0
     for day in due:
         folded += fold.fold(r, sid, day, sorted(fold.bitmap_only(r, sid, [day])[day]))
         bitmapped = r.smembers(keys.dimension_bitmapped(sid, day))
         pipe = r.pipeline(transaction=False)
         pipe.unlink(keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day))
-        _expire_segments(pipe, sid, day, bitmapped, _expire_at(day, segment_at))
+        _expire_segments(pipe, sid, day, bitmapped, _at(_wanted(day, segment_at, rolled.get(day, datetime.min.replace(tzinfo=UTC)))))
         pipe.zrem(keys.fold_due(sid), day.isoformat())
         pipe.execute()
     return folded
@@ -125,3 +182,61 @@ def apply_all(r: redis.Redis, site: Site, today: date) -> int:
     apply(r, site, days)
     fold_due(r, site, today)
     return len(days)
+
+
+def merge_sealed_pages(r: redis.Redis, site: Site, days: list[date], attempts: int = 20):
+    """Add the page keys of sealed days (their page keys expired after their rollup; new
+    events came since) to the stored page rows, instead of rewriting the rows with them:
+    the keys move into a staging hash in one atomic step with their deletion
+    (merge_pages.lua), the rows add the hash in a database transaction that records its
+    token on the day's row, and the hash goes. A crash between the last two leaves the
+    hash, whose token the row already has: it is dropped, not added twice. Each page's
+    visitors are added too (a visitor of both halves of the day counts twice: its
+    visitors are then at most its pageviews, an estimate); the page's week and month
+    HLLs get its new visitors."""
+    sid = site.pk
+    for day in days:
+        for _ in range(attempts):
+            paths = sorted(p.decode() for p in r.smembers(keys.pages_index(sid, day)))
+            staging = keys.page_merge(sid, day)
+            if not paths and not r.exists(staging):
+                break
+            pipe = r.pipeline(transaction=False)
+            for path in paths:
+                for unit, start in (("week", monday(day)), ("month", month_start(day))):
+                    pipe.pfmerge(keys.period_visitors(sid, unit, start, path), keys.page_visitors(sid, day, path))
+                    pipe.expireat(keys.period_visitors(sid, unit, start, path), period_expiry(site, unit, start))
+            pipe.execute()
+            page_keys = [k for path in paths for k in (keys.page_pageviews(sid, day, path), keys.page_visitors(sid, day, path))]
+            moved = MERGE_PAGES.run(r, [keys.pages_index(sid, day), staging, *page_keys], [secrets.token_hex(8), *paths])
+            if moved is None:
+                continue  # (events came between the read and the move: read again)
+            _add_staged(site, day, dict(zip(moved[::2], moved[1::2])))
+            r.unlink(staging)
+            break
+        else:
+            raise RuntimeError(f"site {sid}, {day}: its page keys kept changing; the next rollup merges them")
+
+
+def _add_staged(site: Site, day: date, staged: dict[bytes, bytes]):
+    token = staged.pop(b"\0token").decode()
+    with transaction.atomic():
+        row = DailyMetrics.objects.select_for_update().get(site=site, date=day)
+        if row.page_merge_token == token:
+            return  # (added before a crash kept the hash)
+        existing = {p.path: p for p in PageDaily.objects.filter(site=site, date=day, path__in=[k.decode() for k in staged])}
+        new, changed = [], []
+        for raw, value in staged.items():
+            path, (views, people) = raw.decode(), (int(n) for n in value.split())
+            page = existing.get(path)
+            if page is None:
+                new.append(PageDaily(site=site, date=day, path=path, visitors=min(people, views), pageviews=views))
+            else:
+                page.pageviews += views
+                page.visitors = min(page.visitors + people, page.pageviews)
+                changed.append(page)
+        PageDaily.objects.bulk_create(new, batch_size=500)
+        PageDaily.objects.bulk_update(changed, ["visitors", "pageviews"], batch_size=500)
+        row.page_merge_token = token
+        row.save(update_fields=["page_merge_token"])
+

@@ -19,7 +19,7 @@ even when a job fails. Days whose raw keys may have expired (older than the site
 import logging
 import secrets
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import redis
 
@@ -38,7 +38,7 @@ from ..store.locks import held
 from ..store.scratch import scratch
 from . import expiry
 from .compaction import compact_days
-from .expiry import earliest_day
+from .expiry import earliest_day, merge_sealed_pages
 from .periods import merge_periods
 from .windows import week_unions
 
@@ -60,30 +60,38 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
     info = SiteInfo.from_model(site)
     today = today or info.today()
     end = min(end, today)
-    first = earliest_day(site, today)
-    start = max(start, first)
     if start > end:
         return Summary()
-    days = days_between(start, end)
+    days = _rollable(r, site, days_between(start, end), today)
+    if not days:
+        return Summary()
+    start, end = days[0], days[-1]
     with scratch(r, site.pk) as tmp:
         summary = Summary(days=len(days), first=start, last=end)
+        pages_sealed = _pages_sealed(site, days)
         _store_days(site, day_metrics(r, info, days, tmp), today)
-        _store_pages(r, site, days)
+        _store_pages(r, site, [day for day in days if day not in pages_sealed])
+        merge_sealed_pages(r, site, sorted(pages_sealed))
         _store_dimensions(r, site, days)
         _store_events(r, site, days)
 
         periods = merge_periods(r, site, info, days, today, tmp)
         summary.periods = len(periods)
 
-        # Week unions for every week a week cohort touched by the range reaches.
-        first_week = max(monday(start) - timedelta(weeks=WEEK_PERIODS), monday(first + timedelta(days=6)))
+        # Week unions for every week a week cohort touched by the range reaches, and the
+        # cohorts themselves, where their days' keys are still there (a sealed day's rows
+        # are the record: its bitmaps are gone).
+        live = _unsealed(r, site, days_between(start - timedelta(days=DAY_PERIODS), end), today)
+        first_week = max(monday(start) - timedelta(weeks=WEEK_PERIODS), monday(min(live, default=start)))
         last_week = min(monday(end) + timedelta(weeks=WEEK_PERIODS), monday(today))
         weeks = [first_week + timedelta(weeks=n) for n in range((last_week - first_week).days // 7 + 1)]
         week_unions(r, site, weeks, today)
 
-        day_cohorts = days_between(max(start - timedelta(days=DAY_PERIODS), first), end)
+        day_cohorts = [day for day in days_between(start - timedelta(days=DAY_PERIODS), end) if day in live]
         _store_retention(site, "day", retention(r, info, "day", day_cohorts, today, tmp))
-        week_cohorts = [w for w in weeks if monday(start) - timedelta(weeks=WEEK_PERIODS) <= w <= monday(end)]
+        sealed = _sealed(site, days_between(weeks[0], min(weeks[-1] + timedelta(days=6), today))) if weeks else set()
+        week_cohorts = [w for w in weeks if monday(start) - timedelta(weeks=WEEK_PERIODS) <= w <= monday(end)
+                        and not any(w + timedelta(days=n) in sealed for n in range(7))]
         _store_retention(site, "week", retention(r, info, "week", week_cohorts, monday(today), tmp))
         summary.day_cohorts, summary.week_cohorts = len(day_cohorts), len(week_cohorts)
 
@@ -95,6 +103,41 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
     except redis.exceptions.ResponseError:  # (a managed Redis may refuse MEMORY: the bitmaps just keep their slack)
         log.warning("compacting the bitmaps of site %s failed", site.pk, exc_info=True)
     return summary
+
+
+def _rollable(r: redis.Redis, site: Site, days: list[date], today: date) -> list[date]:
+    """The days a rollup computes: those whose raw keys have not expired since a rollup
+    stored them (a sealed day's rows are the record), and, older than the policy keeps,
+    only days that have keys (history imported or sent late: any day from 2000 on)."""
+    live = _unsealed(r, site, days, today)
+    return [day for day in days if day in live]
+
+
+def _unsealed(r: redis.Redis, site: Site, days: list[date], today: date) -> set[date]:
+    """Which of these days have their keys: not sealed (DailyMetrics.sealed()), and
+    either within the policy's days or holding a day's keys."""
+    now = datetime.now(UTC)
+    rows = {row.date: row for row in DailyMetrics.objects.filter(site=site, date__in=days)}
+    first = earliest_day(site, today)
+    unsealed = [day for day in days if day not in rows or not rows[day].sealed(site, now)[0]]
+    old = [day for day in unsealed if day < first]
+    pipe = r.pipeline(transaction=False)
+    for day in old:
+        pipe.exists(keys.active(site.pk, day), keys.pageviews(site.pk, day))
+    held = {day for day, n in zip(old, pipe.execute()) if n}
+    return {day for day in unsealed if day >= first or day in held}
+
+
+def _sealed(site: Site, days: list[date]) -> set[date]:
+    """The days whose raw keys expired after their rollup."""
+    now = datetime.now(UTC)
+    return {row.date for row in DailyMetrics.objects.filter(site=site, date__in=days) if row.sealed(site, now)[0]}
+
+
+def _pages_sealed(site: Site, days: list[date]) -> set[date]:
+    """The days whose page keys expired after their rollup (their other keys live)."""
+    now = datetime.now(UTC)
+    return {row.date for row in DailyMetrics.objects.filter(site=site, date__in=days) if row.sealed(site, now)[1]}
 
 
 def _store_days(site: Site, metrics: dict[date, dict], today: date):

@@ -6,17 +6,17 @@ default): a page's visitors over an older range are read from its week and month
 (keep_page_period_days, 400), its per-day numbers from the stored PageDaily rows.
 10,000 dense pages kept 400 days as day HLLs would be ~48 GB; as 35 days plus ~66 week
 and month HLLs, about a quarter of that (make bench prints the model)."""
-from datetime import date
+from datetime import UTC, date, datetime
 
 import redis
 
 from ..counts.unions import range_visitors
-from ..models import PeriodVisitors, Site
+from ..models import DailyMetrics, PeriodVisitors, Site
 from ..periods import monday, month_start, period_days
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import Scratch
-from .expiry import earliest_day
+from .expiry import period_expiry
 
 
 def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], today: date, tmp: Scratch) -> list:
@@ -25,12 +25,20 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
     into its week and month HLLs (top pages count unions over ranges with them)."""
     sid = info.id
     periods = sorted({("week", monday(d)) for d in days} | {("month", month_start(d)) for d in days})
-    spans = {}
+    spans, partial = {}, set()
+    every = sorted({d for unit, start in periods for d in period_days(unit, start) if d <= today})
+    now = datetime.now(UTC)
+    sealed = {row.date for row in DailyMetrics.objects.filter(site=site, date__in=every) if row.sealed(site, now)[0]}
     for unit, start in periods:
-        present = [d for d in period_days(unit, start) if earliest_day(site, today) <= d <= today]
+        present = [d for d in period_days(unit, start) if d <= today and d not in sealed]
         if present:
             spans[unit, start] = present
+        if sealed.intersection(period_days(unit, start)):
+            partial.add((unit, start))  # (its sealed days' bitmaps are gone: the union cannot shrink below what was stored)
     visitors = range_visitors(r, info, spans, tmp)
+    stored = {(row.unit, row.start): row.visitors for row in PeriodVisitors.objects.filter(site=site, start__in=[s for _, s in partial])}
+    for period in partial & set(visitors):
+        visitors[period] = max(visitors[period], stored.get(period, 0))
     rows = []
     for (unit, start), present in spans.items():
         page_days = present  # (every day whose keys are still there: the fold runs before expiry drops them)
@@ -41,7 +49,7 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
                 path = path.decode()
                 page_key = keys.period_visitors(sid, unit, start, path)
                 pipe.pfmerge(page_key, *(keys.page_visitors(sid, d, path) for d in page_days))
-                pipe.expire(page_key, site.keep_page_period_days * 86400)
+                pipe.expireat(page_key, period_expiry(site, unit, start))
             pipe.execute()
         final = period_days(unit, start)[-1] < today
         rows.append(PeriodVisitors(site=site, unit=unit, start=start, visitors=visitors[unit, start], final=final))

@@ -77,6 +77,9 @@ fold-due           zset    ISO days with bitmap-only values, scored by the day (
                            2000-01-01): the nightly rollup folds them before their bitmaps
                            expire
 pinned             set     fields that always get a bitmap (goals, funnel steps)
+page-merge:<day>   hash    a sealed day's new page keys (path -> "<pageviews> <visitors>"),
+                           between their removal and their addition to the stored rows
+                           (scripts/merge_pages.lua)
 page-search        zset    page paths, score 0, for prefix search (ZRANGEBYLEX); capped
 page-rank          zset    the same paths scored by pageviews: the least visited leave first
 tick               string  set for a second after ingest published a live tick
@@ -560,6 +563,12 @@ def bloom_digest(site_id: int, key: bytes | str) -> str | None:
 
 
 # Exports: one semaphore for the whole installation (its own hash tag), a job per export.
+
+def page_merge(site_id: int, day: date) -> str:
+    """Staging hash of a sealed day's new page keys, between their removal from Redis and
+    their addition to the stored page rows (scripts/merge_pages.lua)."""
+    return f"{PREFIX}:{{{site_id}}}:page-merge:{day.isoformat()}"
+
 
 def dirty_days(site_id: int) -> str:
     """Days before yesterday that got events after they may have been rolled up (backfills);

@@ -4,9 +4,12 @@ Imports Apache/Nginx combined access logs (plain or .gz) into a site: each line 
 own timestamp, static assets and bots skipped, through the same engine as the APIs, with
 a progress bar. A file already imported (same content) is skipped with a message, so
 importing twice changes no number. Every file is read to its end before any is counted,
-so a damaged one stops the import before it counts anything. Lines older than the site
-keeps, or later than the batch API would take (an hour ahead), are skipped and counted in
-the summary. The imported days are rolled up at the end.
+so a damaged one stops the import before it counts anything. Lines of any day from 2000
+on count, but those of a day sealed since its rollup (its raw keys expired:
+analytics.sites.sealed_days) or later than the batch API would take (an hour ahead),
+which are skipped and counted in the summary. The imported days are rolled up at the end,
+however old, and their raw keys then expire by the site's policy (a grace period after
+the rollup for days it has passed: analytics.rollups.expiry).
 """
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,9 +18,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError, transaction
 from tqdm import tqdm
 
-from analytics import rollups
+from analytics import rollups, sites
 from analytics.ingest import logs, record, schemas
 from analytics.models import ImportedLog, Site
+from analytics.periods import EARLIEST_DAY
 from analytics.sites import SiteInfo
 from analytics.store.connection import get_redis
 
@@ -54,7 +58,8 @@ class Command(BaseCommand):
             with tqdm(total=total, unit="line", unit_scale=True, desc=path.name, file=self.stderr._out) as bar:
                 batch = []
                 counted = 0
-                oldest, latest = info.oldest_day(), schemas.latest_ts(datetime.now(UTC))
+                latest = schemas.latest_ts(datetime.now(UTC))
+                sealed: dict = {}  # day -> sealed since its rollup (sites.sealed_days): its lines are skipped
                 try:
                     for hit in logs.hits_from_lines(logs.open_lines(path), summary, info.domain):
                         day = hit.ts.astimezone(info.tz).date()
@@ -62,9 +67,15 @@ class Command(BaseCommand):
                             summary.imported -= 1
                             summary.too_new += 1
                             continue
-                        if day < oldest:  # (never rolled up: see SiteInfo.oldest_day)
+                        if hit.ts < schemas.EARLIEST or day < EARLIEST_DAY:  # (as the batch API: days are numbered from 2000)
                             summary.imported -= 1
                             summary.too_old += 1
+                            continue
+                        if day not in sealed:
+                            sealed[day] = bool(sites.sealed_days(info, [day]))
+                        if sealed[day]:
+                            summary.imported -= 1
+                            summary.sealed += 1
                             continue
                         start, end = min(start or day, day), max(end or day, day)
                         batch.append(hit)
@@ -101,6 +112,6 @@ class Command(BaseCommand):
         bad = f" (first: line {', '.join(map(str, s.unparsable_lines))})" if s.unparsable_lines else ""
         self.stdout.write(
             f"{path}: {s.lines:,} lines: imported {s.imported:,} pageviews; skipped {s.static:,} static, "
-            f"{s.bots:,} bots, {s.not_pages:,} not page views, {s.too_old:,} older than the site keeps, "
+            f"{s.bots:,} bots, {s.not_pages:,} not page views, {s.too_old:,} dated before 2000, {s.sealed:,} for days sealed (rolled up, raw keys expired), "
             f"{s.too_new:,} dated in the future (over an hour ahead); unparsable {s.unparsable:,}{bad}."
         )

@@ -44,8 +44,8 @@ class Command(BaseCommand):
         for s in sites:
             today = SiteInfo.from_model(s).today()
             last = min(end or today, today)
-            first = start or rollups.first_unfinished_day(s)
-            first = max(first, rollups.earliest_day(s, today))
+            first = start or max(rollups.first_unfinished_day(s), rollups.earliest_day(s, today))
+            # (an older --from is taken: rollup() computes the days whose keys are there, any age)
             if first > last:
                 continue
             days = days_between(first, last)

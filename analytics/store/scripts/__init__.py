@@ -80,6 +80,7 @@ def _unloaded(results: list) -> list[int]:
 
 RECORD_BATCH = Script("record_batch", libs=("gcra", "idmap", "firstdays", "visits", "segments"))
 LOCK_RELEASE = Script("lock_release")
+MERGE_PAGES = Script("merge_pages")
 LOCK_RENEW = Script("lock_renew")
 BLOOM = Script("bloom", libs=("bloombudget",))
 BLOOM_NATIVE = Script("bloom_native", libs=("bloombudget",))

@@ -1,0 +1,52 @@
+"""The read API, the dashboard, its share link and the exports give the same numbers for the
+same query, filtered or not, over days inside and past each raw-key expiry (the history of
+tests/test_filters_past_expiry.py), and mark the same ones as estimates."""
+import json
+import re
+
+import pytest
+
+from analytics.models import Site
+from tests.test_filters_past_expiry import aged  # noqa: F401  (the fixture)
+
+METRICS = ("visitors", "pageviews", "dau", "new_visitors")
+
+
+def _cards(html: str) -> dict:
+    """{metric: (shown value, marked ≈)} of a dashboard page's cards."""
+    section = html.split('<section class="cards">', 1)[1].split("</section>", 1)[0]
+    found = {}
+    for chunk in section.split('data-metric="')[1:]:
+        key = chunk.split('"', 1)[0]
+        value = chunk.split('<div class="value">', 1)[1].split("</div>", 1)[0]
+        found[key] = (re.sub(r"<[^>]+>|≈", "", value).strip(), 'class="approx"' in value)
+    return found
+
+
+@pytest.mark.parametrize("filters", ["", "page==/pricing", "source==Google;country!=DE"])
+def test_the_api_the_dashboard_the_share_link_and_the_exports_agree(aged, r, client, django_user_model, filters):  # noqa: F811
+    info, _, days, _ = aged
+    site = Site.objects.get(pk=info.id)
+    key = site.create_api_key("surfaces")
+    token = site.enable_sharing()
+    query = {"from": days[0].isoformat(), "to": days[-1].isoformat(), **({"filters": filters} if filters else {})}
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+
+    api = client.get("/api/v1/stats/aggregate", {"site": site.domain, "metrics": ",".join(METRICS), **query}, **auth).json()["results"]
+    report = json.loads(client.get("/api/v1/reports/json", {"site": site.domain, **query}, **auth).content)
+    summary = {row[0]: (row[1], row[3]) for row in report["tables"]["summary"]["rows"]}
+
+    user = django_user_model.objects.create_user("owner", password="pw")
+    site.owners.add(user)
+    client.force_login(user)
+    page = {"period": "custom", **query}
+    dashboard = _cards(client.get(f"/dashboard/{site.domain}/", page).content.decode())
+    client.logout()
+    shared = _cards(client.get(f"/share/{token}/", page).content.decode())
+
+    for metric in METRICS:
+        value, why = api[metric]["value"], api[metric].get("estimate", "")
+        assert summary[metric] == (value, why), metric
+        shown = "–" if value is None else f"{value:,}"
+        assert dashboard[metric] == shared[metric] == (shown, bool(why)), metric
+    assert any("estimate" in api[m] for m in METRICS)  # (the range reaches days answered from stored rows)
