@@ -210,10 +210,6 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
   for e = 1, ne do
     ev_visitor[e], ev_time[e], ev_kind[e], ev_attrs[e], ev_path[e], at = unpack_event('>HIBIH', packed, at)
   end
-  if nq > 0 then
-    call_sliced('HSET', parts_now, sent)
-    redis.call('EXPIRE', parts_now, session_ttl)
-  end
 
   -- The visitors of these events, and the visits we hold for them.
   local order, seen = {}, {}
@@ -408,14 +404,35 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     end
   end
 
-  local save, s = {}, 0
+  -- The visits kept open: not one begun and ended in this call `timeout` before its
+  -- newest event (a backfill's: no later event can continue it but one sent out of
+  -- order), and with them the parts sent for them, not every part the call sent (a
+  -- path's entry-page part, say). A visit held before is saved as it is now, whatever
+  -- its age (its state is there already: a stale one must not stay).
+  local newest = 0
+  for e = 1, ne do if ev_time[e] > newest then newest = ev_time[e] end end
+  local save, s, needed = {}, 0, {}
   for k, vi in ipairs(order) do
-    local state = dump_state(states[vi], keep_ids and dense_ids[vi] + 1 or 0)
-    save[s + 1] = ids[k]; save[s + 2] = state; s = s + 2
-    if carried[k] then save[s + 1] = carried[k]; save[s + 2] = state; s = s + 2 end
+    local st = states[vi]
+    if raw[k] or st.last + timeout >= newest then
+      local state = dump_state(st, keep_ids and dense_ids[vi] + 1 or 0)
+      save[s + 1] = ids[k]; save[s + 2] = state; s = s + 2
+      if carried[k] then save[s + 1] = carried[k]; save[s + 2] = state; s = s + 2 end
+      for _, id in ipairs(ids_of(st.ids)) do needed[id] = true end
+    end
   end
-  call_sliced('HSET', sessions_now, save)
-  redis.call('EXPIRE', sessions_now, session_ttl)
+  if s > 0 then
+    call_sliced('HSET', sessions_now, save)
+    redis.call('EXPIRE', sessions_now, session_ttl)
+  end
+  local kept, n = {}, 0
+  for j = 1, #sent, 2 do
+    if needed[sent[j]] then kept[n + 1] = sent[j]; kept[n + 2] = sent[j + 1]; n = n + 2 end
+  end
+  if n > 0 then
+    call_sliced('HSET', parts_now, kept)
+    redis.call('EXPIRE', parts_now, session_ttl)
+  end
 
   --@section visits: quotas, packed counts
   -- Quotas, then the writes, day by day. A value new to a day's set comes in only with a
