@@ -7,10 +7,12 @@ segment), unions over any range, the visitors of each row of a breakdown (AND th
 day bitmap, OR over the days), goal converters, retention cohorts (AND the new visitors).
 They are exact unless a day had to be estimated, and every answer says which.
 
-Counts of visits and pageviews exist per value, not per combination of values: under a
-single `dimension==value` filter the visits, pageviews, bounce rate and visit duration are
-that value's own exact numbers (and a `page==path` filter has the page's pageviews);
-under anything else they are None, not guessed.
+Counts of visits and pageviews exist per value, not per combination of values. A visit
+has one value of each visit dimension, so one filter on a visit dimension selects whole
+visits: its values' counts summed (`==`, `~`), or the site's less them (`!=`), give the
+visits, pageviews, bounce rate and visit duration exactly; a page filter has its pages'
+pageviews. Under anything else they are None, not guessed (the visits that include a
+page are not counted yet).
 """
 from datetime import date, timedelta
 
@@ -19,14 +21,15 @@ import redis
 from .. import dimensions
 from ..counts import fold
 from ..counts.cohorts import retention as live_retention
-from ..models import DailyMetrics
+from ..models import DailyMetrics, DimensionDaily
 from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
 from . import segments, stored
-from .breakdown import field_days, rates_over
+from .breakdown import COUNTS, field_days, rates_over
 from .days import VISIT_METRICS, percent_change, previous
+from .days import daily_values as site_days
 from .goals import matching_goals
 
 WINDOWS = (("wau", 7), ("mau", 30))
@@ -200,10 +203,31 @@ def _row(metrics, numbers: dict, visit_rates: dict) -> dict:
 
 
 def _visit_counts(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict[date, dict] | None:
-    """Each day's visit counts for the filtered audience where the filters are a single
-    value (its own counts); else None: visits cannot be split by a set of visitors."""
-    single = segments.single_field(filters)
-    return None if single is None else field_days(r, site, days, single)
+    """Each day's visit counts (pageviews, visits, bounces, duration) of the visits the
+    filters select, where one filter on a visit dimension says it: a visit has one value
+    of each, so the visits of several values are their counts summed, those of none of
+    them the site's less that, exact. Else None: visits are counted per value, not per
+    combination (nor per page a visit includes)."""
+    if len(filters) != 1 or filters[0].prop not in dimensions.VISIT_DIMENSIONS:
+        return None
+    f = filters[0]
+    values = list(f.values) if f.op != "~" else _matching_values(r, site, f, days)
+    parts = [field_days(r, site, days, dimensions.field(f.prop, value)) for value in values]
+    counted = {day: {c: sum(p[day][c] for p in parts) for c in COUNTS[1:]} for day in days}
+    if f.op != "!=":
+        return counted
+    total = field_days(r, site, days, dimensions.TOTAL)
+    return {day: {c: max(0, total[day][c] - counted[day][c]) for c in COUNTS[1:]} for day in days}
+
+
+def _matching_values(r: redis.Redis, site: SiteInfo, f: segments.Filter, days: list[date]) -> list[str]:
+    """The values of a `~` filter's dimension that contain one of its texts on some day:
+    the stored rows' and the days' value sets'."""
+    rows = DimensionDaily.objects.filter(site_id=site.id, dimension=f.prop, date__in=days)
+    found = set(rows.values_list("value", flat=True).distinct())
+    for members in segments.day_members(r, site, days, f.prop).values():
+        found.update(members)
+    return sorted(v for v in found if v != dimensions.OTHER and f.admits(v))
 
 
 def _visit_rates(counts: dict[date, dict] | None, days: list[date]) -> dict:
@@ -418,21 +442,32 @@ def _visit_totals(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> 
 
 
 def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict[date, int]:
-    """Exact pageviews a day where the filters say what they are: a single visit value's
-    own, or a single page's; else {} (None in the rows)."""
-    single = segments.single_field(filters)
-    if single is not None:
-        return {day: counts["pageviews"] for day, counts in field_days(r, site, days, single).items()}
-    if len(filters) == 1 and filters[0].prop == "page" and filters[0].op == "==" and len(filters[0].values) == 1:
-        path = filters[0].values[0]
-        final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__in=days).values_list("date", flat=True))
-        result = stored.page_pageviews(site.id, sorted(final), path) if final else {}
-        live = [day for day in days if day not in final]  # (a final day's page counters expire: its stored row stays)
-        pipe = r.pipeline(transaction=False)
-        for day in live:
-            pipe.get(keys.page_pageviews(site.id, day, path))
-        return result | {day: int(v or 0) for day, v in zip(live, pipe.execute())}
+    """Exact pageviews a day where one filter says what they are: those of the visits one
+    filter on a visit dimension selects (_visit_counts), or those of the pages a page
+    filter names (`==`; `!=`: the site's less theirs); else {} (None in the rows)."""
+    counts = _visit_counts(r, site, filters, days)
+    if counts is not None:
+        return {day: c["pageviews"] for day, c in counts.items()}
+    if len(filters) == 1 and filters[0].prop == "page" and filters[0].op in ("==", "!="):
+        by_page = [_page_pageviews(r, site, path, days) for path in filters[0].values]
+        named = {day: sum(p[day] for p in by_page) for day in days}
+        if filters[0].op == "==":
+            return named
+        everyone = site_days(r, site, days[0], days[-1], windows=False)
+        return {day: max(0, everyone[day]["pageviews"] - named[day]) for day in days}
     return {}
+
+
+def _page_pageviews(r: redis.Redis, site: SiteInfo, path: str, days: list[date]) -> dict[date, int]:
+    """A page's pageviews each day: its stored rows for final days (their page counters
+    expire), its counters for the others."""
+    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__in=days).values_list("date", flat=True))
+    result = stored.page_pageviews(site.id, sorted(final), path) if final else {}
+    live = [day for day in days if day not in final]
+    pipe = r.pipeline(transaction=False)
+    for day in live:
+        pipe.get(keys.page_pageviews(site.id, day, path))
+    return result | {day: int(v or 0) for day, v in zip(live, pipe.execute())}
 
 
 def _share(r: redis.Redis, site: SiteInfo, segment: segments.Segment, days: list[date]) -> float:

@@ -1,0 +1,90 @@
+"""Visits, bounce rate, visit duration, views per visit and pageviews under filters, against
+brute force over the same events (Plausible's definitions: a visit ends after 30 minutes
+without an event; a bounce has at most one pageview and no interactive event; its
+duration is its last event's time less its first's). One filter on a visit dimension
+selects whole visits (a visit has one value of each): several values, `!=` and `~` are
+then exact, as one value was; a page filter's pageviews are its pages'."""
+import random
+from collections import defaultdict
+
+import pytest
+
+from analytics.queries import filtered, segments
+from tests.test_segments import DAYS, history, make_events
+
+TIMEOUT = 1800
+
+
+def visits_of(events):
+    """[(start day, source, country, pageviews, bounce, duration)] of the events' visits."""
+    open_, done = {}, []
+    for ts, v, kind, path, source, country in events:
+        visit = open_.get(v)
+        if visit is None or (ts - visit["last"]).total_seconds() > TIMEOUT:
+            if visit is not None:
+                done.append(visit)
+            visit = open_[v] = {"day": ts.date(), "source": source, "country": country, "first": ts, "last": ts,
+                                "pageviews": 0, "interactive": False}
+        visit["last"] = max(visit["last"], ts)
+        if kind == "p":
+            visit["pageviews"] += 1
+        else:
+            visit["interactive"] = True
+    done += open_.values()
+    return [(x["day"], x["source"], x["country"], x["pageviews"], x["pageviews"] <= 1 and not x["interactive"],
+             int((x["last"] - x["first"]).total_seconds())) for x in done]
+
+
+def expected(visits, keep):
+    chosen = [x for x in visits if keep(x)]
+    n = len(chosen)
+    pageviews = sum(x[3] for x in chosen)
+    return {"visits": n, "bounce_rate": round(100 * sum(x[4] for x in chosen) / n) if n else None,
+            "visit_duration": round(sum(x[5] for x in chosen) / n) if n else None,
+            "views_per_visit": round(pageviews / n, 2) if n else None}
+
+
+@pytest.fixture
+def world(site, r):
+    info, brute, days = history(r, site, 21, visitors=120)
+    first_day = days[0]
+    events = make_events(random.Random(21), first_day, 120)
+    return info, brute, days, events
+
+
+CASES = {
+    "source==Google": lambda x: x[1] == "Google",
+    "source==Google|newsletter": lambda x: x[1] in ("Google", "newsletter"),
+    "source!=Google": lambda x: x[1] != "Google",
+    "source~o": lambda x: "o" in x[1].lower(),
+    "country!=DE|FR": lambda x: x[2] not in ("DE", "FR"),
+}
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_visit_metrics_of_one_visit_dimension_are_exact_for_any_values(world, r, text):
+    info, _, days, events = world
+    summary, _ = filtered.summary(r, info, segments.parse(text), days[0], days[-1])
+    truth = expected(visits_of(events), CASES[text])
+    assert {m: summary[m] for m in truth} == truth, text
+    pageviews = sum(1 for ts, v, kind, path, s, c in events if kind == "p" and CASES[text]((None, s, c)))
+    assert summary["pageviews"] == pageviews  # (a visit's source and country are its first event's: these events' here)
+
+
+@pytest.mark.parametrize("text, paths, negate", [("page==/pricing|/signup", {"/pricing", "/signup"}, False),
+                                                 ("page!=/", {"/"}, True)])
+def test_page_filters_have_their_pages_pageviews(world, r, text, paths, negate):
+    info, _, days, events = world
+    values, _ = filtered.daily_values(r, info, segments.parse(text), days[0], days[-1], windows=False)
+    per_day = defaultdict(int)
+    for ts, v, kind, path, s, c in events:
+        if kind == "p" and (path in paths) != negate:
+            per_day[ts.date()] += 1
+    assert {day: values[day]["pageviews"] for day in days} == {day: per_day[day] for day in days}
+
+
+def test_filters_on_two_dimensions_leave_visit_metrics_unsaid_not_guessed(world, r):
+    info, _, days, _ = world
+    summary, _ = filtered.summary(r, info, segments.parse("source==Google;country==DE"), days[0], days[-1])
+    assert summary["visits"] is None and summary["bounce_rate"] is None
+    assert len(days) == DAYS
