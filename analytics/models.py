@@ -211,6 +211,7 @@ class DailyMetrics(models.Model):
     # yet, or set before this was recorded: then the policy's rule, expiry.keys_until()).
     page_keys_until = models.DateTimeField(null=True, blank=True, help_text="when the day's page keys (index, HLLs, counters) expire")
     keys_until = models.DateTimeField(null=True, blank=True, help_text="when the day's other raw keys expire: from then on its rows are the record")
+    segment_keys_until = models.DateTimeField(null=True, blank=True, help_text="when the day's filter bitmaps expire")
     page_merge_token = models.CharField(max_length=32, blank=True, default="", help_text="the last page merge added (rollups.expiry)")
 
     class Meta:
@@ -223,11 +224,23 @@ class DailyMetrics(models.Model):
 
     def sealed(self, site: "Site", now: datetime) -> tuple[bool, bool]:
         """(the day's raw keys, its page keys) have expired after its rollup: its rows are
-        then the record. A row from before the expiries were recorded goes by the policy."""
-        rule = self.final and self.keys_until is None
-        daily = self.keys_until or (policy_expiry(self.date, site.keep_daily_days) if rule else None)
-        page = self.page_keys_until or (policy_expiry(self.date, site.keep_page_days) if rule else None)
+        then the record. A row whose expiry is not recorded yet goes by the policy, if it
+        was stored before the policy's time (a row from before the expiries were recorded:
+        its keys went then); one stored after it (rolled up late: history) is not sealed
+        until its rollup records when its keys go."""
+        daily = self.keys_until or self._by_policy(site.keep_daily_days)
+        page = self.page_keys_until or self._by_policy(site.keep_page_days)
         return (daily is not None and daily <= now), (page is not None and page <= now)
+
+    def segments_sealed(self, site: "Site", now: datetime) -> bool:
+        """Have the day's filter bitmaps expired after its rollup? (A bitmap there now was
+        made by late events: it holds them alone.)"""
+        until = self.segment_keys_until or self._by_policy(min(site.keep_segment_days, site.keep_daily_days))
+        return until is not None and until <= now
+
+    def _by_policy(self, keep_days: int) -> datetime | None:
+        at = policy_expiry(self.date, keep_days)
+        return at if self.final and self.updated is not None and self.updated < at else None
 
 
 class PeriodVisitors(models.Model):

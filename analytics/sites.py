@@ -39,7 +39,8 @@ class SiteInfo:
     max_property_values: int = 1_000
     segment_values: int = 10  # values per dimension a day with a visitor bitmap (exact filters)
     keep_page_days: int = 35  # day page HLLs live this long after the rollup; older ranges read week/month HLLs
-    keep_daily_days: int = 400  # raw day keys live this long after the rollup; older days are never rolled up
+    keep_daily_days: int = 400  # raw day keys live this long after the rollup; then the stored rows are the record
+    keep_segment_days: int = 90  # filter bitmaps live this long after the rollup
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -58,6 +59,7 @@ class SiteInfo:
             keep_daily_days=site.keep_daily_days,
             segment_values=site.segment_values,
             keep_page_days=site.keep_page_days,
+            keep_segment_days=site.keep_segment_days,
         )
 
     def today(self) -> date:

@@ -153,3 +153,61 @@ def test_the_dashboard_marks_the_estimated_cards_alone(aged, r, client, django_u
     cards = html.split('<section class="cards">', 1)[1].split("</section>", 1)[0]
     marked = [chunk.split('"', 1)[0] for chunk in cards.split('data-metric="')[1:] if 'class="approx"' in chunk.split("</div>\n  </div>")[0]]
     assert "visitors" in marked and "pageviews" not in marked
+
+
+@pytest.mark.parametrize("text", ["country==DE", "source==Google;country!=DE", "page==/pricing"])
+def test_filtered_breakdowns_and_goals_count_the_expired_days_too(aged, r, text):
+    """A breakdown's rows and the goals' converters under a filter, over a range reaching
+    days answered from stored rows: estimated, and near brute force (they read only the
+    days still in Redis before)."""
+    info, brute, days, _ = aged
+    filters = segments.parse(text)
+    truth_visitors = len(set().union(*(brute.segment(day, filters) for day in days)))
+    rows, estimated = filtered.breakdown(r, info, filters, days[0], days[-1], "source", ["Google", "Hacker News", "Direct / None", "newsletter"])
+    assert estimated
+    for row in rows:
+        truth = len(set().union(*(brute.by[day, "source", row["value"]] & brute.segment(day, filters) for day in days)))
+        assert row["estimate"] and abs(row["visitors"] - truth) <= max(6, 0.45 * truth), (text, row, truth)
+    goals, estimated = filtered.goals(r, info, filters, days[0], days[-1], truth_visitors)
+    truth = len(set().union(*(brute.by[day, "goal", "Signup"] & brute.segment(day, filters) for day in days)))
+    assert estimated and abs(goals[0]["visitors"] - truth) <= max(6, 0.45 * truth), (text, goals, truth)
+
+
+def test_a_goal_filters_own_goal_is_all_of_its_visitors(aged, r):
+    info, brute, days, _ = aged
+    filters = segments.parse("goal==Signup")
+    summary, _ = filtered.summary(r, info, filters, days[0], days[-1])
+    goals, _ = filtered.goals(r, info, filters, days[0], days[-1], summary["visitors"])
+    assert goals[0]["visitors"] == summary["visitors"] or abs(goals[0]["visitors"] - summary["visitors"]) <= 0.1 * summary["visitors"]
+
+
+def test_filtered_retention_cohorts_of_expired_days_are_estimated_not_empty(aged, r):
+    info, brute, days, today = aged
+    filters = segments.parse("country==DE")
+    cohorts, estimated = filtered.retention(r, info, filters, "day", days[0], days[-1], 30)
+    assert estimated
+    by_day = {c["cohort"]: c for c in cohorts}
+    for day in days:
+        cohort = brute.segment(day, filters) & brute.new[day]
+        got = by_day[day.isoformat()]
+        assert abs(got["size"] - len(cohort)) <= max(4, 0.5 * len(cohort)), (day, got, len(cohort))
+        if len(cohort) >= 3:
+            assert got["size"] > 0 and got["retained"][0] == got["size"]
+        back = len(cohort & brute.active[day + timedelta(days=1)])
+        assert abs(got["retained"][1] - back) <= max(4, 0.6 * len(cohort)), (day, got, back)
+
+
+def test_a_value_given_twice_counts_once():
+    assert segments.parse("source==Google|Google")[0].values == ("Google",)
+
+
+def test_a_stored_day_whose_filter_names_nothing_stored_is_still_estimated(aged, r):
+    info, brute, days, today = aged
+    filters = segments.parse("country!=XX")
+    old = [day for day in days if _age(today, day) >= 10]
+    values, estimated = filtered.daily_values(r, info, filters, old[0], old[-1])
+    assert estimated
+    for day in old:
+        assert values[day]["dau"] == len(brute.active[day])
+        assert values[day]["new_visitors"] == len(brute.new[day])  # (the day's stored new visitors: everyone is in it)
+        assert values[day]["mau"] > 0

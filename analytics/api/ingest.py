@@ -4,7 +4,7 @@ Both validate at the edge (`schemas.py`), then hand hits to `ingest.record()`: o
 round trip per request, whatever the batch size.
 """
 import hashlib
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 import orjson
@@ -140,9 +140,9 @@ def events(request):
         except schemas.BadEvent as e:
             rejected.append({"index": index, "error": str(e)})
     # Any day from 2000 on counts, but a day sealed since its rollup (analytics.sites.sealed_days).
-    recent = site.today() - timedelta(days=1)  # (no day since can have been sealed)
+    today = site.today()  # (today cannot have been sealed)
     sealed = sites.sealed_days(site, {day for _, hit in parsed if hit.ts is not None for day in [hit.ts.astimezone(site.tz).date()]
-                                      if day < recent})
+                                      if day < today})
     hits = []
     for index, hit in parsed:
         day = hit.ts.astimezone(site.tz).date() if hit.ts is not None else None

@@ -26,4 +26,9 @@ class Migration(migrations.Migration):
             name='page_merge_token',
             field=models.CharField(max_length=32, blank=True, default='', help_text='the last page merge added (rollups.expiry)'),
         ),
+        migrations.AddField(
+            model_name='dailymetrics',
+            name='segment_keys_until',
+            field=models.DateTimeField(null=True, blank=True, help_text="when the day's filter bitmaps expire"),
+        ),
     ]

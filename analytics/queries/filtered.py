@@ -21,7 +21,7 @@ import redis
 from .. import dimensions
 from ..counts import fold
 from ..counts.cohorts import retention as live_retention
-from ..models import DailyMetrics, DimensionDaily
+from ..models import DailyMetrics, DimensionDaily, Retention, page_pattern_regex
 from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
@@ -60,7 +60,8 @@ def daily_values(r: redis.Redis, site: SiteInfo, filters, start: date, end: date
     return values, estimated
 
 
-def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, window_days: list[date], unions: dict | None = None):
+def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, window_days: list[date], unions: dict | None = None,
+          visit_counts=...):
     """Each day's numbers, WAU and MAU for `window_days` only (the OR of 7 and 30 day
     segments is most of the work), and the visitors of each named list of days in
     `unions` (segments.visitors): (values, estimate, {name: visitors}). One segment build."""
@@ -105,7 +106,7 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
         answers = pipe.execute()
         totals = segments.visitors(r, segment, unions) if unions else {}
         window_visitors = segments.visitors(r, segment, windows) if windows else {}
-    pageviews = _pageviews(r, site, filters, days)
+    pageviews = _pageviews(r, site, filters, days, visit_counts)
     values = {}
     for day in days:
         row = {"visitors": segment.sizes[day], "dau": segment.sizes[day], "pageviews": pageviews.get(day),
@@ -241,7 +242,8 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
     WAU, MAU and stickiness on the last day (today, for a range that runs past it)."""
     days = days_between(start, end)
     last = min(end, site.today()) if start <= site.today() else end
-    values, estimated, unions, kinds = _days(r, site, filters, start, end, [last], {"period": days})
+    visit_counts = _visit_counts(r, site, filters, days)
+    values, estimated, unions, kinds = _days(r, site, filters, start, end, [last], {"period": days}, visit_counts)
     window = [last - timedelta(days=n) for n in range(30)]
     estimates = {
         "visitors": DAILY_SALT if site.daily_salt and len(days) > 1 else why(kinds, days),
@@ -260,7 +262,7 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
         "stickiness": round(average_dau / values[last]["mau"], 4) if values[last]["mau"] else 0.0,
         "new_visitors": None if site.daily_salt else sum(row["new_visitors"] for row in rows),
     }
-    result.update(_visit_totals(r, site, filters, days))
+    result.update(_visit_rates(visit_counts, days))
     result["estimates"] = {metric: reason for metric, reason in estimates.items() if reason}
     return result, estimated
 
@@ -289,36 +291,89 @@ def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, d
     candidates = [value for value in candidates if all(f.admits(value) for f in filters if f.prop == dimension)][:MAX_ROWS]
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
-        present = segments.present(r, site, days, dimension, candidates)
+        live = [day for day in days if day not in segment.stored]  # (the others: _stored_breakdown())
+        present = segments.present(r, site, live, dimension, candidates)
         pipe = r.pipeline(transaction=False)
-        at, estimated = {}, []
+        at, estimated, daily, sized = {}, [], {}, {}
         for n, value in enumerate(candidates):
             name = dimensions.field(dimension, value)
-            with_bitmap = [day for day in days if name in segment.bitmapped[day]]
+            with_bitmap = [day for day in live if name in segment.bitmapped[day]]
             parts = [segments.queue_and(pipe, segment, day, keys.dimension_bitmap(site.id, day, name), f"row:{n}:{day}")
                      for day in with_bitmap]
             if parts:
+                daily[value] = len(pipe)
+                for part in parts:
+                    pipe.bitcount(part)
                 dest = tmp.key(f"row:{n}")
                 queue_union(pipe, dest, parts)
                 at[value] = len(pipe)
                 pipe.bitcount(dest)
                 pipe.unlink(dest, *parts)
-            hidden = any(value in present[day] or dimensions.OTHER in present[day] for day in days if day not in with_bitmap)
-            if hidden or segment.estimate_over(days):
+                sized[value] = len(parts)
+            hidden = any(value in present[day] or dimensions.OTHER in present[day] for day in live if day not in with_bitmap)
+            if live and (hidden or segment.estimate_over(live)):
                 estimated.append(value)
         answers = pipe.execute()
         rows = {value: {"value": value, "visitors": int(answers[at[value]]) if value in at else 0, "estimate": False} for value in candidates}
         if estimated:
-            share = _share(r, site, segment, days)
-            hll = _value_visitors(r, site, days, dimension, estimated)
+            share = _share(r, site, segment, live)
+            hll = _value_visitors(r, site, live, dimension, estimated)
             for value in estimated:
                 guess = round(hll[value] * share)
                 row = rows[value]
                 if guess > row["visitors"]:  # (a lower bound counted from bitmaps stays, when larger)
                     row["visitors"], row["estimate"] = guess, True
                 row["estimate"] = row["estimate"] or value not in at
+        if segment.stored:
+            for value, late in _stored_breakdown(site, segment, dimension, candidates).items():
+                if late:
+                    counted = sum(int(n) for n in answers[daily[value] : daily[value] + sized[value]]) if value in daily else 0
+                    union = union_estimate(site, days, rows[value]["visitors"], counted, sized.get(value, 0), late, segment.ratios)
+                    rows[value]["visitors"], rows[value]["estimate"] = union, True
     ranked = sorted((row for row in rows.values() if row["visitors"] > 0), key=lambda row: (-row["visitors"], row["value"]))
     return ranked, any(row["estimate"] for row in ranked)
+
+
+def union_estimate(site: SiteInfo, days: list[date], seen: int, counted: int, exact_days: int, added: float, memo: dict) -> int:
+    """An audience's visitors over `days`, where `exact_days` of them were counted from
+    bitmaps (`seen` people over them, `counted` their days' people summed) and the others
+    are `added` people summed over their days, estimated: all the days' people summed,
+    times the share of distinct people the site's stored DAU, WAU and MAU give over as
+    many days (repeat_ratio), times how much more (or less) often than everyone this
+    audience comes back where both are known (its exact days). Never below `seen`, never
+    above the sum."""
+    relative = 1.0
+    if exact_days > 1 and seen and counted:
+        site_ratio = stored.repeat_ratio(site.id, days[-exact_days:], memo)
+        relative = (seen / counted) / site_ratio if site_ratio else 1.0
+    total = counted + added
+    return int(min(total, max(seen, round(total * min(1.0, stored.repeat_ratio(site.id, days, memo) * relative)))))
+
+
+def _stored_breakdown(site: SiteInfo, segment: segments.Segment, dimension: str, values: list[str]) -> dict[str, float]:
+    """Each value's visitors in the segment on the days answered from stored rows, summed
+    over them (for union_estimate()): its stored visitors that day times the segment's
+    share of the day's visitors, or, where a filter names the value (`==`), the segment's
+    day shared among the values it names by their visitors. An estimate."""
+    days = sorted(segment.stored)
+    naming = [f for f in segment.filters if f.prop == dimension and f.op == "=="]
+    rows = stored.value_rows(site.id, days, dimension, sorted({*values, *(v for f in naming for v in f.values)}))
+    return {value: sum(_share_of(value, rows[day], segment.sizes[day], segment.stored[day].dau, naming) for day in days)
+            for value in values}
+
+
+def _share_of(value: str, people: dict[str, int], size: int, dau: int, naming: list) -> float:
+    """One day's visitors of a value in a segment of `size` of the day's `dau` visitors,
+    from each value's stored visitors that day (`people`): the segment's share of the
+    value's, as if independent; or where filters name the value (`naming`), the
+    segment's visitors shared among the values each names, by their visitors."""
+    own = min(people.get(value, 0), dau)
+    named = [f for f in naming if value in f.values]
+    if named:
+        f = min(named, key=lambda f: len(f.values))
+        among = sum(min(people.get(v, 0), dau) for v in f.values)
+        return size * own / among if among else 0.0
+    return own * size / dau if dau else 0.0
 
 
 def goals(
@@ -334,32 +389,71 @@ def goals(
         segment = segments.build(r, site, filters, days, tmp)
         events = segments.present(r, site, days, "event", [g.event_name for g in goal_list if g.event_name])
         pages = segments.day_members(r, site, days, "page") if any(g.page_pattern for g in goal_list) else {}
+        totals = stored.day_totals(site, days)
         pipe = r.pipeline(transaction=False)
-        at = {}
+        at, by_rows, daily, sized = {}, {}, {}, {}
         for n, goal in enumerate(goal_list):
-            parts = []
+            parts, by_rows[goal.name] = [], []
             for day in days:
+                if day in segment.stored:
+                    by_rows[goal.name].append(day)
+                    continue
                 if goal.event_name:
                     kept, complete = segments.value_fields("event", goal.event_name, segment.bitmapped[day], events[day])
                 else:
                     kept, complete = segments.value_fields("page", goal.page_pattern, segment.bitmapped[day], pages[day])
-                estimated = estimated or not complete  # (a converting value without its bitmap that day)
+                sealed_pages = not goal.event_name and day in totals and totals[day].pages_sealed  # (its page index is gone)
+                if (not complete or sealed_pages) and day in totals:  # (converters without their bitmap: the stored rows say how many)
+                    by_rows[goal.name].append(day)
+                    continue
+                estimated = estimated or not complete
                 if kept:
                     union = tmp.key(f"goal:{n}:{day}:any")
                     queue_union(pipe, union, [keys.dimension_bitmap(site.id, day, f) for f in kept])
                     parts.append(segments.queue_and(pipe, segment, day, union, f"goal:{n}:{day}"))
             if parts:
+                daily[n] = len(pipe)
+                for part in parts:
+                    pipe.bitcount(part)
                 dest = tmp.key(f"goal:{n}")
                 queue_union(pipe, dest, parts)
                 at[n] = len(pipe)
                 pipe.bitcount(dest)
+                sized[n] = len(parts)
         answers = pipe.execute()
+        late = {}
+        for n, goal in enumerate(goal_list):
+            if by_rows[goal.name]:
+                estimated = True
+                seen = int(answers[at[n]]) if n in at else 0
+                counted = sum(int(c) for c in answers[daily[n] : daily[n] + sized[n]]) if n in daily else 0
+                late[goal.name] = union_estimate(site, days, seen, counted, sized.get(n, 0),
+                                                 _converters_by_rows(site, segment, goal, by_rows[goal.name], totals), segment.ratios)
     for n, goal in enumerate(goal_list):
-        converters = int(answers[at[n]]) if n in at else 0
+        converters = min(visitors, late[goal.name]) if goal.name in late else (int(answers[at[n]]) if n in at else 0)
         rows.append({"goal": goal.name, "visitors": converters, "events": None,
                      "conversion_rate": round(100 * converters / visitors, 2) if visitors else 0.0})
     rows.sort(key=lambda row: (-row["visitors"], row["goal"]))
     return rows, estimated or segment.estimate_over(days)
+
+
+def _converters_by_rows(site: SiteInfo, segment: segments.Segment, goal, days: list[date], totals: dict) -> float:
+    """A goal's converters in the segment on days its bitmaps cannot say (their keys
+    expired, or the goal had no bitmap that day), from the rows the rollup stored: a day's
+    converters (its event's stored visitors, or those of the pages its pattern matches,
+    summed) times the segment's share of that day's visitors, or all of them where the
+    filters are that goal alone; summed over the days (for union_estimate())."""
+    if goal.event_name:
+        rows = stored.value_rows(site.id, days, "event", [goal.event_name])
+        people = {day: rows[day].get(goal.event_name, 0) for day in days}
+    else:
+        match = page_pattern_regex(goal.page_pattern).fullmatch
+        rows = stored.value_rows(site.id, days, "page")
+        people = {day: sum(n for path, n in rows[day].items() if path != dimensions.OTHER and match(path)) for day in days}
+    naming = [f for f in segment.filters if f.prop == "goal" and f.op == "==" and goal.name in f.values]
+    if naming and min(len(f.values) for f in naming) == 1:
+        return float(sum(segment.sizes[day] for day in days))  # (the segment is this goal's converters)
+    return sum(_share_of(goal.name, {goal.name: people[day]}, segment.sizes[day], totals[day].dau, []) for day in days)
 
 
 def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, end: date, periods: int) -> tuple[list[dict], bool]:
@@ -420,11 +514,17 @@ def _estimated_cohorts(r: redis.Redis, site: SiteInfo, unit: str, segment: segme
         for day in unit_days[c]:
             new = int(next(answers))
             if day in segment.estimated:
-                new = _estimated_new(new, int(next(answers)), int(next(answers)), int(next(answers)), segment.sizes[day])
+                partial, site_new, site_active = int(next(answers)), int(next(answers)), int(next(answers))
+                if not site_active and day in segment.stored:  # (the day's bitmaps expired: its stored totals)
+                    partial, site_new, site_active = 0, segment.stored[day].new_visitors or 0, segment.stored[day].dau
+                new = _estimated_new(new, partial, site_new, site_active, segment.sizes[day])
             total += new
         size_of[c] = total
     empty = [c for c, size, _ in rows if c in size_of and size == 0 and size_of[c] > 0]
-    site_rows = {c: (size, retained) for c, size, retained in live_retention(r, site, unit, empty, last, tmp, live=True)} if empty else {}
+    sealed = [c for c in empty if all(day in segment.stored and segment.stored[day].sealed for day in unit_days[c])]
+    live = [c for c in empty if c not in sealed]  # (a sealed cohort's bitmaps are gone: the rollup's stored row)
+    site_rows = {c: (size, retained) for c, size, retained in live_retention(r, site, unit, live, last, tmp, live=True)} if live else {}
+    site_rows.update({row.cohort: (row.size, row.retained) for row in Retention.objects.filter(site_id=site.id, unit=unit, cohort__in=sealed)})
     scaled = []
     for c, size, retained in rows:
         if c not in size_of or size_of[c] == size:
@@ -441,11 +541,11 @@ def _visit_totals(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> 
     return _visit_rates(_visit_counts(r, site, filters, days), days)
 
 
-def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict[date, int]:
+def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date], counts=...) -> dict[date, int]:
     """Exact pageviews a day where one filter says what they are: those of the visits one
     filter on a visit dimension selects (_visit_counts), or those of the pages a page
     filter names (`==`; `!=`: the site's less theirs); else {} (None in the rows)."""
-    counts = _visit_counts(r, site, filters, days)
+    counts = _visit_counts(r, site, filters, days) if counts is ... else counts  # (the caller's, when it has them)
     if counts is not None:
         return {day: c["pageviews"] for day, c in counts.items()}
     if len(filters) == 1 and filters[0].prop == "page" and filters[0].op in ("==", "!="):

@@ -25,6 +25,7 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
 from . import segments
+from .stored import day_totals
 
 
 def funnel(r: redis.Redis, site: SiteInfo, funnel_: Funnel, start: date, end: date, filters=()) -> tuple[list[dict], bool]:
@@ -38,13 +39,17 @@ def funnel(r: redis.Redis, site: SiteInfo, funnel_: Funnel, start: date, end: da
         present = {kind: segments.present(r, site, days, kind, [v for k, v in steps if k == kind and "*" not in v])
                    for kind in ("page", "event")}
         estimated = segment.estimate_over(days)
+        # (a day whose page keys expired has no page index left to say whether a page step
+        # had visitors without a bitmap: only its bitmaps count, and the answer says so)
+        sealed_pages = {day for day, t in day_totals(site, days).items() if t.pages_sealed}
         reached = [tmp.key(f"reached:{k}") for k in range(len(steps))]
         pipe = r.pipeline(transaction=False)
         for day in days:
             for k, (kind, value) in enumerate(steps):
                 listed = pages[day] if kind == "page" and "*" in value else present[kind][day]
                 names, complete = segments.value_fields(kind, value, segment.bitmapped[day], listed)
-                estimated = estimated or not complete
+                unlisted = kind == "page" and day in sealed_pages and ("*" in value or not names)
+                estimated = estimated or not complete or unlisted
                 if not names:
                     continue
                 did = tmp.key(f"did:{k}:{day}")

@@ -3,7 +3,7 @@ page's days, prefix search of paths."""
 from datetime import date, timedelta
 
 import redis
-from django.db.models import Sum
+from django.db.models import Max, Sum
 
 from .. import dimensions
 from ..counts.pages import page_days
@@ -48,20 +48,23 @@ def ranked_pages(
     )
     pageviews: dict[str, int] = {}
     visitor_days: dict[str, int] = {}
+    peak: dict[str, int] = {}  # (its largest day's visitors: no union is below it, whatever keys expired)
     if final:
         totals = (
             PageDaily.objects.filter(site_id=site.id, date__in=final)
             .values("path")
-            .annotate(views=Sum("pageviews"), people=Sum("visitors"))
+            .annotate(views=Sum("pageviews"), people=Sum("visitors"), most=Max("visitors"))
         )
         for row in totals:
             pageviews[row["path"]] = row["views"]
             visitor_days[row["path"]] = row["people"]
+            peak[row["path"]] = row["most"]
     live = page_days(r, site.id, [day for day in days if day not in final])
     for pages in live.values():
         for path, (people, views) in pages.items():
             pageviews[path] = pageviews.get(path, 0) + views
             visitor_days[path] = visitor_days.get(path, 0) + people
+            peak[path] = max(peak.get(path, 0), people)
 
     needle = search.lower()
     ranked = sorted((p for p in visitor_days if needle in p.lower()), key=lambda p: (-visitor_days[p], -pageviews[p], p))
@@ -74,7 +77,8 @@ def ranked_pages(
         for path in batch:
             pipe.pfcount(*cover(path))
         # an estimate is never shown above the exact pageviews beside it, nor above the sum of the days' visitors
-        visitors.update((path, min(estimate, pageviews[path], visitor_days[path])) for path, estimate in zip(batch, pipe.execute()))
+        visitors.update((path, max(peak[path], min(estimate, pageviews[path], visitor_days[path])))
+                        for path, estimate in zip(batch, pipe.execute()))
         best = sorted(visitors.values(), reverse=True)[:limit]
         if wanted >= len(ranked) or wanted >= budget:
             break

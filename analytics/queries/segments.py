@@ -112,7 +112,7 @@ def parse(text: str) -> tuple[Filter, ...]:
             raise ValueError(f"{prop[:60]!r}: unknown property; choose from {', '.join(PROPERTIES)}")
         if prop == "goal" and op == "~":
             raise ValueError("goal~: goals are matched by name (== or !=)")
-        values = tuple(v.strip() for v in _split(part[where + len(op) :], "|", unescape=True))
+        values = tuple(dict.fromkeys(v.strip() for v in _split(part[where + len(op) :], "|", unescape=True)))  # (a value given twice counts once)
         if not all(values):
             raise ValueError(f"{prop}{op}: a value is empty")
         if len(values) > MAX_VALUES or any(len(v) > MAX_VALUE_LENGTH for v in values):
@@ -158,6 +158,7 @@ class Segment:
     terms: dict[date, list[_Term]] = field(default_factory=dict)
     bitmapped: dict[date, set[str]] = field(default_factory=dict)  # the fields with a bitmap each day
     stored: dict[date, DayTotals] = field(default_factory=dict)  # days answered from their stored rows
+    ratios: dict = field(default_factory=dict)  # repeat_ratio()'s memo, for this answer
 
     def stored_over(self, days) -> bool:
         """Does a range hold a day answered from stored rows (its keys expired)?"""
@@ -207,6 +208,8 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     }
     rows = _stored_rows(sid, read, plan, gone)
     for (day, bitmapped, lookups), day_plan in zip(read, plan):
+        if day in totals and totals[day].segments_sealed:
+            bitmapped = set()  # (bitmaps made after the day's expired: they hold late events alone)
         segment.bitmapped[day] = bitmapped
         terms: dict[Filter, _Term] = {}
         for (f, dimension, names, matches), answer in zip(day_plan, lookups):
@@ -230,6 +233,7 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
         segment.terms[day] = list(terms.values())
         if any(t.expired for t in segment.terms[day]) or (day, "daily") in gone:
             segment.stored[day] = totals[day]
+            segment.estimated.add(day)  # (its numbers come from stored rows, whatever its terms say)
         if not all(t.complete and len(t.bitmaps) == len(t.fields) for t in terms.values()):
             segment.estimated.add(day)
     # 2. Each day's bitmap, and its size; and whether each bitmap used holds all of its
@@ -413,7 +417,7 @@ def _stored_unions(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
             seg_sum = sum(segment.sizes[day] for day in exact)
             if len(exact) > 1 and seen and site_seen and seg_sum:
                 relative = (seen / seg_sum) / (site_seen / site_sum)
-        scaled = round(sum(sizes) * min(1.0, repeat_ratio(sid, days) * relative))
+        scaled = round(sum(sizes) * min(1.0, repeat_ratio(sid, days, segment.ratios) * relative))
         result[name] = min(sum(sizes), max(seen, max(sizes), scaled))
     return result
 

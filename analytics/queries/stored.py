@@ -37,6 +37,7 @@ class DayTotals:
     new_visitors: int | None
     sealed: bool = False
     pages_sealed: bool = False
+    segments_sealed: bool = False  # (its filter bitmaps expired: any there now hold late events alone)
 
 
 def day_totals(site: SiteInfo, days: list[date]) -> dict[date, DayTotals]:
@@ -45,7 +46,8 @@ def day_totals(site: SiteInfo, days: list[date]) -> dict[date, DayTotals]:
     result = {}
     for row in DailyMetrics.objects.filter(site_id=site.id, date__in=days):
         sealed, pages_sealed = row.sealed(site, now)
-        result[row.date] = DayTotals(row.dau, row.visitors, row.pageviews, row.new_visitors, sealed, pages_sealed)
+        result[row.date] = DayTotals(row.dau, row.visitors, row.pageviews, row.new_visitors, sealed, pages_sealed,
+                                     row.segments_sealed(site, now))
     return result
 
 
@@ -105,18 +107,38 @@ def visitors_over(r: redis.Redis, site: SiteInfo, ranges: dict, tmp: Scratch) ->
     if not gone:
         return range_visitors(r, site, ranges, tmp), False
     live = range_visitors(r, site, {name: [d for d in days if d not in gone] for name, days in ranges.items()}, tmp)
-    result = {}
+    result, memo = {}, {}
     for name, days in ranges.items():
         daily = [totals[d].dau if d in totals else 0 for d in days]
         if not any(d in gone for d in days):
             result[name] = live[name]
             continue
-        scaled = round(sum(daily) * repeat_ratio(site.id, days))
+        scaled = round(sum(daily) * repeat_ratio(site.id, days, memo))
         result[name] = min(sum(daily), max(live[name], max(daily, default=0), scaled))
     return result, True
 
 
-def repeat_ratio(site_id: int, days: list[date]) -> float:
+def _repeat_points(site_id: int, last: date, memo: dict | None) -> list | None:
+    """[(1, 1.0), (7, WAU share), (30, MAU share)] from the stored row of the last final
+    day up to `last`, or None; kept in `memo` (a caller's, for the length of one answer:
+    a filtered chart asks for the ratio of each of its days' windows)."""
+    if memo is not None and (site_id, last) in memo:
+        return memo[site_id, last]
+    row = DailyMetrics.objects.filter(site_id=site_id, final=True, date__lte=last, mau__gt=0).order_by("-date").first()
+    points = None
+    if row is not None:
+        dau = dict(DailyMetrics.objects.filter(site_id=site_id, date__range=(row.date - timedelta(days=29), row.date))
+                   .values_list("date", "dau"))
+        week = sum(dau.get(row.date - timedelta(days=k), 0) for k in range(7))
+        month = sum(dau.get(row.date - timedelta(days=k), 0) for k in range(30))
+        points = [(1, 1.0), (7, min(1.0, row.wau / week) if week else 1.0), (30, min(1.0, row.mau / month) if month else 1.0)]
+        points = [(n, max(ratio, 1e-3)) for n, ratio in points]  # (rows that disagree after an expiry must not give log(0))
+    if memo is not None:
+        memo[site_id, last] = points
+    return points
+
+
+def repeat_ratio(site_id: int, days: list[date], memo: dict | None = None) -> float:
     """The share of a range's day visitors that are distinct people over it, as the
     rollups stored it for the site: 1 for a day, WAU over the seven days' DAU summed for
     7 days, MAU over the thirty's for 30 (the stored row of the range's last final day),
@@ -124,14 +146,9 @@ def repeat_ratio(site_id: int, days: list[date]) -> float:
     n = len(days)
     if n <= 1:
         return 1.0
-    row = DailyMetrics.objects.filter(site_id=site_id, final=True, date__lte=days[-1], mau__gt=0).order_by("-date").first()
-    if row is None:
+    points = _repeat_points(site_id, days[-1], memo)
+    if points is None:
         return 1.0
-    dau = dict(DailyMetrics.objects.filter(site_id=site_id, date__range=(row.date - timedelta(days=29), row.date))
-               .values_list("date", "dau"))
-    week = sum(dau.get(row.date - timedelta(days=k), 0) for k in range(7))
-    month = sum(dau.get(row.date - timedelta(days=k), 0) for k in range(30))
-    points = [(1, 1.0), (7, min(1.0, row.wau / week) if week else 1.0), (30, min(1.0, row.mau / month) if month else 1.0)]
     (a, ra), (b, rb) = (points[0], points[1]) if n <= 7 else (points[1], points[2])
     slope = (log(rb) - log(ra)) / (log(b) - log(a))
     return min(1.0, exp(log(ra) + slope * (log(n) - log(a))))

@@ -86,11 +86,15 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
             rolled = row.updated if row is not None else now
             daily_until = _until(row.keys_until if row else None, _wanted(day, site.keep_daily_days, rolled), now)
             page_until = _until(row.page_keys_until if row else None, _wanted(day, site.keep_page_days, rolled), now)
-            segment_until = min(daily_until, _wanted(day, site.keep_segment_days, rolled))
-            if row is not None and (row.keys_until, row.page_keys_until) != (daily_until, page_until):
-                row.keys_until, row.page_keys_until = daily_until, page_until
+            segment_until = min(daily_until, _until(row.segment_keys_until if row else None, _wanted(day, site.keep_segment_days, rolled), now))
+            # (keys of a family sealed before now came after it was: late events, which the
+            # next rollup merges (pages) or which could not be refused in time; they get the
+            # grace, not an expiry in the past that would drop them uncounted)
+            late = [row is not None and sealed(recorded, now) for recorded in (row and row.keys_until, row and row.page_keys_until)]
+            if row is not None and (row.keys_until, row.page_keys_until, row.segment_keys_until) != (daily_until, page_until, segment_until):
+                row.keys_until, row.page_keys_until, row.segment_keys_until = daily_until, page_until, segment_until
                 changed.append(row)
-            daily_at, page_at = _at(daily_until), _at(page_until)
+            daily_at, page_at = (_at(max(until, now + grace()) if was else until) for until, was in zip((daily_until, page_until), late))
             pages, events, props = next(listed), next(listed), next(listed)
             for key in keys.daily_family(sid, day):
                 pipe.expireat(key, daily_at)
@@ -120,7 +124,7 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
             else:
                 _expire_segments(pipe, sid, day, bitmapped, _at(segment_until))
         pipe.execute()
-    DailyMetrics.objects.bulk_update(changed, ["keys_until", "page_keys_until"], batch_size=500)
+    DailyMetrics.objects.bulk_update(changed, ["keys_until", "page_keys_until", "segment_keys_until"], batch_size=500)
 
 
 def period_expiry(site: Site, unit: str, start: date) -> int:
@@ -221,9 +225,10 @@ def merge_sealed_pages(r: redis.Redis, site: Site, days: list[date], attempts: i
 def _add_staged(site: Site, day: date, staged: dict[bytes, bytes]):
     token = staged.pop(b"\0token").decode()
     with transaction.atomic():
-        row = DailyMetrics.objects.select_for_update().get(site=site, date=day)
-        if row.page_merge_token == token:
-            return  # (added before a crash kept the hash)
+        # (one UPDATE both claims the hash and says whether it was added before: a crash
+        # kept it, or another rollup is adding it; the second waits for the first's commit)
+        if not DailyMetrics.objects.filter(site=site, date=day).exclude(page_merge_token=token).update(page_merge_token=token):
+            return
         existing = {p.path: p for p in PageDaily.objects.filter(site=site, date=day, path__in=[k.decode() for k in staged])}
         new, changed = [], []
         for raw, value in staged.items():
@@ -237,6 +242,4 @@ def _add_staged(site: Site, day: date, staged: dict[bytes, bytes]):
                 changed.append(page)
         PageDaily.objects.bulk_create(new, batch_size=500)
         PageDaily.objects.bulk_update(changed, ["visitors", "pageviews"], batch_size=500)
-        row.page_merge_token = token
-        row.save(update_fields=["page_merge_token"])
 

@@ -18,6 +18,7 @@ even when a job fails. Days whose raw keys may have expired (older than the site
 """
 import logging
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -222,6 +223,19 @@ def roll_recent(r: redis.Redis, site: Site) -> Summary | None:
             r.sadd(keys.dirty_days(site.pk), *(day.isoformat() for day in dirty))  # the next run retries
             raise
         return summary
+
+
+def rollup_when_free(r: redis.Redis, site: Site, start: date, end: date, wait_s: float = 600.0, **kwargs) -> Summary:
+    """rollup() under the lock the five-minute job holds, waiting for it: two rollups of
+    the same days at once could both merge a sealed day's page keys (merge_sealed_pages)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        with held(r, keys.lock(site.pk, "rollup-recent")) as lock:
+            if lock is not None:
+                return rollup(r, site, start, end, **kwargs)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"site {site.pk}: another rollup held its lock for {wait_s:.0f} s")
+        time.sleep(0.5)
 
 
 def _take_dirty_days(r: redis.Redis, site: Site) -> list[date]:

@@ -104,7 +104,7 @@ class Command(BaseCommand):
         if no_rollup:
             self.stdout.write(f"Run `manage.py rollup --site {site_obj.domain} --from {start} --to {end}` to roll the imported days up.")
             return
-        summary = rollups.rollup(r, site_obj, start, end)
+        summary = rollups.rollup_when_free(r, site_obj, start, end)
         days = f", {summary.first} to {summary.last}" if summary.days else ""  # (a day still to come waits for the beat jobs)
         self.stdout.write(f"Rolled up {summary.days} day(s){days}.")
 

@@ -57,6 +57,6 @@ class Command(BaseCommand):
         with tqdm(total=total, unit="day", desc="rolling up", file=self.stderr._out) as bar:
             for s, days, today in plan:
                 bar.set_postfix_str(s.domain)
-                rollups.rollup(r, s, days[0], days[-1], today=today)
+                rollups.rollup_when_free(r, s, days[0], days[-1], today=today)
                 bar.update(len(days))
         self.stdout.write(f"Rolled up {total} site-days for {len({s.pk for s, _, _ in plan})} site(s).")
