@@ -41,6 +41,7 @@ class SiteInfo:
     keep_page_days: int = 35  # day page HLLs live this long after the rollup; older ranges read week/month HLLs
     keep_daily_days: int = 400  # raw day keys live this long after the rollup; then the stored rows are the record
     keep_segment_days: int = 90  # filter bitmaps live this long after the rollup
+    keep_page_period_days: int = 400  # week and month page HLLs live this long after their period
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -60,6 +61,7 @@ class SiteInfo:
             segment_values=site.segment_values,
             keep_page_days=site.keep_page_days,
             keep_segment_days=site.keep_segment_days,
+            keep_page_period_days=site.keep_page_period_days,
         )
 
     def today(self) -> date:

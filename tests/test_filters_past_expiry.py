@@ -211,3 +211,15 @@ def test_a_stored_day_whose_filter_names_nothing_stored_is_still_estimated(aged,
         assert values[day]["dau"] == len(brute.active[day])
         assert values[day]["new_visitors"] == len(brute.new[day])  # (the day's stored new visitors: everyone is in it)
         assert values[day]["mau"] > 0
+
+
+def test_wau_and_mau_over_expired_days_are_no_more_than_the_sites(aged, r):
+    """A window's days run backwards from its last: its repeat ratio is the last day's."""
+    info, brute, days, today = aged
+    filters = segments.parse("page==/pricing")
+    values, _ = filtered.daily_values(r, info, filters, days[0], days[-1])
+    site_values = queries.daily_values(r, info, days[0], days[-1])
+    for day in days:
+        assert values[day]["mau"] <= site_values[day]["mau"] and values[day]["wau"] <= site_values[day]["wau"], day
+        month = set().union(*(brute.segment(day - timedelta(days=n), filters) for n in range(30)))
+        assert abs(values[day]["mau"] - len(month)) <= max(6, 0.45 * len(month)), (day, values[day]["mau"], len(month))

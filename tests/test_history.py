@@ -251,3 +251,19 @@ def test_a_late_bitmap_on_a_day_whose_filter_bitmaps_expired_is_not_taken_for_th
     roll_recent(r, site)
     assert not r.exists(keys.dimension_bitmap(site.id, day, "page\x1f/pricing"))
     assert filtered.daily_values(r, info, filters, day, day, windows=False)[0][day]["dau"] == stored_value + 1
+
+
+def test_a_pages_visitors_over_history_whose_week_and_month_hlls_are_gone_are_not_its_largest_day(site, r, tmp_path, no_grace):
+    first = datetime.now(UTC).date() - timedelta(days=site.keep_page_period_days + 60)
+    days = days_between(first, first + timedelta(days=20))
+    lines = log_lines(first, len(days), seed=8, people=300)
+    import_("--site", site.domain, write_log(tmp_path / "a.log", lines))
+    rows, _ = queries.ranked_pages(r, SiteInfo.from_model(site), days[0], days[-1], limit=5)
+    for row in rows:
+        per_day = defaultdict(set)
+        for ts, ip, agent, page in lines:
+            if page == row["page"]:
+                per_day[ts.date()].add((ip, agent))
+        truth = len(set().union(*per_day.values()))
+        largest = max(len(people) for people in per_day.values())
+        assert largest < row["visitors"] <= sum(len(people) for people in per_day.values()), (row, truth, largest)

@@ -253,14 +253,15 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
     rows = [values[day] for day in days]
     average_dau = sum(row["dau"] for row in rows) / len(rows)
     dau = int(average_dau + 0.5)
+    new_visitors = None if site.daily_salt else sum(row["new_visitors"] for row in rows)
     result = {
-        "visitors": unions["period"],
+        "visitors": max(unions["period"], new_visitors or 0),  # (an estimated union is never below the new visitors in it)
         "pageviews": _sum(row["pageviews"] for row in rows),
         "dau": dau,
         "wau": values[last]["wau"],
         "mau": values[last]["mau"],
         "stickiness": round(average_dau / values[last]["mau"], 4) if values[last]["mau"] else 0.0,
-        "new_visitors": None if site.daily_salt else sum(row["new_visitors"] for row in rows),
+        "new_visitors": new_visitors,
     }
     result.update(_visit_rates(visit_counts, days))
     result["estimates"] = {metric: reason for metric, reason in estimates.items() if reason}
@@ -344,7 +345,7 @@ def union_estimate(site: SiteInfo, days: list[date], seen: int, counted: int, ex
     above the sum."""
     relative = 1.0
     if exact_days > 1 and seen and counted:
-        site_ratio = stored.repeat_ratio(site.id, days[-exact_days:], memo)
+        site_ratio = stored.repeat_ratio(site.id, sorted(days)[-exact_days:], memo)
         relative = (seen / counted) / site_ratio if site_ratio else 1.0
     total = counted + added
     return int(min(total, max(seen, round(total * min(1.0, stored.repeat_ratio(site.id, days, memo) * relative)))))

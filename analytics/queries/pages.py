@@ -12,6 +12,7 @@ from ..periods import days_between, monday, period_days
 from ..sites import SiteInfo
 from ..store import keys
 from .exact import exact_visitors
+from .stored import repeat_ratio
 
 # Pages ranked by visitors: at most this many candidates get their visitors counted (a
 # multi-key PFCOUNT each); see top_pages().
@@ -69,6 +70,11 @@ def ranked_pages(
     needle = search.lower()
     ranked = sorted((p for p in visitor_days if needle in p.lower()), key=lambda p: (-visitor_days[p], -pageviews[p], p))
     cover = page_cover(site, start, end)
+    # Days whose week and month page HLLs the policy has let go (history, mostly): the
+    # union of what is left misses them, so a page's visitors are then at least its days'
+    # visitors summed times the site's repeat ratio over the range (queries/stored.py).
+    period_days_gone = final and min(final) < site.today() - timedelta(days=site.keep_page_period_days)
+    ratio = repeat_ratio(site.id, days) if period_days_gone else 0.0
     visitors: dict[str, int] = {}
     wanted, budget = limit + 5, min(2 * limit + 5, MAX_PAGE_CANDIDATES)
     while True:
@@ -77,7 +83,7 @@ def ranked_pages(
         for path in batch:
             pipe.pfcount(*cover(path))
         # an estimate is never shown above the exact pageviews beside it, nor above the sum of the days' visitors
-        visitors.update((path, max(peak[path], min(estimate, pageviews[path], visitor_days[path])))
+        visitors.update((path, max(peak[path], round(visitor_days[path] * ratio), min(estimate, pageviews[path], visitor_days[path])))
                         for path, estimate in zip(batch, pipe.execute()))
         best = sorted(visitors.values(), reverse=True)[:limit]
         if wanted >= len(ranked) or wanted >= budget:

@@ -146,7 +146,7 @@ def repeat_ratio(site_id: int, days: list[date], memo: dict | None = None) -> fl
     n = len(days)
     if n <= 1:
         return 1.0
-    points = _repeat_points(site_id, days[-1], memo)
+    points = _repeat_points(site_id, max(days), memo)  # (callers' lists may run backwards: a window's days)
     if points is None:
         return 1.0
     (a, ra), (b, rb) = (points[0], points[1]) if n <= 7 else (points[1], points[2])
