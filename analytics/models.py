@@ -295,6 +295,22 @@ class PageDaily(models.Model):
         indexes = [models.Index(fields=["site", "date"], name="page_daily_site_date")]
 
 
+class PagePeriod(models.Model):
+    """A page's visitors over an ISO week or a calendar month, stored by the rollups once
+    the period has ended (PFCOUNT of its merged HLL): what a page's union over long-past
+    history is counted from once those HLLs expire (keep_page_period_days)."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="page_periods")
+    unit = models.CharField(max_length=5, choices=PeriodVisitors.Unit.choices)
+    start = models.DateField()
+    path = models.CharField(max_length=1024)
+    visitors = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "unit", "start", "path"], name="page_period_unique")]
+        indexes = [models.Index(fields=["site", "path", "unit", "start"], name="page_period_lookup")]
+
+
 class Goal(models.Model):
     """What counts as a conversion: a custom event by name, or a pageview of a path pattern
     (`*` matches within one path segment, `**` across segments: `/blog/*`, `/docs/**`).

@@ -21,7 +21,7 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
 from .exact import exact_visitors
-from .pages import page_cover
+from .pages import page_cover, page_unions
 
 UNION_CHUNK = 500  # keys per PFMERGE when a page pattern matches many page-days
 
@@ -122,6 +122,13 @@ def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -
             return exact, views
     cover = page_cover(site, days[0], days[-1])
     hlls = [key for path in sorted(paths) for key in cover(path)]
+    if cover.gone and len(paths) == 1:  # (its merged HLLs expired: the page's stored rows, as top pages count it)
+        path = next(iter(paths))
+        counted = {path: r.pfcount(*hlls) if hlls else 0}
+        union = page_unions(r, site, days[0], days[-1], cover, [path], counted)[path]
+        return max(min(union, views, visitor_days + live_views), most), views
+    if not hlls:
+        return most, views
     with scratch(r, site.id) as tmp:
         into = tmp.key("goal")
         pipe = r.pipeline(transaction=False)

@@ -1,18 +1,20 @@
 """Pages: the top pages of a range by visitors (all, or those whose path contains a text), one
 page's days, prefix search of paths."""
-from datetime import date, timedelta
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
 
 import redis
 from django.db.models import Max, Sum
 
 from .. import dimensions
 from ..counts.pages import page_days
-from ..models import DailyMetrics, PageDaily, PeriodVisitors
-from ..periods import days_between, monday, period_days
+from ..models import DailyMetrics, PageDaily, PagePeriod, PeriodVisitors
+from ..periods import days_between, monday, period_days, policy_expiry
 from ..sites import SiteInfo
 from ..store import keys
+from ..store.scratch import scratch
 from .exact import exact_visitors
-from .stored import repeat_ratio
+from .stored import visitors_over
 
 # Pages ranked by visitors: at most this many candidates get their visitors counted (a
 # multi-key PFCOUNT each); see top_pages().
@@ -70,21 +72,19 @@ def ranked_pages(
     needle = search.lower()
     ranked = sorted((p for p in visitor_days if needle in p.lower()), key=lambda p: (-visitor_days[p], -pageviews[p], p))
     cover = page_cover(site, start, end)
-    # Days whose week and month page HLLs the policy has let go (history, mostly): the
-    # union of what is left misses them, so a page's visitors are then at least its days'
-    # visitors summed times the site's repeat ratio over the range (queries/stored.py).
-    period_days_gone = final and min(final) < site.today() - timedelta(days=site.keep_page_period_days)
-    ratio = repeat_ratio(site.id, days) if period_days_gone else 0.0
     visitors: dict[str, int] = {}
     wanted, budget = limit + 5, min(2 * limit + 5, MAX_PAGE_CANDIDATES)
     while True:
         batch = [path for path in ranked[:wanted] if path not in visitors]
         pipe = r.pipeline(transaction=False)
-        for path in batch:
+        asked = [path for path in batch if cover(path)]  # (a range of gone periods alone has no key left)
+        for path in asked:
             pipe.pfcount(*cover(path))
+        counted = dict.fromkeys(batch, 0) | dict(zip(asked, pipe.execute()))
+        if cover.gone:  # (merged HLLs the policy let go: their periods' stored rows)
+            counted = page_unions(r, site, start, end, cover, batch, counted)
         # an estimate is never shown above the exact pageviews beside it, nor above the sum of the days' visitors
-        visitors.update((path, max(peak[path], round(visitor_days[path] * ratio), min(estimate, pageviews[path], visitor_days[path])))
-                        for path, estimate in zip(batch, pipe.execute()))
+        visitors.update((path, max(peak[path], min(counted[path], pageviews[path], visitor_days[path]))) for path in batch)
         best = sorted(visitors.values(), reverse=True)[:limit]
         if wanted >= len(ranked) or wanted >= budget:
             break
@@ -117,7 +117,10 @@ def page_cover(site: SiteInfo, start: date, end: date):
     whole final months and weeks inside the range by their merged keys, other days by
     their day keys while those live (keep_page_days after the day is final); an older day outside any whole
     period by its week's merged key, which also holds the week's other days (an
-    overestimate, which callers bound by the sum of the days' stored visitors)."""
+    overestimate, which callers bound by the sum of the days' stored visitors). The
+    function's `gone` attribute lists the parts ((unit, start)) whose merged keys the
+    policy has let go (keep_page_period_days after the period): their stored rows
+    (PagePeriod) count instead (page_unions())."""
     periods = PeriodVisitors.objects.filter(site_id=site.id, final=True, start__gte=start, start__lte=end)
     covered: set[date] = set()
     parts = []
@@ -137,13 +140,46 @@ def page_cover(site: SiteInfo, start: date, end: date):
         elif ("week", monday(day)) not in weeks:
             weeks.append(("week", monday(day)))
     parts += weeks
+    now = datetime.now(UTC)
+    gone = [part for part in parts if policy_expiry(period_days(*part)[-1], site.keep_page_period_days) <= now]
 
     def keys_of(path: str) -> list[str]:
-        return [keys.period_visitors(site.id, unit, first, path) for unit, first in parts] + [
+        return [keys.period_visitors(site.id, unit, first, path) for unit, first in parts if (unit, first) not in gone] + [
             keys.page_visitors(site.id, day, path) for day in rest
         ]
 
+    keys_of.gone = gone
+    keys_of.live_days = [day for day in days_between(start, end)
+                         if not any(day in period_days(*part) for part in gone)]
     return keys_of
+
+
+def page_unions(r: redis.Redis, site: SiteInfo, start: date, end: date, cover, paths: list[str], counted: dict[str, int]) -> dict[str, int]:
+    """The visitors of pages over a range part of whose merged HLLs have expired: the
+    union of what is left (`counted`, PFCOUNTs of cover's keys) and each gone period's
+    stored row, summed, times the share of the site's visitors over those parts that are
+    distinct people over the range (its stored period unions against its union over the
+    range): the page's visitors taken to come back across weeks and months as everyone's
+    do. Exact for a range that is one gone period (its row)."""
+    rows = defaultdict(dict)
+    for path, unit, first, n in PagePeriod.objects.filter(
+            site_id=site.id, path__in=paths, unit__in=["week", "month"], start__in=[first for _, first in cover.gone]
+    ).values_list("path", "unit", "start", "visitors"):
+        rows[path][unit, first] = n
+    site_parts = {(row.unit, row.start): row.visitors for row in PeriodVisitors.objects.filter(site_id=site.id, final=True,
+                                                                                                  start__in=[f for _, f in cover.gone])}
+    with scratch(r, site.id) as tmp:
+        spans = {"all": days_between(start, end)}
+        if cover.live_days:
+            spans["live"] = cover.live_days
+        unions, _ = visitors_over(r, site, spans, tmp)
+    parts_sum = unions.get("live", 0) + sum(site_parts.get(part, 0) for part in cover.gone)
+    share = min(1.0, unions["all"] / parts_sum) if parts_sum else 1.0
+    result = {}
+    for path in paths:
+        pieces = [n for n in (counted.get(path, 0), *(rows[path].get(part, 0) for part in cover.gone)) if n]
+        result[path] = pieces[0] if len(pieces) == 1 else round(sum(pieces) * share)
+    return result
 
 
 SEARCH_CANDIDATES = 200  # prefix matches ranked for one suggestion list

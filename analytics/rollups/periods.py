@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime
 import redis
 
 from ..counts.unions import range_visitors
-from ..models import DailyMetrics, PeriodVisitors, Site
+from ..models import DailyMetrics, PagePeriod, PeriodVisitors, Site
 from ..periods import monday, month_start, period_days
 from ..sites import SiteInfo
 from ..store import keys
@@ -42,16 +42,19 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
     rows = []
     for (unit, start), present in spans.items():
         page_days = present  # (every day whose keys are still there: the fold runs before expiry drops them)
+        final = period_days(unit, start)[-1] < today
         if page_days:
-            paths = r.sunion(*(keys.pages_index(sid, d) for d in page_days))
+            paths = sorted(p.decode() for p in r.sunion(*(keys.pages_index(sid, d) for d in page_days)))
             pipe = r.pipeline(transaction=False)
             for path in paths:
-                path = path.decode()
                 page_key = keys.period_visitors(sid, unit, start, path)
                 pipe.pfmerge(page_key, *(keys.page_visitors(sid, d, path) for d in page_days))
+                if final:
+                    pipe.pfcount(page_key)  # (before its expiry: a period of old history may expire at once)
                 pipe.expireat(page_key, period_expiry(site, unit, start))
-            pipe.execute()
-        final = period_days(unit, start)[-1] < today
+            answers = pipe.execute()
+            if final and paths:
+                _store_page_periods(site, unit, start, dict(zip(paths, answers[1::3])))
         rows.append(PeriodVisitors(site=site, unit=unit, start=start, visitors=visitors[unit, start], final=final))
     PeriodVisitors.objects.bulk_create(
         rows,
@@ -60,3 +63,13 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
         update_fields=["visitors", "final", "updated"],
     )
     return rows
+
+
+def _store_page_periods(site: Site, unit: str, start: date, counts: dict[str, int]):
+    """Each page's visitors over an ended period, as rows: what its union over history is
+    counted from once the period's HLLs expire (queries/pages.py). A row never shrinks: a
+    period HLL made again after it expired holds only the days still in Redis."""
+    before = dict(PagePeriod.objects.filter(site=site, unit=unit, start=start, path__in=list(counts)).values_list("path", "visitors"))
+    rows = [PagePeriod(site=site, unit=unit, start=start, path=path, visitors=max(int(n), before.get(path, 0))) for path, n in counts.items()]
+    PagePeriod.objects.bulk_create(rows, batch_size=500, update_conflicts=True, unique_fields=["site", "unit", "start", "path"],
+                                   update_fields=["visitors"])
