@@ -223,3 +223,21 @@ def test_wau_and_mau_over_expired_days_are_no_more_than_the_sites(aged, r):
         assert values[day]["mau"] <= site_values[day]["mau"] and values[day]["wau"] <= site_values[day]["wau"], day
         month = set().union(*(brute.segment(day - timedelta(days=n), filters) for n in range(30)))
         assert abs(values[day]["mau"] - len(month)) <= max(6, 0.45 * len(month)), (day, values[day]["mau"], len(month))
+
+
+def test_each_row_of_a_filtered_series_says_whether_it_is_an_estimate(aged, r, client):
+    """Per row, not per answer: the days still exact are unmarked, the days answered from
+    stored rows say why (the API passes the rows through)."""
+    info, _, days, today = aged
+    rows, estimated = filtered.timeseries(r, info, segments.parse("country==DE"), days[0], days[-1], ("visitors", "pageviews"))
+    assert estimated
+    for row in rows:
+        age = _age(today, date_of(row))
+        assert ("estimate" in row) == (age >= 7), (row, age)  # (country==DE has its bitmaps until keep_segment_days)
+    assert "stored daily rows" in rows[0]["estimate"]
+
+
+def date_of(row):
+    from datetime import date
+
+    return date.fromisoformat(row["date"])

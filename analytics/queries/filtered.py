@@ -188,14 +188,22 @@ def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, 
     if interval != "day":
         for day in days:
             groups.setdefault(period_start(interval, day), []).append(day)
-    values, estimated, unions, _ = _days(r, site, filters, start, end, windows, groups)
+    values, estimated, unions, kinds = _days(r, site, filters, start, end, windows, groups)
     visits = _visit_counts(r, site, filters, days) if set(VISIT_METRICS) & set(metrics) else None
+    reach = 30 if windows else 1  # (a row's WAU and MAU reach back over the 30 days before it)
+
+    def marked(members: list[date]) -> dict:
+        """The row's "estimate": why, where a day its numbers count is one."""
+        reason = why(kinds, [m - timedelta(days=n) for m in members for n in range(reach)])
+        return {"estimate": reason} if reason else {}
+
     if interval == "day":
-        return [{"date": day.isoformat(), **_row(metrics, values[day], _visit_rates(visits, [day]))} for day in days], estimated
+        return [{"date": day.isoformat(), **_row(metrics, values[day], _visit_rates(visits, [day])), **marked([day])}
+                for day in days], estimated
     rows = []
     for first, members in groups.items():
         sums = {"visitors": unions[first], **{m: _sum(values[day][m] for day in members) for m in metrics if m not in (*VISIT_METRICS, "visitors")}}
-        rows.append({"date": first.isoformat(), **_row(metrics, sums, _visit_rates(visits, members))})
+        rows.append({"date": first.isoformat(), **_row(metrics, sums, _visit_rates(visits, members)), **marked(members)})
     return rows, estimated
 
 
