@@ -12,6 +12,8 @@ the package's surface; the dashboard reads through them and the models only.
     segments.py         filters: a filtered audience's visitors day by day, as bitmaps
     estimates.py        where the bitmaps cannot say: HLL inclusion-exclusion
     filtered.py         every number above for a filtered audience (exact, or marked estimated)
+    stored.py           days whose raw keys expired: their stored rows, the site's repeat ratio
+    expired.py          a filtered audience's rows, converters and unions over such days
     funnels.py          a funnel's steps: visitors who reached each, day by day
     places.py           visitors within some distance of a place (with a city database)
     retention.py        retention cohorts

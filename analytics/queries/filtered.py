@@ -21,12 +21,12 @@ import redis
 from .. import dimensions
 from ..counts import fold
 from ..counts.cohorts import retention as live_retention
-from ..models import DailyMetrics, DimensionDaily, Retention, page_pattern_regex
+from ..models import DailyMetrics, DimensionDaily, Retention
 from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
-from . import segments, stored
+from . import expired, segments, stored
 from .breakdown import COUNTS, field_days, rates_over
 from .days import VISIT_METRICS, percent_change, previous
 from .days import daily_values as site_days
@@ -300,7 +300,7 @@ def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, d
     candidates = [value for value in candidates if all(f.admits(value) for f in filters if f.prop == dimension)][:MAX_ROWS]
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
-        live = [day for day in days if day not in segment.stored]  # (the others: _stored_breakdown())
+        live = [day for day in days if day not in segment.stored]  # (the others: expired.stored_breakdown())
         present = segments.present(r, site, live, dimension, candidates)
         pipe = r.pipeline(transaction=False)
         at, estimated, daily, sized = {}, [], {}, {}
@@ -334,55 +334,13 @@ def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, d
                     row["visitors"], row["estimate"] = guess, True
                 row["estimate"] = row["estimate"] or value not in at
         if segment.stored:
-            for value, late in _stored_breakdown(site, segment, dimension, candidates).items():
+            for value, late in expired.stored_breakdown(site, segment, dimension, candidates).items():
                 if late:
                     counted = sum(int(n) for n in answers[daily[value] : daily[value] + sized[value]]) if value in daily else 0
-                    union = union_estimate(site, days, rows[value]["visitors"], counted, sized.get(value, 0), late, segment.ratios)
+                    union = expired.union_estimate(site, days, rows[value]["visitors"], counted, sized.get(value, 0), late, segment.ratios)
                     rows[value]["visitors"], rows[value]["estimate"] = union, True
     ranked = sorted((row for row in rows.values() if row["visitors"] > 0), key=lambda row: (-row["visitors"], row["value"]))
     return ranked, any(row["estimate"] for row in ranked)
-
-
-def union_estimate(site: SiteInfo, days: list[date], seen: int, counted: int, exact_days: int, added: float, memo: dict) -> int:
-    """An audience's visitors over `days`, where `exact_days` of them were counted from
-    bitmaps (`seen` people over them, `counted` their days' people summed) and the others
-    are `added` people summed over their days, estimated: all the days' people summed,
-    times the share of distinct people the site's stored DAU, WAU and MAU give over as
-    many days (repeat_ratio), times how much more (or less) often than everyone this
-    audience comes back where both are known (its exact days). Never below `seen`, never
-    above the sum."""
-    relative = 1.0
-    if exact_days > 1 and seen and counted:
-        site_ratio = stored.repeat_ratio(site.id, sorted(days)[-exact_days:], memo)
-        relative = (seen / counted) / site_ratio if site_ratio else 1.0
-    total = counted + added
-    return int(min(total, max(seen, round(total * min(1.0, stored.repeat_ratio(site.id, days, memo) * relative)))))
-
-
-def _stored_breakdown(site: SiteInfo, segment: segments.Segment, dimension: str, values: list[str]) -> dict[str, float]:
-    """Each value's visitors in the segment on the days answered from stored rows, summed
-    over them (for union_estimate()): its stored visitors that day times the segment's
-    share of the day's visitors, or, where a filter names the value (`==`), the segment's
-    day shared among the values it names by their visitors. An estimate."""
-    days = sorted(segment.stored)
-    naming = [f for f in segment.filters if f.prop == dimension and f.op == "=="]
-    rows = stored.value_rows(site.id, days, dimension, sorted({*values, *(v for f in naming for v in f.values)}))
-    return {value: sum(_share_of(value, rows[day], segment.sizes[day], segment.stored[day].dau, naming) for day in days)
-            for value in values}
-
-
-def _share_of(value: str, people: dict[str, int], size: int, dau: int, naming: list) -> float:
-    """One day's visitors of a value in a segment of `size` of the day's `dau` visitors,
-    from each value's stored visitors that day (`people`): the segment's share of the
-    value's, as if independent; or where filters name the value (`naming`), the
-    segment's visitors shared among the values each names, by their visitors."""
-    own = min(people.get(value, 0), dau)
-    named = [f for f in naming if value in f.values]
-    if named:
-        f = min(named, key=lambda f: len(f.values))
-        among = sum(min(people.get(v, 0), dau) for v in f.values)
-        return size * own / among if among else 0.0
-    return own * size / dau if dau else 0.0
 
 
 def goals(
@@ -436,33 +394,14 @@ def goals(
                 estimated = True
                 seen = int(answers[at[n]]) if n in at else 0
                 counted = sum(int(c) for c in answers[daily[n] : daily[n] + sized[n]]) if n in daily else 0
-                late[goal.name] = union_estimate(site, days, seen, counted, sized.get(n, 0),
-                                                 _converters_by_rows(site, segment, goal, by_rows[goal.name], totals), segment.ratios)
+                late[goal.name] = expired.union_estimate(site, days, seen, counted, sized.get(n, 0),
+                                                 expired.converters_by_rows(site, segment, goal, by_rows[goal.name], totals), segment.ratios)
     for n, goal in enumerate(goal_list):
         converters = min(visitors, late[goal.name]) if goal.name in late else (int(answers[at[n]]) if n in at else 0)
         rows.append({"goal": goal.name, "visitors": converters, "events": None,
                      "conversion_rate": round(100 * converters / visitors, 2) if visitors else 0.0})
     rows.sort(key=lambda row: (-row["visitors"], row["goal"]))
     return rows, estimated or segment.estimate_over(days)
-
-
-def _converters_by_rows(site: SiteInfo, segment: segments.Segment, goal, days: list[date], totals: dict) -> float:
-    """A goal's converters in the segment on days its bitmaps cannot say (their keys
-    expired, or the goal had no bitmap that day), from the rows the rollup stored: a day's
-    converters (its event's stored visitors, or those of the pages its pattern matches,
-    summed) times the segment's share of that day's visitors, or all of them where the
-    filters are that goal alone; summed over the days (for union_estimate())."""
-    if goal.event_name:
-        rows = stored.value_rows(site.id, days, "event", [goal.event_name])
-        people = {day: rows[day].get(goal.event_name, 0) for day in days}
-    else:
-        match = page_pattern_regex(goal.page_pattern).fullmatch
-        rows = stored.value_rows(site.id, days, "page")
-        people = {day: sum(n for path, n in rows[day].items() if path != dimensions.OTHER and match(path)) for day in days}
-    naming = [f for f in segment.filters if f.prop == "goal" and f.op == "==" and goal.name in f.values]
-    if naming and min(len(f.values) for f in naming) == 1:
-        return float(sum(segment.sizes[day] for day in days))  # (the segment is this goal's converters)
-    return sum(_share_of(goal.name, {goal.name: people[day]}, segment.sizes[day], totals[day].dau, []) for day in days)
 
 
 def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, end: date, periods: int) -> tuple[list[dict], bool]:

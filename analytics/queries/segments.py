@@ -29,7 +29,7 @@ day says `"estimate": true`. Daily-salt sites give a visitor a new id every day,
 day segments are exact and their unions over several days are estimates.
 """
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 
 import redis
 
@@ -40,8 +40,9 @@ from ..models import Goal, page_pattern_regex
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, Scratch, queue_union
+from . import expired
 from .estimates import estimate
-from .stored import DayTotals, day_totals, repeat_ratio, segment_size, value_rows
+from .stored import DayTotals, day_totals, segment_size, value_rows
 
 PROPERTIES = (*dimensions.VISIT_DIMENSIONS, "page", "goal")
 OPS = ("==", "!=", "~")
@@ -320,7 +321,7 @@ def visitors(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
     if scaled:
         result.update(_scaled_unions(r, segment, scaled))
     if kept:
-        result.update(_stored_unions(r, segment, kept))
+        result.update(expired.stored_unions(r, segment, kept))
     if exact:
         pipe = r.pipeline(transaction=False)
         at = {}
@@ -380,45 +381,6 @@ def _scaled_unions(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
         visits = sum(active[day] for day in days)
         scaled = sum(sizes) * (site_union / visits if visits else 1.0)
         result[name] = min(sum(sizes), max(seen, max(sizes), round((scaled + crossed[name]) / 2)))
-    return result
-
-
-def _stored_unions(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
-    """The segment's visitors over ranges holding days answered from stored rows (their
-    bitmaps expired): the days' sizes summed, times the site's repeat_ratio() over them,
-    times how much more (or less) often than everyone the segment's visitors come back
-    where both are known (its exact days: the OR of their bitmaps over their sizes
-    summed, against the same of the site's active bitmaps). Never below that OR nor the
-    largest day, never above the sum of the days."""
-    sid = segment.site.id
-    pipe = r.pipeline(transaction=False)
-    at = {}
-    for n, (name, days) in enumerate(ranges.items()):
-        exact = [day for day in days if day not in segment.estimated]
-        if exact:
-            for what, names in (("seg", [segment.keys[day] for day in exact]), ("site", [keys.active(sid, day) for day in exact])):
-                dest = segment.tmp.key(f"stored-union:{what}:{n}")
-                queue_union(pipe, dest, names)
-                at[name, what] = len(pipe)
-                pipe.bitcount(dest)
-                pipe.unlink(dest)
-            at[name, "dau"] = len(pipe)
-            for day in exact:
-                pipe.bitcount(keys.active(sid, day))
-    answers = pipe.execute()
-    result = {}
-    for name, days in ranges.items():
-        sizes = [segment.sizes[day] for day in days]
-        seen, relative = 0, 1.0
-        if (name, "seg") in at:
-            exact = [day for day in days if day not in segment.estimated]
-            seen, site_seen = int(answers[at[name, "seg"]]), int(answers[at[name, "site"]])
-            site_sum = sum(int(n) for n in answers[at[name, "dau"] : at[name, "dau"] + len(exact)])
-            seg_sum = sum(segment.sizes[day] for day in exact)
-            if len(exact) > 1 and seen and site_seen and seg_sum:
-                relative = (seen / seg_sum) / (site_seen / site_sum)
-        scaled = round(sum(sizes) * min(1.0, repeat_ratio(sid, days, segment.ratios) * relative))
-        result[name] = min(sum(sizes), max(seen, max(sizes), scaled))
     return result
 
 
