@@ -13,8 +13,9 @@ For a site and a range of days, `rollup()` computes and upserts:
 Every result is a function of the raw keys alone, so running a rollup twice writes the
 same rows, and a cohort is always computed as far as data goes (not just to the end of
 the range asked): rollups can run in any order. Scratch keys get a TTL and are unlinked
-even when a job fails. Days whose raw keys may have expired (older than the site's
-`keep_daily_days`) are never recomputed: their stored rows are the record.
+even when a job fails. A day whose raw keys expired after its rollup (sealed: its row
+records when, expiry.py) is never recomputed: its stored rows are the record. Any other
+day that has keys is, however old (history imported or sent late).
 """
 import logging
 import secrets
