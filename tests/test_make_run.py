@@ -27,7 +27,7 @@ def start(var_dir: Path, port: int):
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE")}
     env.update(TALLY_VAR_DIR=str(var_dir), PORT=str(port), REDIS_PORT=str(free_port()), WEB_WORKERS="1")
     # The test kills Redis (-9) and counts every event after: fsync before each reply, since
-    # the default `everysec` may lose the last ~2 s when the disk's fsync lags (README, Reliability).
+    # the default `everysec` may lose the last ~2 s when the disk's fsync lags (docs/operations.md, Reliability).
     env["TALLY_REDIS_APPENDFSYNC"] = "always"
     process = subprocess.Popen(
         [sys.executable, "-m", "config.runner"],
