@@ -73,12 +73,14 @@ class SiteInfo:
         return self.today() - timedelta(days=self.keep_daily_days - 1)
 
 
-def sealed_days(site: SiteInfo, days) -> set[date]:
-    """The days among these whose raw keys have expired after their rollup stored them:
-    their rows are the record, and events for them can no longer be added (their new
-    keys would hold them alone; analytics.rollups.expiry)."""
+def sealed_days(site, days, pages: bool = False) -> set[date]:
+    """The days among these whose raw keys (with `pages`, their page keys) have expired
+    after their rollup stored them: their rows are the record, and events for them can no
+    longer be added (their new keys would hold them alone; analytics.rollups.expiry).
+    `site`: a Site or a SiteInfo (both name the policy's days)."""
     now = datetime.now(UTC)
-    return {row.date for row in DailyMetrics.objects.filter(site_id=site.id, date__in=set(days)) if row.sealed(site, now)[0]}
+    rows = DailyMetrics.objects.filter(site_id=site.id if isinstance(site, SiteInfo) else site.pk, date__in=set(days))
+    return {row.date for row in rows if row.sealed(site, now)[1 if pages else 0]}
 
 
 def sealed_reason(day: date) -> str:

@@ -21,16 +21,18 @@ import redis
 from .. import dimensions
 from ..counts import fold
 from ..counts.cohorts import retention as live_retention
-from ..models import DailyMetrics, DimensionDaily, Retention
+from ..models import DimensionDaily, Retention
 from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
 from . import expired, segments, stored
 from .breakdown import COUNTS, field_days, rates_over
+from .days import UNION_DAILY_SALT as DAILY_SALT
 from .days import VISIT_METRICS, percent_change, previous
 from .days import daily_values as site_days
 from .goals import matching_goals
+from .pages import page_timeseries
 
 WINDOWS = (("wau", 7), ("mau", 30))
 # Why a number is an estimate, and by how much (each metric of an answer says so, or
@@ -39,7 +41,6 @@ ESTIMATED = ("an estimate: some values had no visitor bitmap on some days, so th
              "HyperLogLogs (±0.81% each) by inclusion-exclusion")
 STORED = ("an estimate: some days' raw keys have expired, so they are counted from the rollup's stored daily rows "
           "(one value exact to ±0.81%; several values or filters combined as if independent, no stated bound)")
-DAILY_SALT = "an estimate: daily-salt visitors over several days are a HyperLogLog union (±0.81%)"
 
 
 def why(kinds: dict, days) -> str:
@@ -507,15 +508,8 @@ def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date], counts
 
 
 def _page_pageviews(r: redis.Redis, site: SiteInfo, path: str, days: list[date]) -> dict[date, int]:
-    """A page's pageviews each day: its stored rows for final days (their page counters
-    expire), its counters for the others."""
-    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__in=days).values_list("date", flat=True))
-    result = stored.page_pageviews(site.id, sorted(final), path) if final else {}
-    live = [day for day in days if day not in final]
-    pipe = r.pipeline(transaction=False)
-    for day in live:
-        pipe.get(keys.page_pageviews(site.id, day, path))
-    return result | {day: int(v or 0) for day, v in zip(live, pipe.execute())}
+    """A page's pageviews each day (its stored rows for final days: queries.pages)."""
+    return {date.fromisoformat(row["date"]): row["pageviews"] for row in page_timeseries(r, site, path, days[0], days[-1])}
 
 
 def _share(r: redis.Redis, site: SiteInfo, segment: segments.Segment, days: list[date]) -> float:

@@ -74,12 +74,6 @@ def value_rows(site_id: int, days: list[date], dimension: str, names: list[str] 
     return found
 
 
-def page_pageviews(site_id: int, days: list[date], path: str) -> dict[date, int]:
-    """A page's stored pageviews on these days (0 where it has no row)."""
-    rows = PageDaily.objects.filter(site_id=site_id, date__in=days, path=path).values_list("date", "pageviews")
-    return {day: 0 for day in days} | dict(rows)
-
-
 def segment_size(dau: int, terms: list[tuple[bool, int]]) -> int:
     """A day's filtered visitors from each filter's own: `terms` (negate, visitors of the
     values it names). One filter is its number (the day's visitors less it for `!=`);

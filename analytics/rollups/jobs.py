@@ -21,7 +21,7 @@ import logging
 import secrets
 import time
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 
 import redis
 
@@ -34,7 +34,7 @@ from ..counts.pages import page_days
 from ..dedup import bloom
 from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily, Retention, Site
 from ..periods import days_between, monday
-from ..sites import SiteInfo
+from ..sites import SiteInfo, sealed_days
 from ..store import firstdays, idmap, keys
 from ..store.locks import held
 from ..store.scratch import scratch
@@ -70,7 +70,7 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
     start, end = days[0], days[-1]
     with scratch(r, site.pk) as tmp:
         summary = Summary(days=len(days), first=start, last=end)
-        pages_sealed = _pages_sealed(site, days)
+        pages_sealed = sealed_days(site, days, pages=True)
         _store_days(site, day_metrics(r, info, days, tmp), today)
         _store_pages(r, site, [day for day in days if day not in pages_sealed])
         merge_sealed_pages(r, site, sorted(pages_sealed))
@@ -91,7 +91,7 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
 
         day_cohorts = [day for day in days_between(start - timedelta(days=DAY_PERIODS), end) if day in live]
         _store_retention(site, "day", retention(r, info, "day", day_cohorts, today, tmp))
-        sealed = _sealed(site, days_between(weeks[0], min(weeks[-1] + timedelta(days=6), today))) if weeks else set()
+        sealed = sealed_days(site, days_between(weeks[0], min(weeks[-1] + timedelta(days=6), today))) if weeks else set()
         week_cohorts = [w for w in weeks if monday(start) - timedelta(weeks=WEEK_PERIODS) <= w <= monday(end)
                         and not any(w + timedelta(days=n) in sealed for n in range(7))]
         _store_retention(site, "week", retention(r, info, "week", week_cohorts, monday(today), tmp))
@@ -118,28 +118,15 @@ def _rollable(r: redis.Redis, site: Site, days: list[date], today: date) -> list
 def _unsealed(r: redis.Redis, site: Site, days: list[date], today: date) -> set[date]:
     """Which of these days have their keys: not sealed (DailyMetrics.sealed()), and
     either within the policy's days or holding a day's keys."""
-    now = datetime.now(UTC)
-    rows = {row.date: row for row in DailyMetrics.objects.filter(site=site, date__in=days)}
     first = earliest_day(site, today)
-    unsealed = [day for day in days if day not in rows or not rows[day].sealed(site, now)[0]]
+    sealed = sealed_days(site, days)
+    unsealed = [day for day in days if day not in sealed]
     old = [day for day in unsealed if day < first]
     pipe = r.pipeline(transaction=False)
     for day in old:
         pipe.exists(keys.active(site.pk, day), keys.pageviews(site.pk, day))
     held = {day for day, n in zip(old, pipe.execute()) if n}
     return {day for day in unsealed if day >= first or day in held}
-
-
-def _sealed(site: Site, days: list[date]) -> set[date]:
-    """The days whose raw keys expired after their rollup."""
-    now = datetime.now(UTC)
-    return {row.date for row in DailyMetrics.objects.filter(site=site, date__in=days) if row.sealed(site, now)[0]}
-
-
-def _pages_sealed(site: Site, days: list[date]) -> set[date]:
-    """The days whose page keys expired after their rollup (their other keys live)."""
-    now = datetime.now(UTC)
-    return {row.date for row in DailyMetrics.objects.filter(site=site, date__in=days) if row.sealed(site, now)[1]}
 
 
 def _store_days(site: Site, metrics: dict[date, dict], today: date):

@@ -6,14 +6,14 @@ default): a page's visitors over an older range are read from its week and month
 (keep_page_period_days, 400), its per-day numbers from the stored PageDaily rows.
 10,000 dense pages kept 400 days as day HLLs would be ~48 GB; as 35 days plus ~66 week
 and month HLLs, about a quarter of that (make bench prints the model)."""
-from datetime import UTC, date, datetime
+from datetime import date
 
 import redis
 
 from ..counts.unions import range_visitors
-from ..models import DailyMetrics, PagePeriod, PeriodVisitors, Site
+from ..models import PagePeriod, PeriodVisitors, Site
 from ..periods import monday, month_start, period_days
-from ..sites import SiteInfo
+from ..sites import SiteInfo, sealed_days
 from ..store import keys
 from ..store.scratch import Scratch
 from .expiry import period_expiry
@@ -27,8 +27,7 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
     periods = sorted({("week", monday(d)) for d in days} | {("month", month_start(d)) for d in days})
     spans, partial = {}, set()
     every = sorted({d for unit, start in periods for d in period_days(unit, start) if d <= today})
-    now = datetime.now(UTC)
-    sealed = {row.date for row in DailyMetrics.objects.filter(site=site, date__in=every) if row.sealed(site, now)[0]}
+    sealed = sealed_days(site, every)
     for unit, start in periods:
         present = [d for d in period_days(unit, start) if d <= today and d not in sealed]
         if present:
