@@ -25,6 +25,11 @@ DEVICE_DIMENSIONS = ("browser", "browser_version", "os", "os_version", "device",
 LOCATION_DIMENSIONS = ("country", "region", "city")
 VISIT_DIMENSIONS = (*SOURCE_DIMENSIONS, *DEVICE_DIMENSIONS, *LOCATION_DIMENSIONS, "entry_page")
 EXIT = "exit_page"
+# The visits that viewed a page, by page: a visit counts under each distinct page it viewed
+# (its visits, bounces and duration on the day it started; the page's own pageviews), so a
+# page filter has Plausible's visit metrics. Not a visit dimension: no visitors, no bitmaps,
+# no breakdown (lib/visits.lua, MAX_VISIT_PAGES).
+VISIT_PAGE = "visit_page"
 ALL = (*VISIT_DIMENSIONS, EXIT)
 
 # The per-day tables (hashes of field -> number) a visit dimension's metrics live in.

@@ -67,6 +67,11 @@ def brute_force(events, tz=UTC):
                 counts[start_day, "duration"][f] += duration
             if views:
                 counts[start_day, "exits"][field("exit_page", views[-1][3])] += 1
+            for page in {e[3] for e in views}:  # (the visits that viewed a page: no visitors of their own)
+                f = field(dimensions.VISIT_PAGE, page)
+                counts[start_day, "visits"][f] += 1
+                counts[start_day, "bounces"][f] += bounce
+                counts[start_day, "duration"][f] += duration
             for e in visit:
                 day = e[0].astimezone(tz).date()
                 for f in fields:
@@ -74,6 +79,8 @@ def brute_force(events, tz=UTC):
                         visitors[day, f].add(v)
                     if e[2] == "p":
                         counts[day, "pageviews"][f] += 1
+                if e[2] == "p":
+                    counts[day, "pageviews"][field(dimensions.VISIT_PAGE, e[3])] += 1
     return counts, visitors
 
 
@@ -184,8 +191,10 @@ def test_a_visit_goes_on_across_midnight_in_the_site_time_zone(site, r):
     ]
     send(r, site, events, 1)
     day1, day2 = midnight.date(), (midnight + timedelta(days=1)).date()
-    assert table(r, site.id, day1, "visits") == {"source\x1fGoogle": 1, "country\x1fDE": 1, "entry_page\x1f/a": 1, "total\x1fall": 1}
+    assert table(r, site.id, day1, "visits") == {"source\x1fGoogle": 1, "country\x1fDE": 1, "entry_page\x1f/a": 1, "total\x1fall": 1,
+                                                  "visit_page\x1f/a": 1, "visit_page\x1f/b": 1}  # (the pages it viewed, on its first day)
     assert table(r, site.id, day1, "duration")["source\x1fGoogle"] == 900
+    assert table(r, site.id, day1, "duration")["visit_page\x1f/a"] == table(r, site.id, day1, "duration")["visit_page\x1f/b"] == 900
     assert "source\x1fGoogle" not in table(r, site.id, day1, "bounces")
     assert table(r, site.id, day2, "pageviews")["source\x1fGoogle"] == 1
     assert table(r, site.id, day1, "exits") == {"exit_page\x1f/b": 1}
@@ -436,3 +445,17 @@ def test_a_bounce_timed_before_the_upgrade_is_set_right_by_its_next_event(site, 
     record(r, info, [hit_at(later, "v", "/b") if then == "pageview" else other_event_at(later, "v")], now=later)
     assert {n: table(r, site.id, t.date(), n).get(dimensions.TOTAL, 0) for n in ("bounces", "duration")} == expected
     assert table(r, site.id, t.date(), "duration").get(field("source", "Google"), 0) == expected["duration"]
+
+
+def test_a_visits_pages_past_its_32nd_count_under_other(site, r):
+    """A visit is counted under its first 32 distinct pages, then once under "(other)"
+    (lib/visits.lua MAX_VISIT_PAGES): what it keeps open stays bounded, and a page filter
+    on a later page knows its visits may be missing (queries/visit_pages.py)."""
+    start = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+    events = [(start + timedelta(seconds=10 * n), 1, "p", f"/p{n}", attrs("Google", "DE")) for n in range(40)]
+    send(r, site, events, 7)
+    visits = table(r, site.id, start.date(), "visits")
+    pages = {f for f in visits if f.startswith("visit_page\x1f")}
+    assert pages == {f"visit_page\x1f/p{n}" for n in range(32)} | {"visit_page\x1f(other)"}
+    assert all(visits[f] == 1 for f in pages)
+    assert table(r, site.id, start.date(), "duration")["visit_page\x1f/p0"] == 390

@@ -10,9 +10,10 @@ They are exact unless a day had to be estimated, and every answer says which.
 Counts of visits and pageviews exist per value, not per combination of values. A visit
 has one value of each visit dimension, so one filter on a visit dimension selects whole
 visits: its values' counts summed (`==`, `~`), or the site's less them (`!=`), give the
-visits, pageviews, bounce rate and visit duration exactly; a page filter has its pages'
-pageviews. Under anything else they are None, not guessed (the visits that include a
-page are not counted yet).
+visits, pageviews, bounce rate and visit duration exactly. A page filter (or a page
+goal) selects the visits that viewed a matching page (visit_pages.py), and has its pages'
+pageviews. Under anything else (`!=` a page, event goals, two filters) they are None, not
+guessed.
 """
 from datetime import date, timedelta
 
@@ -26,7 +27,7 @@ from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
-from . import expired, segments, stored
+from . import expired, segments, stored, visit_pages
 from .breakdown import COUNTS, field_days, rates_over
 from .days import UNION_DAILY_SALT as DAILY_SALT
 from .days import VISIT_METRICS, percent_change, previous
@@ -190,12 +191,12 @@ def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, 
         for day in days:
             groups.setdefault(period_start(interval, day), []).append(day)
     values, estimated, unions, kinds = _days(r, site, filters, start, end, windows, groups)
-    visits = _visit_counts(r, site, filters, days) if set(VISIT_METRICS) & set(metrics) else None
+    visits, visit_why = _visit_counts(r, site, filters, days) if set(VISIT_METRICS) & set(metrics) else (None, {})
     reach = 30 if windows else 1  # (a row's WAU and MAU reach back over the 30 days before it)
 
     def marked(members: list[date]) -> dict:
         """The row's "estimate": why, where a day its numbers count is one."""
-        reason = why(kinds, [m - timedelta(days=n) for m in members for n in range(reach)])
+        reason = why(kinds, [m - timedelta(days=n) for m in members for n in range(reach)]) or _first(visit_why, members)
         return {"estimate": reason} if reason else {}
 
     if interval == "day":
@@ -212,22 +213,27 @@ def _row(metrics, numbers: dict, visit_rates: dict) -> dict:
     return {m: visit_rates[m] if m in VISIT_METRICS else numbers[m] for m in metrics}
 
 
-def _visit_counts(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict[date, dict] | None:
+def _visit_counts(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> tuple[dict[date, dict] | None, dict[date, str]]:
     """Each day's visit counts (pageviews, visits, bounces, duration) of the visits the
-    filters select, where one filter on a visit dimension says it: a visit has one value
-    of each, so the visits of several values are their counts summed, those of none of
-    them the site's less that, exact. Else None: visits are counted per value, not per
-    combination (nor per page a visit includes)."""
-    if len(filters) != 1 or filters[0].prop not in dimensions.VISIT_DIMENSIONS:
-        return None
+    filters select, and why a day's are estimated ({day: reason}), where one filter says
+    them. On a visit dimension: a visit has one value of each, so the visits of several
+    values are their counts summed, those of none of them the site's less that, exact. On
+    a page or a page goal: the visits that viewed a matching page (visit_pages.py). Else
+    None: visits are counted per value, not per combination."""
+    if len(filters) != 1:
+        return None, {}
     f = filters[0]
+    if f.prop in ("page", "goal"):
+        return visit_pages.counts(r, site, f, days)
+    if f.prop not in dimensions.VISIT_DIMENSIONS:
+        return None, {}
     values = list(f.values) if f.op != "~" else _matching_values(r, site, f, days)
     parts = [field_days(r, site, days, dimensions.field(f.prop, value)) for value in values]
     counted = {day: {c: sum(p[day][c] for p in parts) for c in COUNTS[1:]} for day in days}
     if f.op != "!=":
-        return counted
+        return counted, {}
     total = field_days(r, site, days, dimensions.TOTAL)
-    return {day: {c: max(0, total[day][c] - counted[day][c]) for c in COUNTS[1:]} for day in days}
+    return {day: {c: max(0, total[day][c] - counted[day][c]) for c in COUNTS[1:]} for day in days}, {}
 
 
 def _matching_values(r: redis.Redis, site: SiteInfo, f: segments.Filter, days: list[date]) -> list[str]:
@@ -251,13 +257,14 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
     WAU, MAU and stickiness on the last day (today, for a range that runs past it)."""
     days = days_between(start, end)
     last = min(end, site.today()) if start <= site.today() else end
-    visit_counts = _visit_counts(r, site, filters, days)
+    visit_counts, visit_why = _visit_counts(r, site, filters, days)
     values, estimated, unions, kinds = _days(r, site, filters, start, end, [last], {"period": days}, visit_counts)
     window = [last - timedelta(days=n) for n in range(30)]
     estimates = {
         "visitors": DAILY_SALT if site.daily_salt and len(days) > 1 else why(kinds, days),
         **dict.fromkeys(("dau", "new_visitors"), why(kinds, days)),
         **dict.fromkeys(("wau", "mau", "stickiness"), DAILY_SALT if site.daily_salt else why(kinds, window)),
+        **dict.fromkeys(VISIT_METRICS, _first(visit_why, days)),
     }
     rows = [values[day] for day in days]
     average_dau = sum(row["dau"] for row in rows) / len(rows)
@@ -485,26 +492,20 @@ def _estimated_cohorts(r: redis.Redis, site: SiteInfo, unit: str, segment: segme
     return scaled
 
 
-def _visit_totals(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> dict:
-    """visits, bounce_rate, visit_duration, views_per_visit: a single value's own, else None."""
-    return _visit_rates(_visit_counts(r, site, filters, days), days)
-
-
 def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date], counts=...) -> dict[date, int]:
-    """Exact pageviews a day where one filter says what they are: those of the visits one
-    filter on a visit dimension selects (_visit_counts), or those of the pages a page
-    filter names (`==`; `!=`: the site's less theirs); else {} (None in the rows)."""
-    counts = _visit_counts(r, site, filters, days) if counts is ... else counts  # (the caller's, when it has them)
-    if counts is not None:
-        return {day: c["pageviews"] for day, c in counts.items()}
-    if len(filters) == 1 and filters[0].prop == "page" and filters[0].op in ("==", "!="):
-        by_page = [_page_pageviews(r, site, path, days) for path in filters[0].values]
-        named = {day: sum(p[day] for p in by_page) for day in days}
-        if filters[0].op == "==":
-            return named
-        everyone = site_days(r, site, days[0], days[-1], windows=False)
-        return {day: max(0, everyone[day]["pageviews"] - named[day]) for day in days}
-    return {}
+    """Exact pageviews a day where one filter says what they are: those of the pages a
+    page filter names (`==`; `!=`: the site's less theirs), or those _visit_counts has (of
+    the visits a filter on a visit dimension selects; of the pages a `~` page filter or a
+    page goal matches); else {} (None in the rows)."""
+    if len(filters) != 1 or filters[0].prop != "page" or filters[0].op not in ("==", "!="):
+        counts = _visit_counts(r, site, filters, days)[0] if counts is ... else counts  # (the caller's, when it has them)
+        return {} if counts is None else {day: c["pageviews"] for day, c in counts.items()}
+    by_page = [_page_pageviews(r, site, path, days) for path in filters[0].values]
+    named = {day: sum(p[day] for p in by_page) for day in days}
+    if filters[0].op == "==":
+        return named
+    everyone = site_days(r, site, days[0], days[-1], windows=False)
+    return {day: max(0, everyone[day]["pageviews"] - named[day]) for day in days}
 
 
 def _page_pageviews(r: redis.Redis, site: SiteInfo, path: str, days: list[date]) -> dict[date, int]:
@@ -529,6 +530,11 @@ def _value_visitors(r: redis.Redis, site: SiteInfo, days: list[date], dimension:
         name = dimensions.field(dimension, value)
         pipe.pfcount(*(keys.field_visitors(site.id, day, name) for day in days))
     return dict(zip(values, pipe.execute()))
+
+
+def _first(reasons: dict[date, str], days) -> str:
+    """The reason of the first of `days` that has one ("" for none)."""
+    return next((reasons[day] for day in days if day in reasons), "")
 
 
 def _sum(numbers):

@@ -293,7 +293,7 @@ local function groups(index_key, dimension)
   local other_hll, other_counter = KEYS[key_index], KEYS[key_index + 1]
   key_index = key_index + 2
   local kept, counts = {}, {}
-  if count == 0 then return kept, counts end
+  if count == 0 then return kept, counts, quota end
   local room = quota - redis.call('SCARD', index_key)  -- new names that still fit
   local checked = room < count  -- near the quota: look at each name
   local other, other_count = {}, 0
@@ -328,10 +328,10 @@ local function groups(index_key, dimension)
     redis.call('INCRBY', other_counter, other_count)
     redis.call('SADD', index_key, OTHER)
   end
-  return kept, counts
+  return kept, counts, quota
 end
 --@section pages and custom events
-local pages, page_counts = groups(KEYS[7], 'page')
+local pages, page_counts, page_quota = groups(KEYS[7], 'page')
 groups(KEYS[8], 'event')
 
 -- Property groups ("event SEP property SEP value"): the quota is per property (an
@@ -471,8 +471,10 @@ end
 -- Visits and the visit dimensions.
 local visits_at = pos + 2
 local bitmap_only = elements ~= digests
+local page_kept = {}  -- (the paths within the day's page quota: a visit's pages past it are "(other)")
+for _, path in ipairs(pages) do page_kept[path] = true end
 local visit_candidates, deferred = record_visits(digests, elements, bitmap_only, ids, open, not daily_map, ARGV[6], visits_at,
-                                                 session_keys, KEYS[12])
+                                                 session_keys, KEYS[12], page_kept, page_quota)
 for _, c in ipairs(visit_candidates) do segment_candidates[#segment_candidates + 1] = c end
 --@section segments: a bitmap per value
 local deferrable = {}

@@ -15,6 +15,13 @@
 --   visits, bounces, duration   on the day the visit started (a visit that crosses
 --                               midnight goes on adding to that day, marked dirty)
 --   exits                       visits by exit page, on the day the visit started
+-- and under "visit_page SEP <path>" for each distinct page the visit viewed (at most
+-- MAX_VISIT_PAGES of them; past that, and past the day's page quota, "(other)"): its
+-- visits, bounces and duration on the day the visit started (a page the visit reaches
+-- later takes the visit's counts so far, then follows it), and the page's own pageviews.
+-- That is what a page filter's visit metrics are (Plausible's: the visits that include a
+-- matching pageview); a visit's pages are not visit dimensions (no visitors, no bitmaps:
+-- the page's own are in record_batch.lua).
 -- Events more than `timeout` before the visit we hold for their visitor (an old day
 -- backfilled while newer events exist) make visits of their own by the same rules, within
 -- one call, and leave the held visit alone.
@@ -37,6 +44,8 @@ local PAGEVIEW, INTERACTIVE = string.byte('p'), string.byte('i')  -- (event kind
 local OTHER_SUFFIX = SEP .. OTHER_VALUE  -- (a field of the value "(other)": it gets no bitmap)
 local TOTAL = 'total' .. SEP .. 'all'  -- every visit counts here too: the site's totals (its visitors are uv:<day>)
 local TOTAL_ID = '*'  -- the part every visit has, holding TOTAL alone (never sent, never stored)
+local VISIT_PAGE = 'visit_page'  -- (analytics/dimensions.py VISIT_PAGE)
+local MAX_VISIT_PAGES = 32  -- distinct pages a visit is counted under (the state keeps their part ids)
 
 -- redis.call(command, key, ...) over a long list in slices (Lua's unpack() is bounded).
 local SLICE = 3000
@@ -77,7 +86,9 @@ end
 -- step()), start and last (u32 unix seconds),
 -- pageviews (u16), bounce (u8), start day and day last counted (10 characters, "-" padded
 -- when none), the visitor's dense id plus one (u32; 0 for none: a daily map's ids), then
--- the exit page, FIELD_SEP, and the part ids. (struct.unpack is several times faster than
+-- the exit page, FIELD_SEP, the part ids, and (when the visit has viewed a page since
+-- states had them) FIELD_SEP and its pages' part ids, "+" ending the list of a visit
+-- that viewed more than MAX_VISIT_PAGES. (struct.unpack is several times faster than
 -- matching a pattern, and the states are read and written once per visitor per call.)
 -- States written before the version byte (their first byte is the start time's high byte,
 -- never 1) have no id and are read too: a visit open across an upgrade goes on.
@@ -119,14 +130,18 @@ local function parse_state(raw)
     start, last, pv, bounce, start_day, seen_day, at = struct.unpack(STATE_V0, raw)
   end
   local cut = string.find(raw, FIELD_SEP, at, true)
+  local cut2 = string.find(raw, FIELD_SEP, cut + 1, true)
   return {start = start, last = last, pv = pv, bounce = bounce, start_day = start_day,
-          seen_day = seen_day ~= NO_DAY and seen_day or '', exit = string.sub(raw, at, cut - 1), ids = string.sub(raw, cut + 1),
+          seen_day = seen_day ~= NO_DAY and seen_day or '', exit = string.sub(raw, at, cut - 1),
+          ids = string.sub(raw, cut + 1, cut2 and cut2 - 1 or -1), pages = cut2 and string.sub(raw, cut2 + 1) or '',
           bounce_timed = version ~= STATE_VERSION}  -- (an older state's bounce had its duration counted)
 end
 
 local function dump_state(st, id)
-  return struct.pack(STATE, STATE_VERSION, st.start, st.last, math.min(st.pv, 65535), st.bounce, st.start_day,
+  local packed = struct.pack(STATE, STATE_VERSION, st.start, st.last, math.min(st.pv, 65535), st.bounce, st.start_day,
     st.seen_day ~= '' and st.seen_day or NO_DAY, id) .. st.exit .. FIELD_SEP .. st.ids
+  local pages = st.page_list and table.concat(st.page_list, ',') or st.pages
+  return pages ~= '' and packed .. FIELD_SEP .. pages or packed
 end
 
 -- The dense id kept in a visit's raw state (nil for none: an old state, a daily map's).
@@ -176,7 +191,8 @@ end
 -- Returns the day's {field, visitor indexes} of the visitors counted under each field
 -- not renamed to "(other)" (for lib/segments.lua), and with `bitmap_only` those of them
 -- whose HLL waits for its decision: {field, HLL key, visitor indexes}.
-local function record_visits(digests, elements, bitmap_only, dense_ids, open, keep_ids, day, pos, keys_, dirty_key)
+local function record_visits(digests, elements, bitmap_only, dense_ids, open, keep_ids, day, pos, keys_, dirty_key, page_kept,
+                             page_quota)
   local sessions_now, sessions_before, parts_now, parts_before = keys_[1], keys_[2], keys_[3], keys_[4]
   local session_ttl, timeout, quota, prefix = ARGV[pos], tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), ARGV[pos + 3]
   pos = pos + 6
@@ -200,6 +216,23 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
   local paths, entries = {}, {}
   for j = 1, np_ do paths[j] = ARGV[pos + 2 * j - 1]; entries[j] = ARGV[pos + 2 * j] end
   pos = pos + 2 * np_ + 1
+  -- Each path's visit_page part: named here (its id a hash of its text, as the caller
+  -- names the other parts), "(other)"'s for a path past the day's page quota.
+  local page_ids = {}
+  local other_page_id
+  for j = 1, np_ do
+    local text = page_kept[paths[j]] and VISIT_PAGE .. SEP .. paths[j] or VISIT_PAGE .. OTHER_SUFFIX
+    local id = string.sub(redis.sha1hex(text), 1, 16)
+    if not part_text[id] then part_text[id] = text; sent[#sent + 1] = id; sent[#sent + 1] = text end
+    page_ids[j] = id
+  end
+  do
+    local text = VISIT_PAGE .. OTHER_SUFFIX
+    other_page_id = string.sub(redis.sha1hex(text), 1, 16)
+    if not part_text[other_page_id] then
+      part_text[other_page_id] = text; sent[#sent + 1] = other_page_id; sent[#sent + 1] = text
+    end
+  end
   -- The events, as columns.
   local packed, unpack_event = ARGV[pos], struct.unpack
   local ne = #packed / 13
@@ -247,6 +280,17 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     end
     return list
   end
+  -- A visit's pages (part ids, in the order viewed) and the same as a set, parsed once.
+  local function page_list(st)
+    local list = st.page_list
+    if not list then
+      list = split(st.pages, ',')
+      local set = {}
+      for i = 1, #list do set[list[i]] = true end
+      st.page_list, st.page_set = list, set
+    end
+    return list
+  end
   local states, unknown = {}, {}
   for k, vi in ipairs(order) do
     if raw[k] then
@@ -254,6 +298,9 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       states[vi] = st
       for _, id in ipairs(ids_of(st.ids)) do
         if id ~= TOTAL_ID and not part_text[id] and not unknown[id] then unknown[id] = true; unknown[#unknown + 1] = id end
+      end
+      for _, id in ipairs(page_list(st)) do
+        if not part_text[id] and not unknown[id] then unknown[id] = true; unknown[#unknown + 1] = id end
       end
     end
   end
@@ -300,6 +347,38 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       t[id] = (t[id] or 0) + n
     end
   end
+  -- A visit's visits, bounces or duration: under its fields and under its pages.
+  local function add_visit(on, tbl, st, n)
+    add(on, tbl, st.ids, n)
+    local list = page_list(st)
+    if #list > 0 then
+      local t = child(child(by_id, on), tbl)
+      for i = 1, #list do
+        local id = list[i]
+        t[id] = (t[id] or 0) + n
+      end
+    end
+  end
+  local function add_one(on, tbl, id, n)
+    local t = child(child(by_id, on), tbl)
+    t[id] = (t[id] or 0) + n
+  end
+  -- A pageview of the path at `pi`: the page's own count, and a page new to the visit
+  -- takes the visit's counts so far (what the totals hold for it after this event).
+  local function view_page(st, pi)
+    local list, set = page_list(st), st.page_set
+    local id = page_ids[pi]
+    if not set[id] and #list >= MAX_VISIT_PAGES then id = other_page_id end
+    add_one(day, 'pageviews', id, 1)
+    if not set[id] then
+      set[id] = true
+      list[#list + 1] = id
+      add_one(st.start_day, 'visits', id, 1)
+      if st.bounce == 1 then add_one(st.start_day, 'bounces', id, 1) end
+      local counted = st.bounce == 0 and st.last - st.start or 0
+      if counted ~= 0 then add_one(st.start_day, 'duration', id, counted) end
+    end
+  end
   local function add_exit(on, path, n)
     local t = child(exits, on)
     local f = 'exit_page' .. SEP .. path
@@ -323,7 +402,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     local latest = true  -- (the visit's latest event so far: a pageview then is its exit)
     if not st or ts - st.last > timeout then
       st = {start = ts, last = ts, pv = 0, bounce = kind == INTERACTIVE and 0 or 1, start_day = day, seen_day = '',
-            exit = '', ids = ids_string(ev_attrs[e], entries[pi])}
+            exit = '', ids = ids_string(ev_attrs[e], entries[pi]), pages = ''}
       add(day, 'visits', st.ids, 1)
       if st.bounce == 1 then add(day, 'bounces', st.ids, 1) end
     else
@@ -339,15 +418,16 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       end
       if st.bounce == 1 and (kind == INTERACTIVE or (kind == PAGEVIEW and st.pv >= 1)) then
         st.bounce = 0
-        add(st.start_day, 'bounces', st.ids, -1)
+        add_visit(st.start_day, 'bounces', st, -1)
       end
       st.bounce_timed = nil
       local now_counted = st.bounce == 0 and st.last - st.start or 0
-      if now_counted ~= counted then add(st.start_day, 'duration', st.ids, now_counted - counted) end
+      if now_counted ~= counted then add_visit(st.start_day, 'duration', st, now_counted - counted) end
     end
     if kind == PAGEVIEW then
       st.pv = st.pv + 1
       add(day, 'pageviews', st.ids, 1)
+      view_page(st, pi)
       if st.exit ~= path and (latest or st.exit == '') then  -- (a late pageview is not the visit's last)
         if st.exit ~= '' then add_exit(st.start_day, st.exit, -1) end
         add_exit(st.start_day, path, 1)
@@ -419,6 +499,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       save[s + 1] = ids[k]; save[s + 2] = state; s = s + 2
       if carried[k] then save[s + 1] = carried[k]; save[s + 2] = state; s = s + 2 end
       for _, id in ipairs(ids_of(st.ids)) do needed[id] = true end
+      for _, id in ipairs(page_list(st)) do needed[id] = true end
     end
   end
   if s > 0 then
@@ -473,7 +554,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     end
     local rename, grew = {}, false
     for dim, new in pairs(new_by_dim) do
-      local room = quota - (tonumber(redis.call('HGET', sizes_key, dim)) or 0)
+      local room = (dim == VISIT_PAGE and page_quota or quota) - (tonumber(redis.call('HGET', sizes_key, dim)) or 0)
       table.sort(new)  -- (which new values of one call still fit: decided the same way every time)
       local other, add, to_other = dim .. SEP .. OTHER_VALUE, {}, false
       for _, f in ipairs(new) do
