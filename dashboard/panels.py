@@ -20,7 +20,6 @@ from .templatetags.humanize_tally import metric, thousands
 PANEL_ROWS = 10
 DETAILS_ROWS = 50
 MAP_ROWS = len(COUNTRIES) + 1  # every country (and "(other)", past a day's quota of values)
-MAX_PAGES_LISTED = 2000  # top pages rank a bounded list: their search and paging work within it
 
 
 @dataclass(frozen=True)
@@ -105,27 +104,16 @@ def empty_note(r, info, start, end, prop: Property, found: int, shared: bool = F
     return ""
 
 
-def fetch(r, info, start, end, prop: Property, limit: int = PANEL_ROWS, page: int = 1, search: str = "") -> tuple[list[dict], int]:
-    """One page of a property's rows, most visitors first, and how many there are in all."""
-    if prop.key != "page":
-        return queries.breakdown(r, info, start, end, prop.key, limit=limit, page=page, search=search)
-    ranked = queries.top_pages(r, info, start, end, limit=MAX_PAGES_LISTED)
-    if search:
-        ranked = [p for p in ranked if search.lower() in p["page"].lower()]
-    return ranked[(page - 1) * limit : page * limit], len(ranked)
-
-
-def fetch_filtered(r, info, start, end, prop: Property, filters, limit: int = PANEL_ROWS, page: int = 1,
-                   search: str = "") -> tuple[list[dict], int, bool]:
-    """fetch() for a filtered audience: rows {key: value, "visitors"} (visitors are all a
-    filtered row has: analytics.queries.filtered), their number, and whether any is estimated.
-    Exit pages count visits, which filters cannot split: no rows."""
-    if prop.key == "exit_page":
+def fetch(r, info, start, end, prop: Property, filters=(), limit: int = PANEL_ROWS, page: int = 1, search: str = "",
+          memo=None) -> tuple[list[dict], int, bool]:
+    """One page of a property's rows, most visitors first, how many there are in all, and
+    whether any is estimated (analytics.queries.run). A filtered audience's rows have
+    visitors only; exit pages count visits, which filters cannot split: no rows."""
+    if filters and prop.key == "exit_page":
         return [], 0, False
-    candidates, _ = fetch(r, info, start, end, prop, limit=queries.filtered.MAX_ROWS, search=search)
-    rows, estimate = queries.filtered.breakdown(r, info, filters, start, end, prop.key, [row[prop.key] for row in candidates])
-    shown = [{prop.key: row["value"], "visitors": row["visitors"], "estimate": row["estimate"]} for row in rows]
-    return shown[(page - 1) * limit : page * limit], len(shown), estimate
+    query = queries.Query(info, start, end, "breakdown", filters=tuple(filters), dimension=prop.key, limit=limit, page=page, search=search)
+    result = queries.run(r, query, memo)
+    return result.rows, result.meta["total"], result.estimate
 
 
 # The Details page's numbers: (field, header, shown on phones too)

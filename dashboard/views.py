@@ -76,7 +76,7 @@ def site(request, site, info, base, shared):
         context = {"site": site, "info": info, "snippet": snippet, "event_url": request.build_absolute_uri(reverse("event"))}
         return render(request, "dashboard/waiting.html", context)
     view = filtering.parse(request.GET, period.query)
-    numbers = (_filtered_numbers if view.filters else _numbers)(r, info, site, period, view)
+    numbers = _numbers(r, info, site, period, view)
     totals, pages = numbers["totals"], numbers["pages"]
     funnels = []
     for found in site.funnels.all():
@@ -121,92 +121,63 @@ def site(request, site, info, base, shared):
 
 
 def _numbers(r, info, site, period, view) -> dict:
-    """Everything the site page shows, for the whole audience."""
-    values = queries.daily_values(r, info, period.start, period.end)
-    rows = [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
-    totals = queries.aggregate(r, info, period.start, period.end, compare=view.compare, values=values)
-    pages = queries.top_pages(r, info, period.start, period.end, limit=10)
+    """Everything the site page shows, for the view's audience (analytics.queries.run):
+    with filters, visitor numbers exact (or marked estimated), counts where one filter
+    says them, panel rows with visitors only."""
+    start, end, filters, memo = period.start, period.end, view.filters, queries.Memo()
+
+    def ask(kind: str, first=start, last=end, **kwargs) -> queries.Result:
+        return queries.run(r, queries.Query(info, first, last, kind, filters=filters, **kwargs), memo)
+
+    daily = ask("timeseries")
+    totals = ask("aggregate", metrics=tuple(key for key, _ in CARDS), compare=view.compare)
+    estimate = daily.estimate or totals.estimate
+    # Actives are per day: a day or two (an hourly chart) would be a dot, and a filtered
+    # view's under 30 days too; those show the 30 days to the period's end.
+    hourly = period.days <= queries.MAX_HOUR_DAYS and not filters
+    wide = period.days < 30 if filters else hourly
+    active_rows = ask("timeseries", end - timedelta(days=29), end).rows if wide else daily.rows
     # Cohorts of the 30 days (12 weeks) up to the period's end, whatever its length: a
     # short period would leave a heatmap of one cell.
-    retention_day = [] if info.daily_salt else queries.retention(r, info, "day", period.end - timedelta(days=29), period.end, 30)
-    retention_week = [] if info.daily_salt else queries.retention(r, info, "week", period.end - timedelta(weeks=11), period.end, 12)
-    hourly = period.days <= queries.MAX_HOUR_DAYS
-    if hourly:  # actives are per day: a day or two would be a dot, so show the 30 days to the period's end
-        around = queries.daily_values(r, info, period.end - timedelta(days=29), period.end)
-        active_rows = [{"date": day.isoformat(), **around[day]} for day in sorted(around)]
-    else:
-        active_rows = rows
-    figures = {
-        "visitors": charts.visitors(queries.hourly(r, info, period.start, period.end) if hourly else rows, hourly=hourly,
-                                    compared=_compared_rows(r, info, period, view, hourly), compared_label=view.compare_label),
-        "actives": charts.actives(active_rows),
-        "retention-day": charts.retention(retention_day, "day"),
-        "retention-week": charts.retention(retention_week, "week"),
-    }
-    countries, _ = queries.breakdown(r, info, period.start, period.end, "country", limit=panels.MAP_ROWS)
-    figures["map"] = charts.world_map(countries)
-    first = {  # the first tab of each panel, in the first HTML
-        "channel": queries.breakdown(r, info, period.start, period.end, "channel")[0],
-        "page": pages,
-        "country": countries[: panels.PANEL_ROWS],
-        "browser": queries.breakdown(r, info, period.start, period.end, "browser")[0],
-    }
-    goals = queries.goals(r, info, period.start, period.end, totals["visitors"]["value"] or 0)
-    events = {g.name: g.event_name for g in site.goals.all() if g.event_name}
-    for goal in goals:
-        if goal["goal"] in events:
-            goal["properties"] = queries.event_properties(r, info, period.start, period.end, events[goal["goal"]])
-    return {"totals": totals, "pages": pages, "figures": figures, "first": first, "goals": goals,
-            "actives_note": "last 30 days" if hourly else "", "estimate": False}
-
-
-def _filtered_numbers(r, info, site, period, view) -> dict:
-    """Everything the site page shows, for the filtered audience (analytics.queries.filtered):
-    visitor numbers exact (or marked estimated), counts only where a single value has its own."""
-    filtered, filters, start, end = queries.filtered, view.filters, period.start, period.end
-    values, estimate = filtered.daily_values(r, info, filters, start, end)
-    rows = [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
-    totals, estimated = filtered.aggregate(r, info, filters, start, end, [key for key, _ in CARDS], compare=view.compare)
-    estimate = estimate or estimated
-    if period.days < 30:  # (as unfiltered: the actives of the 30 days to the period's end)
-        around, _ = filtered.daily_values(r, info, filters, end - timedelta(days=29), end)
-        active_rows = [{"date": day.isoformat(), **around[day]} for day in sorted(around)]
-    else:
-        active_rows = rows
     retention = {}
     for unit, first_cohort, n in (("day", end - timedelta(days=29), 30), ("week", end - timedelta(weeks=11), 12)):
-        retention[unit] = [] if info.daily_salt else filtered.retention(r, info, filters, unit, first_cohort, end, n)[0]
-    first, countries = {}, []
-    for key, prop in (("channel", "channel"), ("page", "page"), ("country", "country"), ("browser", "browser")):
-        found, _, estimated = panels.fetch_filtered(r, info, start, end, panels.PROPERTIES[prop], filters,
-                                                    limit=panels.MAP_ROWS if key == "country" else panels.PANEL_ROWS)
+        found = None if info.daily_salt else ask("retention", first_cohort, end, interval=unit, periods=n)
+        retention[unit] = found.rows if found else []
+        estimate = estimate or bool(found and found.estimate and filters)
+    first = {}  # the first tab of each panel, in the first HTML
+    for key in ("channel", "page", "country", "browser"):
+        limit = panels.MAP_ROWS if key == "country" else panels.PANEL_ROWS
+        rows, _, estimated = panels.fetch(r, info, start, end, panels.PROPERTIES[key], filters, limit=limit, memo=memo)
         estimate = estimate or estimated
-        first[key] = found[: panels.PANEL_ROWS]
-        if key == "country":
-            countries = found
-    goals, estimated = filtered.goals(r, info, filters, start, end, totals["visitors"]["value"] or 0)
+        first[key] = rows
+    countries = first["country"]
+    first["country"] = countries[: panels.PANEL_ROWS]
+    goals = ask("breakdown", dimension="goal", limit=10_000)
+    estimate = estimate or goals.estimate
+    if not filters:
+        events = {g.name: g.event_name for g in site.goals.all() if g.event_name}
+        for goal in goals.rows:
+            if goal["goal"] in events:
+                goal["properties"] = queries.event_properties(r, info, start, end, events[goal["goal"]])
+    rows = daily.rows
     figures = {
-        "visitors": charts.visitors(rows, compared=_compared_rows(r, info, period, view), compared_label=view.compare_label),
+        "visitors": charts.visitors(ask("timeseries", interval="hour").rows if hourly else rows, hourly=hourly,
+                                    compared=_compared_rows(r, info, period, view, hourly, memo), compared_label=view.compare_label),
         "actives": charts.actives(active_rows),
         "retention-day": charts.retention(retention["day"], "day"),
         "retention-week": charts.retention(retention["week"], "week"),
         "map": charts.world_map(countries),
     }
-    pages = [{"page": row["page"], "visitors": row["visitors"], "pageviews": None} for row in first["page"]]
-    return {"totals": totals, "pages": pages, "figures": figures, "first": first, "goals": goals,
-            "actives_note": "last 30 days" if period.days < 30 else "", "estimate": estimate or estimated}
+    pages = first["page"] if not filters else [{"page": row["page"], "visitors": row["visitors"], "pageviews": None} for row in first["page"]]
+    return {"totals": totals.totals, "pages": pages, "figures": figures, "first": first, "goals": goals.rows,
+            "actives_note": "last 30 days" if wide else "", "estimate": estimate}
 
 
-def _compared_rows(r, info, period, view, hourly: bool = False) -> list[dict]:
+def _compared_rows(r, info, period, view, hourly: bool = False, memo=None) -> list[dict]:
     """The compared period's days, or hours (the view's comparison, its filters), for the chart."""
     start, end = queries.previous(view.compare, period.start, period.end)
-    if hourly:  # (unfiltered only: filters count visitors by day)
-        return queries.hourly(r, info, start, end)
-    if view.filters:
-        values, _ = queries.filtered.daily_values(r, info, view.filters, start, end, windows=False)
-    else:
-        values = queries.daily_values(r, info, start, end, windows=False)
-    return [{"date": day.isoformat(), **values[day]} for day in sorted(values)]
+    query = queries.Query(info, start, end, "timeseries", filters=view.filters, interval="hour" if hourly else "day", windows=False)
+    return queries.run(r, query, memo).rows
 
 
 def _card(key: str, label: str, total: dict, comparable: bool) -> dict:
@@ -267,10 +238,7 @@ def breakdown(request, site, info, base, shared):
     period = periods.parse(request.GET, info.today())
     view = filtering.parse(request.GET, period.query)
     r = get_redis()
-    if view.filters:
-        rows, total, estimate = panels.fetch_filtered(r, info, period.start, period.end, prop, view.filters)
-    else:
-        (rows, total), estimate = panels.fetch(r, info, period.start, period.end, prop), False
+    rows, total, estimate = panels.fetch(r, info, period.start, period.end, prop, view.filters)
     return JsonResponse({
         "property": prop.key,
         "column": prop.column,
@@ -354,10 +322,8 @@ def _details(request, site, info, base, prop, shared):
     r = get_redis()
 
     def fetch(page):
-        if view.filters:
-            rows, total, _ = panels.fetch_filtered(r, info, period.start, period.end, prop, view.filters, panels.DETAILS_ROWS, page, search)
-            return rows, total
-        return panels.fetch(r, info, period.start, period.end, prop, limit=panels.DETAILS_ROWS, page=page, search=search)
+        rows, total, _ = panels.fetch(r, info, period.start, period.end, prop, view.filters, panels.DETAILS_ROWS, page, search)
+        return rows, total
 
     rows, total = fetch(number)
     last = max(1, -(-total // panels.DETAILS_ROWS))
@@ -379,7 +345,6 @@ def _details(request, site, info, base, prop, shared):
         "last": last,
         "total": total,
         "first_rank": (number - 1) * panels.DETAILS_ROWS + 1,
-        "capped": prop.key == "page" and total >= panels.MAX_PAGES_LISTED and not search,
         "empty": "" if search else panels.empty_note(r, info, period.start, period.end, prop, total, shared),
     }
     return render(request, "dashboard/details.html", context)

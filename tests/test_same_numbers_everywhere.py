@@ -7,9 +7,10 @@ import re
 import pytest
 
 from analytics.models import Site
+from dashboard.templatetags.humanize_tally import metric as shown_as
 from tests.test_filters_past_expiry import aged  # noqa: F401  (the fixture)
 
-METRICS = ("visitors", "pageviews", "dau", "new_visitors")
+METRICS = ("visitors", "pageviews", "dau", "new_visitors", "visits", "bounce_rate", "visit_duration", "views_per_visit")
 
 
 def _cards(html: str) -> dict:
@@ -23,7 +24,7 @@ def _cards(html: str) -> dict:
     return found
 
 
-@pytest.mark.parametrize("filters", ["", "page==/pricing", "source==Google;country!=DE"])
+@pytest.mark.parametrize("filters", ["", "page==/pricing", "source==Google|Direct / None", "source==Google;country!=DE"])
 def test_the_api_the_dashboard_the_share_link_and_the_exports_agree(aged, r, client, django_user_model, filters):  # noqa: F811
     info, _, days, _ = aged
     site = Site.objects.get(pk=info.id)
@@ -47,6 +48,18 @@ def test_the_api_the_dashboard_the_share_link_and_the_exports_agree(aged, r, cli
     for metric in METRICS:
         value, why = api[metric]["value"], api[metric].get("estimate", "")
         assert summary[metric] == (value, why), metric
-        shown = "–" if value is None else f"{value:,}"
+        rate = metric in ("bounce_rate", "visit_duration", "views_per_visit")
+        shown = "–" if value is None else shown_as(value, metric) if rate else f"{value:,}"
         assert dashboard[metric] == shared[metric] == (shown, bool(why)), metric
     assert any("estimate" in api[m] for m in METRICS)  # (the range reaches days answered from stored rows)
+    if not filters or ";" not in filters:  # (one filter, or none: every visit metric is said)
+        assert all(api[m]["value"] is not None for m in METRICS), api
+
+    # A breakdown: the API's rows, the dashboard's panel (its endpoint), the export's table.
+    rows = client.get("/api/v1/stats/breakdown", {"site": site.domain, "property": "country", "limit": 100, **query}, **auth).json()
+    by_api = {row["country"]: row["visitors"] for row in rows["results"]}
+    by_export = {row[0]: row[1] for row in report["tables"]["country"]["rows"]}
+    panel = client.get(f"/share/{token}/breakdown", {"property": "country", **page}).json()
+    by_panel = {row["value"]: row["count"] for row in panel["rows"]}
+    assert by_api == by_export
+    assert by_panel == dict(list(by_api.items())[: len(by_panel)]) and by_panel

@@ -52,22 +52,14 @@ def timeseries(request):
     if compare is not None and compare not in queries.COMPARISONS:
         raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
 
-    def series(first, last):
-        if interval == "hour":
-            return queries.hourly(get_redis(), site, first, last, metrics), False
-        if filters:
-            return queries.filtered.timeseries(get_redis(), site, filters, first, last, metrics, interval)
-        return queries.timeseries(get_redis(), site, first, last, metrics, interval), False
-
-    results, estimate = series(start, end)
+    result = queries.run(get_redis(), queries.Query(site, start, end, "timeseries", tuple(metrics), filters, compare,
+                                                    interval=interval))
+    results = result.rows
     if filters:
-        extra = _filtered(filters, estimate)
-    if compare:
-        before_start, before_end = queries.previous(compare, start, end)
-        before, estimated = series(before_start, before_end)
-        extra["comparison"] = {"from": before_start.isoformat(), "to": before_end.isoformat(), "results": before}
-        if filters:
-            extra["estimate"] = estimate or estimated
+        extra = _filtered(result)
+    if result.comparison is not None:
+        before_start, before_end = result.comparison.meta["compared"]
+        extra["comparison"] = {"from": before_start.isoformat(), "to": before_end.isoformat(), "results": result.comparison.rows}
     return json_response(
         {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "interval": interval, **extra, "results": results}
     )
@@ -79,10 +71,10 @@ def _no_filters(request, endpoint: str):
         raise ApiError(400, f"filters: not available on /{endpoint} (its visitors are counted in HyperLogLogs, which cannot be intersected exactly)")
 
 
-def _filtered(filters, estimate: bool) -> dict:
+def _filtered(result) -> dict:
     """What a filtered answer says about itself: its filters, and whether any number in it
-    is an estimate (a value past the day's bitmaps: analytics.queries.segments)."""
-    return {"filters": ";".join(str(f) for f in filters), "estimate": estimate}
+    is an estimate (each says why: its row's or metric's "estimate")."""
+    return {"filters": result.meta["filters"], "estimate": result.estimate}
 
 
 @methods("GET")
@@ -100,15 +92,13 @@ def aggregate(request):
     if compare is not None and compare not in queries.COMPARISONS:
         raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
     filters, extra = filters_param(request), {}
+    result = queries.run(get_redis(), queries.Query(site, start, end, "aggregate", tuple(metrics), filters, compare))
     if filters:
-        results, estimate = queries.filtered.aggregate(get_redis(), site, filters, start, end, metrics, compare)
-        extra = _filtered(filters, estimate)
-    else:
-        results = queries.aggregate(get_redis(), site, start, end, metrics, compare)
+        extra = _filtered(result)
     if compare:
-        before_start, before_end = queries.previous(compare, start, end)
+        before_start, before_end = result.meta["compared"]
         extra["compared"] = {"from": before_start.isoformat(), "to": before_end.isoformat()}
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), **extra, "results": results})
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), **extra, "results": result.totals})
 
 
 @methods("GET")
@@ -126,24 +116,19 @@ def breakdown(request):
     r = get_redis()
     filters = filters_param(request)
     if filters:
-        results, total, estimate = _filtered_breakdown(r, site, filters, start, end, prop, request)
+        _check_filtered_breakdown(prop, request)
+    query = queries.Query(site, start, end, "breakdown", filters=filters, dimension=prop, limit=limit, page=page, search=search,
+                          event=request.GET.get("event") or None)
+    result = queries.run(r, query)
+    results, total = result.rows, result.meta["total"]
+    if prop in dimensions.ALL:
         _refuse_cities_without_a_database(r, site, start, end, prop, total)
+    if filters:
         body = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page,
-                **_filtered(filters, estimate), "results": results[(page - 1) * limit : page * limit], "total": total}
+                **_filtered(result), "results": results, "total": total}
         return json_response(body)
-    if prop.startswith(PROPS):
-        event = request.GET.get("event") or None
-        results, total = queries.properties(r, site, start, end, prop[len(PROPS) :][:300], event, limit, page, search)
-    elif prop == "goal":
-        rows = queries.goals(r, site, start, end, queries.summary(r, site, start, end)["visitors"], search)
-        results, total = rows[(page - 1) * limit : page * limit], len(rows)
-    elif prop == "page":
-        rows, total = queries.ranked_pages(r, site, start, end, limit * page, search)
-        results = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]}
-                   for row in rows[(page - 1) * limit :]]
-    else:
-        results, total = queries.breakdown(r, site, start, end, prop, limit, page, search)
-        _refuse_cities_without_a_database(r, site, start, end, prop, total)
+    if prop == "page":
+        results = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]} for row in results]
     wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
     if wanted:
         name = prop.removeprefix(PROPS)
@@ -182,29 +167,16 @@ def _search(request) -> str:
     return request.GET.get("search", "")[:200]
 
 
-def _filtered_breakdown(r, site, filters, start, end, prop: str, request) -> tuple[list[dict], int, bool]:
-    """Every row of a breakdown for a filtered audience (visitors only: the other counts
-    exist per value, not per combination), and whether any is estimated."""
-    search = _search(request)
+def _check_filtered_breakdown(prop: str, request):
+    """A filtered audience's rows have visitors only (goals: and conversion rates): the
+    other counts exist per value, not per combination. Rows that count events or visits
+    (custom properties, exit pages) cannot be filtered at all."""
     wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
     allowed = ("visitors", "conversion_rate") if prop == "goal" else ("visitors",)
     if any(m not in allowed for m in wanted):
         raise ApiError(400, f"metrics: under filters, rows have {', '.join(allowed)} only")
     if prop.startswith(PROPS) or prop == dimensions.EXIT:
         raise ApiError(400, f"filters: not available with property={prop} (its rows count events or visits, not visitors)")
-    if prop == "goal":
-        summary, _ = queries.filtered.summary(r, site, filters, start, end)
-        rows, estimate = queries.filtered.goals(r, site, filters, start, end, summary["visitors"], search)
-        return rows, len(rows), estimate
-    if prop == "page":
-        ranked, _ = queries.ranked_pages(r, site, start, end, queries.filtered.MAX_ROWS, search)
-        candidates = [row["page"] for row in ranked]
-    else:
-        unfiltered, _ = queries.breakdown(r, site, start, end, prop, queries.filtered.MAX_ROWS, 1, search)
-        candidates = [row[prop] for row in unfiltered]
-    rows, estimate = queries.filtered.breakdown(r, site, filters, start, end, prop, candidates)
-    results = [{prop: row["value"], "visitors": row["visitors"], **({"estimate": True} if row["estimate"] else {})} for row in rows]
-    return results, len(results), estimate
 
 
 @methods("GET")
@@ -221,7 +193,7 @@ def funnel(request):
     filters = filters_param(request)
     steps, estimate = queries.funnel(get_redis(), site, found, start, end, filters)
     return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "funnel": found.name,
-                          **_filtered(filters, estimate), "steps": steps})
+                          "filters": ";".join(str(f) for f in filters), "estimate": estimate, "steps": steps})
 
 
 @methods("GET")
@@ -258,15 +230,11 @@ def retention(request):
     top = queries.DAY_PERIODS if unit == "day" else queries.WEEK_PERIODS
     periods = int_param(request, "periods", top, 0, top)
     start, end = date_range(request, site)
-    filters, extra = filters_param(request), {}
-    if filters:
-        cohorts, estimate = queries.filtered.retention(get_redis(), site, filters, unit, start, end, periods)
-        extra = _filtered(filters, estimate)
-    else:
-        cohorts = queries.retention(get_redis(), site, unit, start, end, periods)
+    filters = filters_param(request)
+    result = queries.run(get_redis(), queries.Query(site, start, end, "retention", filters=filters, interval=unit, periods=periods))
     return json_response(
-        {"site": site.domain, "unit": unit, "from": start.isoformat(), "to": end.isoformat(), "periods": periods, **extra,
-         "cohorts": cohorts}
+        {"site": site.domain, "unit": unit, "from": start.isoformat(), "to": end.isoformat(), "periods": periods,
+         **(_filtered(result) if filters else {}), "cohorts": result.rows}
     )
 
 
@@ -276,17 +244,11 @@ def pages(request):
     site = site_param(request)
     start, end = date_range(request, site)
     limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
-    filters, extra = filters_param(request), {}
-    r = get_redis()
-    if filters:
-        candidates = [row["page"] for row in queries.top_pages(r, site, start, end, max(limit, queries.filtered.MAX_ROWS))]
-        rows, estimate = queries.filtered.breakdown(r, site, filters, start, end, "page", candidates)
-        results = [{"page": row["value"], "visitors": row["visitors"], "pageviews": None,
-                    **({"estimate": True} if row["estimate"] else {})} for row in rows[:limit]]
-        extra = _filtered(filters, estimate)
-    else:
-        results = queries.top_pages(r, site, start, end, limit)
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), **extra, "results": results})
+    filters = filters_param(request)
+    result = queries.run(get_redis(), queries.Query(site, start, end, "breakdown", filters=filters, dimension="page", limit=limit))
+    results = [{"pageviews": None, **row} for row in result.rows] if filters else result.rows
+    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(),
+                          **(_filtered(result) if filters else {}), "results": results})
 
 
 @methods("GET")

@@ -14,6 +14,8 @@ the package's surface; the dashboard reads through them and the models only.
     filtered.py         every number above for a filtered audience (exact, or marked estimated)
     stored.py           days whose raw keys expired: their stored rows, the site's repeat ratio
     expired.py          a filtered audience's rows, converters and unions over such days
+    runner.py           Query -> Result: the one way every reader asks for the numbers above
+    visit_pages.py      the visits that viewed a page: a page filter's visit metrics
     funnels.py          a funnel's steps: visitors who reached each, day by day
     places.py           visitors within some distance of a place (with a city database)
     retention.py        retention cohorts
@@ -57,8 +59,13 @@ from .places import (
 )
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
+from .runner import Memo, Query, Result, run
 
 __all__ = [
+    "Memo",
+    "Query",
+    "Result",
+    "run",
     "funnel",
     "filtered",
     "segments",

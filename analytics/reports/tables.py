@@ -1,6 +1,6 @@
 """Reports: a site's numbers for a period as tables, written as CSV (a zip, one file per
-table), Excel (one sheet per table) or JSON. The numbers come from the same query
-functions as the read API, so they are the same numbers."""
+table), Excel (one sheet per table) or JSON. The numbers come from the query runner
+(analytics.queries.run), as the read API's and the dashboard's do: the same numbers."""
 import csv
 import io
 import re
@@ -28,53 +28,64 @@ NO_CITY_DATABASE_NOTE = f"No rows: no city database on this server. {queries.NO_
 
 def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None, filters=()) -> dict:
     """The report's tables: {name: {"columns": [...], "rows": [[...], ...]}} (and "note":
-    why a table is empty, where the rows alone would mislead: city_note); with `filters`,
-    for the filtered audience (filtered_tables)."""
-    if filters:
-        return filtered_tables(r, site, start, end, filters, progress)
-    daily = queries.timeseries(r, site, start, end, queries.METRICS)
+    why a table is empty, where the rows alone would mislead: city_note), asked of the
+    query runner as the read API asks (so they are its numbers). With `filters`, for the
+    filtered audience: visitors alone in the breakdowns (the other counts exist per value,
+    not per combination), no exit pages or custom properties (their rows count visits or
+    events, which no filter narrows: the breakdown API refuses them too), and the report
+    says its filters and whether any number in it is estimated."""
+    filters, memo = tuple(filters), queries.Memo()
+    asked = []
+
+    def ask(kind: str, **kwargs) -> queries.Result:
+        result = queries.run(r, queries.Query(site, start, end, kind, filters=filters, **kwargs), memo)
+        asked.append(result)
+        return result
+
+    daily = ask("timeseries", metrics=queries.METRICS).rows
+    totals = ask("aggregate", compare="previous_period").totals
     progress(0.3)
-    pages = queries.top_pages(r, site, start, end, limit=TOP_PAGES)
-    progress(0.6)
-    totals = queries.aggregate(r, site, start, end, compare="previous_period")
+    page_columns = ["visitors"] if filters else ["visitors", "pageviews"]
+    pages = ask("breakdown", dimension="page", limit=queries.filtered.MAX_ROWS if filters else TOP_PAGES).rows
     tables = {
         "summary": {
             "columns": ["metric", "value", "change_percent", "estimate"],
             "rows": [[metric, result["value"], result.get("change"), result.get("estimate", "")] for metric, result in totals.items()],
         },
         "daily": {"columns": ["date", *queries.METRICS], "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily]},
-        "pages": {"columns": ["page", "visitors", "pageviews"], "rows": [[p["page"], p["visitors"], p["pageviews"]] for p in pages]},
+        "pages": {"columns": ["page", *page_columns], "rows": [[p["page"], *(p[c] for c in page_columns)] for p in pages]},
     }
+    progress(0.6)
     if not site.daily_salt:
         for unit, periods in (("day", queries.DAY_PERIODS), ("week", queries.WEEK_PERIODS)):
-            cohorts = queries.retention(r, site, unit, start, end, periods)
+            cohorts = ask("retention", interval=unit, periods=periods).rows
             tables[f"retention_{unit}"] = {
                 "columns": ["cohort", "size", *(f"{unit[0]}{n}" for n in range(periods + 1))],
                 "rows": [[c["cohort"], c["size"], *c["retained"]] for c in cohorts],
             }
     progress(0.7)
-    tables.update(breakdown_tables(r, site, start, end, totals["visitors"]["value"]))
-    progress(0.9)
-    return {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "tables": tables}
-
-
-BREAKDOWN_COLUMNS = ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit"]
-
-
-def breakdown_tables(r, site: SiteInfo, start: date, end: date, visitors: int) -> dict:
-    """One table per visit dimension (every value, most visitors first), goals, and each
-    custom property; the same rows as GET /api/v1/stats/breakdown."""
-    tables = {}
-    for dimension in dimensions.ALL:
-        rows, _ = queries.breakdown(r, site, start, end, dimension, limit=MAX_ROWS)
-        columns = ["visits"] if dimension == dimensions.EXIT else BREAKDOWN_COLUMNS
+    for dimension in dimensions.VISIT_DIMENSIONS if filters else dimensions.ALL:
+        rows = ask("breakdown", dimension=dimension, limit=queries.filtered.MAX_ROWS if filters else MAX_ROWS).rows
+        columns = ["visitors"] if filters else ["visits"] if dimension == dimensions.EXIT else BREAKDOWN_COLUMNS
         tables[dimension] = {"columns": [dimension, *columns],
                              "rows": [[row[dimension], *(row[c] for c in columns)] for row in rows],
                              **city_note(r, site, start, end, dimension, len(rows))}
-    goals = queries.goals(r, site, start, end, visitors or 0)
-    tables["goals"] = {"columns": ["goal", "visitors", "events", "conversion_rate", "revenue", "currency"], "rows": goal_rows(goals)}
-    tables.update(property_tables(r, site, start, end))
-    return tables
+    goals = ask("breakdown", dimension="goal", limit=MAX_ROWS).rows
+    if filters:
+        tables["goals"] = {"columns": ["goal", "visitors", "conversion_rate"],
+                           "rows": [[g["goal"], g["visitors"], g["conversion_rate"]] for g in goals]}
+    else:
+        tables["goals"] = {"columns": ["goal", "visitors", "events", "conversion_rate", "revenue", "currency"], "rows": goal_rows(goals)}
+        tables.update(property_tables(r, site, start, end))
+    progress(0.9)
+    report = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "tables": tables}
+    if filters:
+        report = {**report, "filters": ";".join(str(f) for f in filters), "estimate": any(result.estimate for result in asked)}
+        report["tables"] = report.pop("tables")  # (the tables last, as before)
+    return report
+
+
+BREAKDOWN_COLUMNS = ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit"]
 
 
 def city_note(r, site: SiteInfo, start: date, end: date, dimension: str, found: int) -> dict:
@@ -122,52 +133,6 @@ def table_name(prop: str, taken: set[str]) -> str:
         name = base[: NAME_LENGTH - len(f"~{n}")] + f"~{n}"
     taken.add(name.lower())
     return name
-
-
-def filtered_tables(r, site: SiteInfo, start: date, end: date, filters, progress=lambda share: None) -> dict:
-    """The report of a filtered audience (analytics.queries.filtered): the same tables,
-    with visitors alone in the breakdowns (the other counts exist per value, not per
-    combination), and the filters and whether any number is estimated in the report.
-    Exit pages and custom properties have no table: their rows count visits or events,
-    which no filter narrows (the breakdown API refuses them with filters too)."""
-    filtered = queries.filtered
-    daily, estimate = filtered.timeseries(r, site, filters, start, end, queries.METRICS)
-    totals, estimated = filtered.aggregate(r, site, filters, start, end, queries.AGGREGATE_METRICS, compare="previous_period")
-    estimate = estimate or estimated
-    progress(0.3)
-    tables = {
-        "summary": {
-            "columns": ["metric", "value", "change_percent", "estimate"],
-            "rows": [[metric, result["value"], result.get("change"), result.get("estimate", "")] for metric, result in totals.items()],
-        },
-        "daily": {"columns": ["date", *queries.METRICS], "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily]},
-    }
-    candidates = [p["page"] for p in queries.top_pages(r, site, start, end, limit=filtered.MAX_ROWS)]
-    rows, estimated = filtered.breakdown(r, site, filters, start, end, "page", candidates)
-    estimate = estimate or estimated
-    tables["pages"] = {"columns": ["page", "visitors"], "rows": [[row["value"], row["visitors"]] for row in rows]}
-    progress(0.5)
-    if not site.daily_salt:
-        for unit, periods in (("day", queries.DAY_PERIODS), ("week", queries.WEEK_PERIODS)):
-            cohorts, estimated = filtered.retention(r, site, filters, unit, start, end, periods)
-            estimate = estimate or estimated
-            tables[f"retention_{unit}"] = {
-                "columns": ["cohort", "size", *(f"{unit[0]}{n}" for n in range(periods + 1))],
-                "rows": [[c["cohort"], c["size"], *c["retained"]] for c in cohorts],
-            }
-    progress(0.7)
-    for dimension in dimensions.VISIT_DIMENSIONS:
-        values = [row[dimension] for row in queries.breakdown(r, site, start, end, dimension, limit=filtered.MAX_ROWS)[0]]
-        rows, estimated = filtered.breakdown(r, site, filters, start, end, dimension, values)
-        estimate = estimate or estimated
-        tables[dimension] = {"columns": [dimension, "visitors"], "rows": [[row["value"], row["visitors"]] for row in rows],
-                             **city_note(r, site, start, end, dimension, len(rows))}
-    goals, estimated = filtered.goals(r, site, filters, start, end, totals["visitors"]["value"] or 0)
-    tables["goals"] = {"columns": ["goal", "visitors", "conversion_rate"], "rows": [[g["goal"], g["visitors"], g["conversion_rate"]] for g in goals]}
-    progress(0.9)
-    text = ";".join(str(f) for f in filters)
-    return {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "filters": text, "estimate": estimate or estimated,
-            "tables": tables}
 
 
 def safe_cell(value):
