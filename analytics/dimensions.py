@@ -30,6 +30,7 @@ EXIT = "exit_page"
 # page filter has Plausible's visit metrics. Not a visit dimension: no visitors, no bitmaps,
 # no breakdown (lib/visits.lua, MAX_VISIT_PAGES).
 VISIT_PAGE = "visit_page"
+VISIT_EVENT = "visit_event"  # the same for the custom events a visit sent: a goal filter's visits
 ALL = (*VISIT_DIMENSIONS, EXIT)
 
 # The per-day tables (hashes of field -> number) a visit dimension's metrics live in.

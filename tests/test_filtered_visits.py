@@ -26,16 +26,16 @@ def visits_of(events):
             if visit is not None:
                 done.append(visit)
             visit = open_[v] = {"day": ts.date(), "source": source, "country": country, "first": ts, "last": ts,
-                                "pageviews": 0, "interactive": False, "pages": set()}
+                                "pageviews": 0, "interactive": False, "pages": set(), "events": False}
         visit["last"] = max(visit["last"], ts)
         if kind == "p":
             visit["pageviews"] += 1
             visit["pages"].add(path)
         else:
-            visit["interactive"] = True
+            visit["interactive"] = visit["events"] = True
     done += open_.values()
     return [(x["day"], x["source"], x["country"], x["pageviews"], x["pageviews"] <= 1 and not x["interactive"],
-             int((x["last"] - x["first"]).total_seconds()), x["pages"]) for x in done]
+             int((x["last"] - x["first"]).total_seconds()), x["pages"] | ({"event:Signup"} if x["events"] else set())) for x in done]
 
 
 def expected(visits, keep):
@@ -151,3 +151,15 @@ def test_page_visits_survive_the_rollup_and_the_keys_expiry(world, r, site, no_g
         r.delete(key)
     after, _ = filtered.summary(r, info, segments.parse("page==/pricing"), days[0], days[-1])
     assert {m: after[m] for m in ("visits", "bounce_rate", "visit_duration")} == {m: before[m] for m in ("visits", "bounce_rate", "visit_duration")}
+
+
+@pytest.mark.parametrize("text", ["goal==Signed up", "goal==Signup"])  # (a goal's event, and an event's own name)
+def test_an_event_goal_filter_has_the_visits_that_sent_the_event(world, r, site, text):
+    from analytics.models import Goal
+    Goal.objects.create(site=site, name="Signed up", event_name="Signup")
+    info, _, days, events = world
+    summary, _ = filtered.summary(r, info, segments.parse(text), days[0], days[-1])
+    truth = page_truth(events, visits_of(events), lambda p: p == "event:Signup")
+    assert truth["visits"] > 0
+    assert {m: summary[m] for m in ("visits", "bounce_rate", "visit_duration")} == {m: truth[m] for m in ("visits", "bounce_rate", "visit_duration")}
+    assert not {"visits", "bounce_rate", "visit_duration"} & set(summary["estimates"])

@@ -67,8 +67,10 @@ def brute_force(events, tz=UTC):
                 counts[start_day, "duration"][f] += duration
             if views:
                 counts[start_day, "exits"][field("exit_page", views[-1][3])] += 1
-            for page in {e[3] for e in views}:  # (the visits that viewed a page: no visitors of their own)
-                f = field(dimensions.VISIT_PAGE, page)
+            joined = [field(dimensions.VISIT_PAGE, page) for page in {e[3] for e in views}]
+            if any(e[2] != "p" for e in visit):  # (send() names every custom event "Signup")
+                joined.append(field(dimensions.VISIT_EVENT, "Signup"))
+            for f in joined:  # (the visits that viewed a page, or sent an event: no visitors of their own)
                 counts[start_day, "visits"][f] += 1
                 counts[start_day, "bounces"][f] += bounce
                 counts[start_day, "duration"][f] += duration

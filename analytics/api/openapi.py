@@ -50,7 +50,9 @@ FILTERS = _param(
     "bitmaps of each dimension's first values of the day (the site's `segment_values`, and its pinned goals and funnel "
     "steps); a value without its bitmap that day is estimated from HyperLogLogs, and the answer then says "
     "`\"estimate\": true`. Visits, pageviews, bounce rate and visit duration exist per value, not per combination: "
-    "under a single `dimension==value` filter they are that value's own, else null. A filtered answer carries "
+    "under one filter on a visit property (any values, `!=`, `~`) they are exact; under one page (`==`, `~`) or goal "
+    "filter they are those of the visits that viewed the page or sent the goal's event (several pages: an upper bound, "
+    "marked); else null. A filtered answer carries "
     "`filters` (as understood) and `estimate`.",
     {"type": "string"},
 )

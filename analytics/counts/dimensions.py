@@ -42,8 +42,9 @@ def dimension_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date,
 
 
 def _has_visitors(name: str) -> bool:
-    """Exit pages and a visit's pages count visits only; the totals' visitors are the site's own HLL."""
-    return name != dimensions.TOTAL and not name.startswith((dimensions.EXIT + dimensions.SEP, dimensions.VISIT_PAGE + dimensions.SEP))
+    """Exit pages and a visit's pages and events count visits only; the totals' visitors are the site's own HLL."""
+    return name != dimensions.TOTAL and not name.startswith((dimensions.EXIT + dimensions.SEP, dimensions.VISIT_PAGE + dimensions.SEP,
+                                                                 dimensions.VISIT_EVENT + dimensions.SEP))
 
 
 def queue_day_visitors(pipe, site_id: int, day: date, field: str, bitmapped: bool):

@@ -243,18 +243,18 @@ def prepare(
         entry_id, entry = _entry_part(path)
         chunk.parts[entry_id] = entry
         kind = _PAGEVIEW_KIND if name == PAGEVIEW else _INTERACTIVE_KIND if interactive else _OTHER_KIND
-        chunk.visits.append((seconds, index, kind, path, attrs_index, entry_id))
         if name == PAGEVIEW:
             if user is not None:
                 seen_pages.setdefault(user, {})[path] = None
             chunk.pageviews += 1
             group = groups.get(path)
             if group is None:
-                group = groups[path] = [0, set()]
+                group = groups[path] = [0, set(), 0]
         else:
             group = groups.get(name)
             if group is None:
-                group = groups[name] = [0, set()]
+                group = groups[name] = [0, set(), len(groups) + 1]  # (its place among the chunk's event groups)
+        chunk.visits.append((seconds, index, kind, path, attrs_index, entry_id, group[2]))
         group[0] += 1
         group[1].add(index)
         for prop, value in props:
@@ -392,7 +392,7 @@ def _script_call(
     ):
         args += (len(groups), quota)
         script_keys += (hll_key(sid, day, OTHER), count_key(sid, day, OTHER))
-        for name, (count, members) in groups.items():
+        for name, (count, members, _) in groups.items():
             script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
             args += (name, count, _indexes(members))
     script_keys += (keys.props_index(sid, day), keys.props_sizes(sid, day))
@@ -453,10 +453,11 @@ def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, scr
             paths[event[3]] = len(paths) + 1
             args += (event[3], event[5])
     args.insert(len(args) - 2 * len(paths), len(paths))
-    args.append(b"".join([_EVENT.pack(e[1], e[0], e[2], e[4], paths[e[3]]) for e in events]))
+    args.append(b"".join([_EVENT.pack(e[1], e[0], e[2], e[4], paths[e[3]], e[6]) for e in events]))
 
 
-_EVENT = struct.Struct(">HIBIH")  # visitor index, unix time, kind, attributes index, path index (lib/visits.lua)
+# visitor index, unix time, kind, attributes index, path index, custom event's group index (lib/visits.lua)
+_EVENT = struct.Struct(">HIBIHH")
 
 
 def _indexes(members) -> bytes:

@@ -1,14 +1,15 @@
-"""The visits that include a page: what a page (or page goal) filter's visits, bounce rate,
-visit duration and views per visit are, by Plausible's definition (the visits with a
-matching pageview).
+"""The visits that include a page or an event: what a page or goal filter's visits, bounce
+rate, visit duration and views per visit are, by Plausible's definition (the visits with
+a matching pageview or custom event).
 
-lib/visits.lua counts each visit under every distinct page it viewed (`visit_page`
-fields: the visit's visits, bounces and duration on the day it started, the page's own
-pageviews), and the rollups store those as rows like any visit value's. One page's are
-then exact. Several pages' are their counts summed: a visit that viewed two of them counts
-twice, so that sum is marked an upper bound. A visit's pages past the day's page quota,
-or past its 32nd, count under "(other)": the days with any are marked too. Days before
-the visits' pages were counted (an upgrade) make the answer None, not a guess.
+lib/visits.lua counts each visit under every distinct page it viewed and custom event it
+sent (`visit_page` and `visit_event` fields: the visit's visits, bounces and duration on
+the day it started, a page's own pageviews), and the rollups store those as rows like any
+visit value's. One page's or event's are then exact. Several are their counts summed: a
+visit that viewed two of them counts twice, so that sum is marked an upper bound. A
+visit's pages and events past the day's quota, or past its 32nd, count under "(other)":
+the days with any are marked too. Days before visits' pages were counted (an upgrade)
+make the answer None, not a guess.
 """
 from datetime import date
 
@@ -30,55 +31,60 @@ PAST_QUOTA = ("an estimate: some visits viewed pages past the day's page quota o
 
 def counts(r: redis.Redis, site: SiteInfo, f: segments.Filter, days: list[date]) -> tuple[dict[date, dict] | None, dict[date, str]]:
     """Each day's visit counts (pageviews, visits, bounces, duration) of the visits that
-    viewed a page `f` selects (`page ==` or `~`, or a goal whose pattern is a page), and
+    viewed a page `f` selects or sent an event it names (`page ==` or `~`, `goal ==`), and
     why a day's are estimated ({day: reason}); (None, {}) where they cannot be said."""
-    match = _matcher(site, f)
-    if match is None:
+    wanted = _wanted(site, f)
+    if wanted is None:
         return None, {}
     counted = _counted_days(r, site, days)
     if not counted.issuperset(_days_with_pageviews(r, site, days)):
         return None, {}
-    if f.prop == "page" and f.op == "==":
-        values_by_day = {day: list(f.values) for day in days}
-    else:
-        values_by_day = _matching(r, site, days, match)
-    values = sorted({v for found in values_by_day.values() for v in found})
-    parts = {value: field_days(r, site, days, dimensions.field(dimensions.VISIT_PAGE, value)) for value in values}
-    other = field_days(r, site, days, dimensions.field(dimensions.VISIT_PAGE, dimensions.OTHER))
+    fields_by_day: dict[date, list[str]] = {day: [] for day in days}
+    for dimension, value, match in wanted:
+        found = {day: [value] for day in days} if match is None else _matching(r, site, days, dimension, match)
+        for day in days:
+            fields_by_day[day] += [dimensions.field(dimension, v) for v in found[day]]
+    names = sorted({name for found in fields_by_day.values() for name in found})
+    parts = {name: field_days(r, site, days, name) for name in names}
+    others = [field_days(r, site, days, dimensions.field(d, dimensions.OTHER)) for d in {d for d, _, _ in wanted}]
     result, why = {}, {}
     for day in days:
-        rows = [parts[value][day] for value in values_by_day[day]]
+        rows = [parts[name][day] for name in dict.fromkeys(fields_by_day[day])]
         result[day] = {c: sum(row[c] for row in rows) for c in COUNTS[1:]}
         if sum(1 for row in rows if row["visits"]) > 1:
             why[day] = SEVERAL
-        elif other[day]["visits"]:
+        elif any(other[day]["visits"] for other in others):
             why[day] = PAST_QUOTA
     return result, why
 
 
-def _matcher(site: SiteInfo, f: segments.Filter):
-    """A page predicate for the filter, or None where it selects no page views: `!=` (the
-    visits that viewed some other page are not those), a goal of a custom event."""
-    if f.op == "!=":
+def _wanted(site: SiteInfo, f: segments.Filter) -> list[tuple[str, str | None, object]] | None:
+    """What the filter selects visits by: (dimension, value, None) for a named page or
+    event, (dimension, None, predicate) for the pages a `~` or a page goal's pattern
+    matches; None where it selects no visits this way (`!=`: the visits that viewed some
+    other page are not those; a visit dimension)."""
+    if f.op == "!=" or f.prop not in ("page", "goal"):
         return None
     if f.prop == "page":
-        return f.admits
-    if f.prop != "goal":
-        return None
+        return [(dimensions.VISIT_PAGE, value, None) for value in f.values] if f.op == "==" else [(dimensions.VISIT_PAGE, None, f.admits)]
     goals = {g.name: g for g in Goal.objects.filter(site_id=site.id, name__in=f.values)}
-    if any(name not in goals or not goals[name].page_pattern for name in f.values):
-        return None
-    matchers = [page_pattern_regex(goals[name].page_pattern).fullmatch for name in f.values]
-    return lambda path: any(m(path) for m in matchers)
+    wanted = []
+    for name in f.values:
+        goal = goals.get(name)
+        if goal is not None and goal.page_pattern:
+            wanted.append((dimensions.VISIT_PAGE, None, page_pattern_regex(goal.page_pattern).fullmatch))
+        else:  # (a goal's event, or a name that is no goal: a custom event's, as segments.py takes it)
+            wanted.append((dimensions.VISIT_EVENT, goal.event_name if goal is not None else name, None))
+    return wanted
 
 
-def _matching(r: redis.Redis, site: SiteInfo, days: list[date], match) -> dict[date, list[str]]:
-    """The pages that `match` among each day's visit pages (stored rows, or the day's set)."""
+def _matching(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, match) -> dict[date, list[str]]:
+    """The values of `dimension` that `match` among each day's (stored rows, or the day's set)."""
     found: dict[date, set[str]] = {day: set() for day in days}
-    rows = DimensionDaily.objects.filter(site_id=site.id, dimension=dimensions.VISIT_PAGE, date__in=days)
+    rows = DimensionDaily.objects.filter(site_id=site.id, dimension=dimension, date__in=days)
     for day, value in rows.values_list("date", "value"):
         found[day].add(value)
-    for day, members in segments.day_members(r, site, days, dimensions.VISIT_PAGE).items():
+    for day, members in segments.day_members(r, site, days, dimension).items():
         found[day].update(members)
     return {day: sorted(v for v in values if v != dimensions.OTHER and match(v)) for day, values in found.items()}
 

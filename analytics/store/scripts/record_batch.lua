@@ -292,8 +292,8 @@ local function groups(index_key, dimension)
   pos = pos + 2
   local other_hll, other_counter = KEYS[key_index], KEYS[key_index + 1]
   key_index = key_index + 2
-  local kept, counts = {}, {}
-  if count == 0 then return kept, counts, quota end
+  local kept, counts, by_index = {}, {}, {}
+  if count == 0 then return kept, counts, quota, by_index end
   local room = quota - redis.call('SCARD', index_key)  -- new names that still fit
   local checked = room < count  -- near the quota: look at each name
   local other, other_count = {}, 0
@@ -309,6 +309,7 @@ local function groups(index_key, dimension)
         end
       end
     end
+    by_index[g] = fits and name or false
     if fits then
       pfadd_listed(KEYS[key_index], listed)
       redis.call('INCRBY', KEYS[key_index + 1], n)
@@ -328,11 +329,11 @@ local function groups(index_key, dimension)
     redis.call('INCRBY', other_counter, other_count)
     redis.call('SADD', index_key, OTHER)
   end
-  return kept, counts, quota
+  return kept, counts, quota, by_index
 end
 --@section pages and custom events
 local pages, page_counts, page_quota = groups(KEYS[7], 'page')
-groups(KEYS[8], 'event')
+local event_names = select(4, groups(KEYS[8], 'event'))  -- (group index -> name, false past the quota)
 
 -- Property groups ("event SEP property SEP value"): the quota is per property (an
 -- unbounded property must not take the others' room), and past it a value counts under
@@ -474,7 +475,7 @@ local bitmap_only = elements ~= digests
 local page_kept = {}  -- (the paths within the day's page quota: a visit's pages past it are "(other)")
 for _, path in ipairs(pages) do page_kept[path] = true end
 local visit_candidates, deferred = record_visits(digests, elements, bitmap_only, ids, open, not daily_map, ARGV[6], visits_at,
-                                                 session_keys, KEYS[12], page_kept, page_quota)
+                                                 session_keys, KEYS[12], page_kept, page_quota, event_names)
 for _, c in ipairs(visit_candidates) do segment_candidates[#segment_candidates + 1] = c end
 --@section segments: a bitmap per value
 local deferrable = {}

@@ -15,13 +15,14 @@
 --   visits, bounces, duration   on the day the visit started (a visit that crosses
 --                               midnight goes on adding to that day, marked dirty)
 --   exits                       visits by exit page, on the day the visit started
--- and under "visit_page SEP <path>" for each distinct page the visit viewed (at most
--- MAX_VISIT_PAGES of them; past that, and past the day's page quota, "(other)"): its
--- visits, bounces and duration on the day the visit started (a page the visit reaches
--- later takes the visit's counts so far, then follows it), and the page's own pageviews.
--- That is what a page filter's visit metrics are (Plausible's: the visits that include a
--- matching pageview); a visit's pages are not visit dimensions (no visitors, no bitmaps:
--- the page's own are in record_batch.lua).
+-- and under "visit_page SEP <path>" for each distinct page the visit viewed and
+-- "visit_event SEP <name>" for each custom event it sent (at most MAX_VISIT_PAGES of them
+-- together; past that, and past the day's page or event-name quota, "(other)"): its
+-- visits, bounces and duration on the day the visit started (a page or event the visit
+-- reaches later takes the visit's counts so far, then follows it), and a page's own
+-- pageviews. That is what a page or goal filter's visit metrics are (Plausible's: the
+-- visits that include a matching event); these are not visit dimensions (no visitors, no
+-- bitmaps: the page's and the event's own are in record_batch.lua).
 -- Events more than `timeout` before the visit we hold for their visitor (an old day
 -- backfilled while newer events exist) make visits of their own by the same rules, within
 -- one call, and leave the held visit alone.
@@ -44,8 +45,8 @@ local PAGEVIEW, INTERACTIVE = string.byte('p'), string.byte('i')  -- (event kind
 local OTHER_SUFFIX = SEP .. OTHER_VALUE  -- (a field of the value "(other)": it gets no bitmap)
 local TOTAL = 'total' .. SEP .. 'all'  -- every visit counts here too: the site's totals (its visitors are uv:<day>)
 local TOTAL_ID = '*'  -- the part every visit has, holding TOTAL alone (never sent, never stored)
-local VISIT_PAGE = 'visit_page'  -- (analytics/dimensions.py VISIT_PAGE)
-local MAX_VISIT_PAGES = 32  -- distinct pages a visit is counted under (the state keeps their part ids)
+local VISIT_PAGE, VISIT_EVENT = 'visit_page', 'visit_event'  -- (analytics/dimensions.py)
+local MAX_VISIT_PAGES = 32  -- distinct pages and events a visit is counted under (the state keeps their part ids)
 
 -- redis.call(command, key, ...) over a long list in slices (Lua's unpack() is bounded).
 local SLICE = 3000
@@ -182,17 +183,18 @@ end
 --   Q, then Q pairs: part id, part text (every part the events below name),
 --   A, then A attribute strings: an event's part ids joined by "," (maybe empty),
 --   N, then N pairs: a path, the part id of "entry_page SEP path",
---   then the events in time order, one string of 13-byte records (struct '>HIBIH':
+--   then the events in time order, one string of 15-byte records (struct '>HIBIHH':
 --       packed, not decimal, because parsing text was a tenth of the call): visitor
 --       index, unix time (s), kind (a letter: "p" pageview, "i" interactive custom event,
---       "n" other), attribute index, path index
+--       "n" other), attribute index, path index, and a custom event's index among the
+--       chunk's event groups (record_batch.lua: `event_names`; 0 for a pageview)
 -- `keys_` are the open visits of this half hour and of the one before, then the parts'
 -- texts of the same two; `dirty_key` the set of days the rollups must compute again.
 -- Returns the day's {field, visitor indexes} of the visitors counted under each field
 -- not renamed to "(other)" (for lib/segments.lua), and with `bitmap_only` those of them
 -- whose HLL waits for its decision: {field, HLL key, visitor indexes}.
 local function record_visits(digests, elements, bitmap_only, dense_ids, open, keep_ids, day, pos, keys_, dirty_key, page_kept,
-                             page_quota)
+                             page_quota, event_names)
   local sessions_now, sessions_before, parts_now, parts_before = keys_[1], keys_[2], keys_[3], keys_[4]
   local session_ttl, timeout, quota, prefix = ARGV[pos], tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), ARGV[pos + 3]
   pos = pos + 6
@@ -216,32 +218,29 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
   local paths, entries = {}, {}
   for j = 1, np_ do paths[j] = ARGV[pos + 2 * j - 1]; entries[j] = ARGV[pos + 2 * j] end
   pos = pos + 2 * np_ + 1
-  -- Each path's visit_page part: named here (its id a hash of its text, as the caller
-  -- names the other parts), "(other)"'s for a path past the day's page quota.
-  local page_ids = {}
-  local other_page_id
-  for j = 1, np_ do
-    local text = page_kept[paths[j]] and VISIT_PAGE .. SEP .. paths[j] or VISIT_PAGE .. OTHER_SUFFIX
+  -- A part named here by its text (a visit's pages and events; its id a hash of the text,
+  -- as the caller names the other parts), sent to be kept with the visits that have it.
+  local function own_part(text)
     local id = string.sub(redis.sha1hex(text), 1, 16)
     if not part_text[id] then part_text[id] = text; sent[#sent + 1] = id; sent[#sent + 1] = text end
-    page_ids[j] = id
+    return id
   end
-  do
-    local text = VISIT_PAGE .. OTHER_SUFFIX
-    other_page_id = string.sub(redis.sha1hex(text), 1, 16)
-    if not part_text[other_page_id] then
-      part_text[other_page_id] = text; sent[#sent + 1] = other_page_id; sent[#sent + 1] = text
-    end
+  -- Each path's visit_page part, "(other)"'s for a path past the day's page quota.
+  local page_ids = {}
+  for j = 1, np_ do
+    page_ids[j] = own_part(page_kept[paths[j]] and VISIT_PAGE .. SEP .. paths[j] or VISIT_PAGE .. OTHER_SUFFIX)
   end
+  local other_page_id = own_part(VISIT_PAGE .. OTHER_SUFFIX)
+  local event_ids, other_event_id = {}, nil  -- (by the event's group index, named when first met)
   -- The events, as columns.
   local packed, unpack_event = ARGV[pos], struct.unpack
-  local ne = #packed / 13
+  local ne = #packed / 15
   local segment_candidates, deferred = {}, {}
   if ne == 0 then return segment_candidates, deferred end
-  local ev_visitor, ev_time, ev_kind, ev_attrs, ev_path = {}, {}, {}, {}, {}
+  local ev_visitor, ev_time, ev_kind, ev_attrs, ev_path, ev_event = {}, {}, {}, {}, {}, {}
   local at = 1
   for e = 1, ne do
-    ev_visitor[e], ev_time[e], ev_kind[e], ev_attrs[e], ev_path[e], at = unpack_event('>HIBIH', packed, at)
+    ev_visitor[e], ev_time[e], ev_kind[e], ev_attrs[e], ev_path[e], ev_event[e], at = unpack_event('>HIBIHH', packed, at)
   end
 
   -- The visitors of these events, and the visits we hold for them.
@@ -363,13 +362,11 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     local t = child(child(by_id, on), tbl)
     t[id] = (t[id] or 0) + n
   end
-  -- A pageview of the path at `pi`: the page's own count, and a page new to the visit
-  -- takes the visit's counts so far (what the totals hold for it after this event).
-  local function view_page(st, pi)
+  -- A page or event new to the visit takes the visit's counts so far (what the totals
+  -- hold for it after this event), then follows it; past MAX_VISIT_PAGES, `other` does.
+  local function join(st, id, other)
     local list, set = page_list(st), st.page_set
-    local id = page_ids[pi]
-    if not set[id] and #list >= MAX_VISIT_PAGES then id = other_page_id end
-    add_one(day, 'pageviews', id, 1)
+    if not set[id] and #list >= MAX_VISIT_PAGES then id = other end
     if not set[id] then
       set[id] = true
       list[#list + 1] = id
@@ -378,6 +375,22 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       local counted = st.bounce == 0 and st.last - st.start or 0
       if counted ~= 0 then add_one(st.start_day, 'duration', id, counted) end
     end
+    return id
+  end
+  -- A pageview of the path at `pi`: the page joins the visit, and counts its pageview.
+  local function view_page(st, pi)
+    add_one(day, 'pageviews', join(st, page_ids[pi], other_page_id), 1)
+  end
+  -- A custom event of the chunk's event group `gi`: the event joins the visit.
+  local function send_event(st, gi)
+    local id = event_ids[gi]
+    if not id then
+      local name = event_names[gi]
+      id = own_part(name and VISIT_EVENT .. SEP .. name or VISIT_EVENT .. OTHER_SUFFIX)
+      event_ids[gi] = id
+    end
+    other_event_id = other_event_id or own_part(VISIT_EVENT .. OTHER_SUFFIX)
+    join(st, id, other_event_id)
   end
   local function add_exit(on, path, n)
     local t = child(exits, on)
@@ -433,6 +446,8 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
         add_exit(st.start_day, path, 1)
         st.exit = path
       end
+    elseif ev_event[e] > 0 then
+      send_event(st, ev_event[e])
     end
     if st.seen_day ~= day then
       st.seen_day = day
@@ -554,7 +569,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     end
     local rename, grew = {}, false
     for dim, new in pairs(new_by_dim) do
-      local room = (dim == VISIT_PAGE and page_quota or quota) - (tonumber(redis.call('HGET', sizes_key, dim)) or 0)
+      local room = ((dim == VISIT_PAGE or dim == VISIT_EVENT) and page_quota or quota) - (tonumber(redis.call('HGET', sizes_key, dim)) or 0)
       table.sort(new)  -- (which new values of one call still fit: decided the same way every time)
       local other, add, to_other = dim .. SEP .. OTHER_VALUE, {}, false
       for _, f in ipairs(new) do
