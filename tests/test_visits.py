@@ -81,8 +81,6 @@ def brute_force(events, tz=UTC):
                         visitors[day, f].add(v)
                     if e[2] == "p":
                         counts[day, "pageviews"][f] += 1
-                if e[2] == "p":
-                    counts[day, "pageviews"][field(dimensions.VISIT_PAGE, e[3])] += 1
     return counts, visitors
 
 

@@ -17,6 +17,7 @@ from ..models import page_pattern_regex
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import queue_union
+from .pages import page_union
 from .stored import repeat_ratio, value_rows
 
 
@@ -81,13 +82,21 @@ def converters_by_rows(site: SiteInfo, segment, goal, days: list[date], totals: 
     return sum(share_of(goal.name, {goal.name: people[day]}, segment.sizes[day], totals[day].dau, []) for day in days)
 
 
+def _one_page(filters) -> str | None:
+    """The page of a segment that is one page's visitors (`page==PATH`), else None."""
+    if len(filters) == 1 and filters[0].prop == "page" and filters[0].op == "==" and len(filters[0].values) == 1:
+        return filters[0].values[0]
+    return None
+
+
 def stored_unions(r: redis.Redis, segment, ranges: dict) -> dict:
     """The segment's visitors over ranges holding days answered from stored rows (their
     bitmaps expired): the days' sizes summed, times the site's repeat_ratio() over them,
     times how much more (or less) often than everyone the segment's visitors come back
     where both are known (its exact days: the OR of their bitmaps over their sizes
-    summed, against the same of the site's active bitmaps). Never below that OR nor the
-    largest day, never above the sum of the days."""
+    summed, against the same of the site's active bitmaps). One page's visitors are its
+    own HLLs' union instead (pages.page_union: its row's number). Never below that OR nor
+    the largest day, never above the sum of the days."""
     sid = segment.site.id
     pipe = r.pipeline(transaction=False)
     at = {}
@@ -105,8 +114,14 @@ def stored_unions(r: redis.Redis, segment, ranges: dict) -> dict:
                 pipe.bitcount(keys.active(sid, day))
     answers = pipe.execute()
     result = {}
+    page = _one_page(segment.filters)
     for name, days in ranges.items():
         sizes = [segment.sizes[day] for day in days]
+        if page is not None:  # (one page's visitors: its own period and day HLLs, as its breakdown row)
+            seen = int(answers[at[name, "seg"]]) if (name, "seg") in at else 0
+            union = page_union(r, segment.site, min(days), max(days), page)
+            result[name] = min(sum(sizes), max(seen, max(sizes), union))
+            continue
         seen, relative = 0, 1.0
         if (name, "seg") in at:
             exact = [day for day in days if day not in segment.estimated]

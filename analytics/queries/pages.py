@@ -199,6 +199,42 @@ def search_pages(r: redis.Redis, site: SiteInfo, prefix: str, limit: int = 10) -
     return [path.decode() for path, _ in ranked[:limit]]
 
 
+def page_union(r: redis.Redis, site: SiteInfo, start: date, end: date, path: str) -> int:
+    """One page's visitors over the range as ranked_pages() counts its row before making it
+    exact: the union of its period and day HLLs (page_cover; gone periods by their stored
+    rows), never below its largest day nor above its pageviews or its days summed. What a
+    page filter's visitors are over days whose filter bitmaps expired (expired.py), so
+    that the filter and the page's row agree there too."""
+    rows = page_timeseries(r, site, path, start, end)
+    people = [row["visitors"] for row in rows]
+    views = sum(row["pageviews"] for row in rows)
+    cover = page_cover(site, start, end)
+    counted = {path: r.pfcount(*cover(path)) if cover(path) else 0}
+    if cover.gone:
+        counted = page_unions(r, site, start, end, cover, [path], counted)
+    return max(max(people, default=0), min(counted[path], views, sum(people)))
+
+
+def pageviews_of(r: redis.Redis, site: SiteInfo, wanted: dict[date, list[str]]) -> dict[tuple[date, str], int]:
+    """The pageviews of some pages on some days ({day: paths}): the stored rows of final
+    days, the day's counters for the others; one query and one round trip."""
+    days = [day for day, paths in wanted.items() if paths]
+    if not days:
+        return {}
+    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__in=days).values_list("date", flat=True))
+    found = {}
+    paths = {path for day in final for path in wanted[day]}
+    for day, path, views in PageDaily.objects.filter(site_id=site.id, date__in=final, path__in=paths).values_list("date", "path", "pageviews"):
+        if path in wanted[day]:
+            found[day, path] = views
+    live = [(day, path) for day in days if day not in final for path in wanted[day]]
+    pipe = r.pipeline(transaction=False)
+    for day, path in live:
+        pipe.get(keys.page_pageviews(site.id, day, path))
+    found.update((pair, int(n or 0)) for pair, n in zip(live, pipe.execute()))
+    return found
+
+
 def page_timeseries(r: redis.Redis, site: SiteInfo, path: str, start: date, end: date) -> list[dict]:
     """One page's visitors (HLL) and pageviews per day: the stored rows for final days
     (their day keys expire after keep_page_days), Redis for the others."""

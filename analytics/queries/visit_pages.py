@@ -4,7 +4,7 @@ a matching pageview or custom event).
 
 lib/visits.lua counts each visit under every distinct page it viewed and custom event it
 sent (`visit_page` and `visit_event` fields: the visit's visits, bounces and duration on
-the day it started, a page's own pageviews), and the rollups store those as rows like any
+the day it started; a page's pageviews are its own counters'), and the rollups store those as rows like any
 visit value's. One page's or event's are then exact. Several are their counts summed: a
 visit that viewed two of them counts twice, so that sum is marked an upper bound. A
 visit's pages and events past the day's quota, or past its 32nd, count under "(other)":
@@ -22,6 +22,7 @@ from ..store import keys
 from . import segments
 from .breakdown import COUNTS, field_days
 from .days import daily_values
+from .pages import pageviews_of
 
 SEVERAL = ("an estimate: a visit that viewed several of the matching pages counts once for each, "
            "so visits are an upper bound (bounce rate and duration are those visits')")
@@ -47,10 +48,14 @@ def counts(r: redis.Redis, site: SiteInfo, f: segments.Filter, days: list[date])
     names = sorted({name for found in fields_by_day.values() for name in found})
     parts = {name: field_days(r, site, days, name) for name in names}
     others = [field_days(r, site, days, dimensions.field(d, dimensions.OTHER)) for d in {d for d, _, _ in wanted}]
+    page = dimensions.VISIT_PAGE + dimensions.SEP
+    paths = {day: [name[len(page) :] for name in dict.fromkeys(found) if name.startswith(page)] for day, found in fields_by_day.items()}
+    views = pageviews_of(r, site, paths)  # (a page's own: its pageviews are not kept with its visits)
     result, why = {}, {}
     for day in days:
         rows = [parts[name][day] for name in dict.fromkeys(fields_by_day[day])]
         result[day] = {c: sum(row[c] for row in rows) for c in COUNTS[1:]}
+        result[day]["pageviews"] = sum(views.get((day, path), 0) for path in paths[day])
         if sum(1 for row in rows if row["visits"]) > 1:
             why[day] = SEVERAL
         elif any(other[day]["visits"] for other in others):

@@ -19,8 +19,7 @@
 -- "visit_event SEP <name>" for each custom event it sent (at most MAX_VISIT_PAGES of them
 -- together; past that, and past the day's page or event-name quota, "(other)"): its
 -- visits, bounces and duration on the day the visit started (a page or event the visit
--- reaches later takes the visit's counts so far, then follows it), and a page's own
--- pageviews. That is what a page or goal filter's visit metrics are (Plausible's: the
+-- reaches later takes the visit's counts so far, then follows it). That is what a page or goal filter's visit metrics are (Plausible's: the
 -- visits that include a matching event); these are not visit dimensions (no visitors, no
 -- bitmaps: the page's and the event's own are in record_batch.lua).
 -- Events more than `timeout` before the visit we hold for their visitor (an old day
@@ -141,7 +140,7 @@ end
 local function dump_state(st, id)
   local packed = struct.pack(STATE, STATE_VERSION, st.start, st.last, math.min(st.pv, 65535), st.bounce, st.start_day,
     st.seen_day ~= '' and st.seen_day or NO_DAY, id) .. st.exit .. FIELD_SEP .. st.ids
-  local pages = st.page_list and table.concat(st.page_list, ',') or st.pages
+  local pages = st.pages_changed and table.concat(st.page_list, ',') or st.pages
   return pages ~= '' and packed .. FIELD_SEP .. pages or packed
 end
 
@@ -220,18 +219,17 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
   pos = pos + 2 * np_ + 1
   -- A part named here by its text (a visit's pages and events; its id a hash of the text,
   -- as the caller names the other parts), sent to be kept with the visits that have it.
-  local function own_part(text)
-    local id = string.sub(redis.sha1hex(text), 1, 16)
+  local function own_part(text, id)
+    id = id or string.sub(redis.sha1hex(text), 1, 16)
     if not part_text[id] then part_text[id] = text; sent[#sent + 1] = id; sent[#sent + 1] = text end
     return id
   end
-  -- Each path's visit_page part, "(other)"'s for a path past the day's page quota.
-  local page_ids = {}
-  for j = 1, np_ do
-    page_ids[j] = own_part(page_kept[paths[j]] and VISIT_PAGE .. SEP .. paths[j] or VISIT_PAGE .. OTHER_SUFFIX)
-  end
-  local other_page_id = own_part(VISIT_PAGE .. OTHER_SUFFIX)
-  local event_ids, other_event_id = {}, nil  -- (by the event's group index, named when first met)
+  -- "(other)"'s parts have fixed ids (not hex: no caller's id is one of them).
+  local other_page_id = own_part(VISIT_PAGE .. OTHER_SUFFIX, '~p')
+  local other_event_id = own_part(VISIT_EVENT .. OTHER_SUFFIX, '~e')
+  -- Each path's visit_page part (named when a pageview first needs it), "(other)"'s for a
+  -- path past the day's page quota; each custom event group's visit_event part.
+  local page_ids, event_ids = {}, {}
   -- The events, as columns.
   local packed, unpack_event = ARGV[pos], struct.unpack
   local ne = #packed / 15
@@ -346,21 +344,27 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       t[id] = (t[id] or 0) + n
     end
   end
+  -- A visit's pages and events count by field (their part's text is one field): no
+  -- spreading over parts at the end.
+  local by_field = {}  -- day -> table -> field -> number
+  local function add_one(on, tbl, id, n)
+    local f = part_text[id]
+    if f then
+      local t = child(child(by_field, on), tbl)
+      t[f] = (t[f] or 0) + n
+    end
+  end
   -- A visit's visits, bounces or duration: under its fields and under its pages.
   local function add_visit(on, tbl, st, n)
     add(on, tbl, st.ids, n)
     local list = page_list(st)
     if #list > 0 then
-      local t = child(child(by_id, on), tbl)
+      local t = child(child(by_field, on), tbl)
       for i = 1, #list do
-        local id = list[i]
-        t[id] = (t[id] or 0) + n
+        local f = part_text[list[i]]
+        if f then t[f] = (t[f] or 0) + n end
       end
     end
-  end
-  local function add_one(on, tbl, id, n)
-    local t = child(child(by_id, on), tbl)
-    t[id] = (t[id] or 0) + n
   end
   -- A page or event new to the visit takes the visit's counts so far (what the totals
   -- hold for it after this event), then follows it; past MAX_VISIT_PAGES, `other` does.
@@ -370,6 +374,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     if not set[id] then
       set[id] = true
       list[#list + 1] = id
+      st.pages_changed = true
       add_one(st.start_day, 'visits', id, 1)
       if st.bounce == 1 then add_one(st.start_day, 'bounces', id, 1) end
       local counted = st.bounce == 0 and st.last - st.start or 0
@@ -377,9 +382,15 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     end
     return id
   end
-  -- A pageview of the path at `pi`: the page joins the visit, and counts its pageview.
+  -- A pageview of the path at `pi`: the page joins the visit (its pageviews are the page's
+  -- own, counted in record_batch.lua).
   local function view_page(st, pi)
-    add_one(day, 'pageviews', join(st, page_ids[pi], other_page_id), 1)
+    local id = page_ids[pi]
+    if not id then  -- (the path's own id: "p" and its entry part's, which the caller hashed from the path)
+      id = page_kept[paths[pi]] and own_part(VISIT_PAGE .. SEP .. paths[pi], 'p' .. entries[pi]) or other_page_id
+      page_ids[pi] = id
+    end
+    join(st, id, other_page_id)
   end
   -- A custom event of the chunk's event group `gi`: the event joins the visit.
   local function send_event(st, gi)
@@ -389,7 +400,6 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       id = own_part(name and VISIT_EVENT .. SEP .. name or VISIT_EVENT .. OTHER_SUFFIX)
       event_ids[gi] = id
     end
-    other_event_id = other_event_id or own_part(VISIT_EVENT .. OTHER_SUFFIX)
     join(st, id, other_event_id)
   end
   local function add_exit(on, path, n)
@@ -484,6 +494,13 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
           sums[f] = (sums[f] or 0) + n
         end
       end
+    end
+  end
+  for on, by_table in pairs(by_field) do
+    local c = child(counts, on)
+    for tbl, t in pairs(by_table) do
+      local sums = child(c, tbl)
+      for f, n in pairs(t) do sums[f] = (sums[f] or 0) + n end
     end
   end
   for on, t in pairs(exits) do
