@@ -1,11 +1,13 @@
 """manage.py demo: a site with history, rolled up, and plausible shapes."""
 import io
 
+import pytest
 from django.core.management import call_command
 
 from analytics.models import DailyMetrics, Retention, Site
 
 
+@pytest.mark.one_leg  # (the demo's data: the same on every server)
 def test_demo_makes_a_rolled_up_site(db, r):
     out = io.StringIO()
     call_command("demo", "--visitors", "40", stdout=out, stderr=io.StringIO())
@@ -21,6 +23,7 @@ def test_demo_makes_a_rolled_up_site(db, r):
     assert "rolled up" in out.getvalue()
 
 
+@pytest.mark.one_leg
 def test_demo_retention_decays_smoothly_and_today_is_counted(db, r):
     """Issue 11: every week cohort fell to exactly 0 at week 8, and today's cell was 0 for
     every recent cohort. The traffic ends at the latest 20:00 of the site's clock, so the

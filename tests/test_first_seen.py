@@ -173,6 +173,7 @@ def first_day_read(node, site_id: int, visitor_id: int) -> int:
     return node.bitfield(keys.first_days(site_id)).get("u16", f"#{visitor_id}").execute()[0]
 
 
+@pytest.mark.one_leg  # (the script's runs of first days: the same on every server)
 def test_earlier_first_days_move_into_runs_and_moved_ids_with_every_day_kept(site, r):
     """Days held for stretches of ids (an import, live days), odd ids between (backfills
     of old), unknown ones (0), a backfill after the upgrade (a moved entry that must win)

@@ -39,6 +39,7 @@ def head(path: str, length: int) -> bytes:
 
 
 @pytest.mark.slow
+@pytest.mark.one_leg
 def test_a_body_past_the_limit_is_refused_before_it_is_whole(front_server, site):
     started = time.monotonic()
     answer = exchange(front_server, head("/api/event", 50_000_000), b"x" * 200_000)  # (most of it never sent)
@@ -51,6 +52,7 @@ def test_a_body_past_the_limit_is_refused_before_it_is_whole(front_server, site)
 
 
 @pytest.mark.slow
+@pytest.mark.one_leg
 def test_a_body_slower_than_the_timeout_is_refused_with_408(front_server, site):
     event = json.dumps({"name": "pageview", "url": "https://example.com/", "domain": "example.com"}).encode()
     started = time.monotonic()
@@ -61,6 +63,7 @@ def test_a_body_slower_than_the_timeout_is_refused_with_408(front_server, site):
 
 
 @pytest.mark.slow
+@pytest.mark.one_leg
 def test_a_header_the_server_cannot_hand_over_is_refused_by_name(front_server, site):
     """granian passes only visible-ASCII header values; a User-Agent or X-Forwarded-For it
     held back must not turn into "no User-Agent" or "no proxy hop" unnoticed."""
@@ -117,6 +120,7 @@ def test_rsgi_names_http_1_0_and_the_headers_it_could_not_read():
 
 
 @pytest.mark.slow
+@pytest.mark.one_leg
 def test_a_batch_cut_short_mid_body_counts_nothing(front_server, make_site, r):
     """A chunked batch whose client goes away mid-body is not counted in part (the client
     never heard back, so it will send the batch again)."""
