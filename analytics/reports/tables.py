@@ -19,7 +19,8 @@ FORMATS = {
 }
 TOP_PAGES = 1000
 MAX_ROWS = 10_000  # values per dimension in a report
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_STARTS = ("=", "+", "-", "@", "|", "%", "\t", "\r")
+CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # (what XML 1.0, so XLSX, cannot hold; tab and newlines stay)
 PROPERTY_TABLE = "prop_"  # a custom property's table: prop_ and its name, made safe (table_name)
 NAME_LENGTH = 31  # the longest sheet name Excel opens
 UNSAFE_IN_NAMES = re.compile(r"[^\w-]|[^\u0000-\uffff]")  # (astral characters count twice in Excel's 31)
@@ -136,12 +137,16 @@ def table_name(prop: str, taken: set[str]) -> str:
 
 
 def safe_cell(value):
-    """Neutralise spreadsheet formulas: paths, referrers and property names come from the
-    public, and a cell starting with = + - @ would run as a formula when the file is
-    opened. Numbers are ours and stay numbers (a negative revenue is no formula)."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
+    """A cell as the public may not write it. Formulas neutralised: paths, referrers and
+    property names come from the public, and a cell whose first character other than
+    spaces is = + - @ | or % (or a tab or return) would run as a formula, or a DDE link,
+    when the file is opened. Control characters out: no spreadsheet may hold them (openpyxl
+    refuses the whole file). Numbers are ours and stay numbers (a negative revenue is no
+    formula)."""
+    if not isinstance(value, str):
+        return value
+    value = CONTROL.sub("", value)
+    return "'" + value if value.lstrip(" ").startswith(FORMULA_STARTS) else value
 
 
 def cells(table: dict) -> list[list]:
