@@ -287,6 +287,9 @@ def _environ(request: Request, body: bytes) -> dict:
             environ["CONTENT_TYPE"] = value
         else:
             environ["HTTP_" + name.upper().replace("-", "_")] = value
+    from analytics.api.http import UNREADABLE  # (Django is set up by now)
+
+    environ[UNREADABLE] = request.unreadable  # (a header the server held back is not "absent": views can tell)
     return environ
 
 

@@ -4,6 +4,7 @@ whichever interface served them (RSGI under `make run`, ASGI under any other ser
 import json
 import socket
 import time
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import pytest
@@ -142,3 +143,20 @@ def test_a_batch_cut_short_mid_body_counts_nothing(front_server, make_site, r):
     from analytics.store import keys
 
     assert int(r.get(keys.pageviews(site.pk, SiteInfo.from_model(site).today())) or 0) == 50  # the cut one: none
+
+
+@pytest.mark.parametrize("key", ["ключ-17".encode(), "order 17 ✓".encode(), b"caf\xe9"])
+def test_a_non_ascii_idempotency_key_is_refused_not_ignored(front_server, make_site, r, key):
+    """The server cannot hand over a header value outside visible ASCII: the batch is
+    refused by name (400), not counted as if it had no key (a retry counted again)."""
+    site, api_key = make_site()
+    body = json.dumps([{"url": "https://example.com/k", "visitor": f"v{n}", "name": "pageview"} for n in range(5)]).encode()
+    request = (f"POST /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {api_key}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n").encode() + b"Idempotency-Key: " + key + b"\r\n\r\n"
+    answer = exchange(front_server, request, body)
+    assert answer.startswith(b"HTTP/1.1 400") and b"Idempotency-Key" in answer, answer
+    ascii_key = request.replace(b"Idempotency-Key: " + key, b"Idempotency-Key: order-17")
+    answers = [exchange(front_server, ascii_key, body) for _ in range(2)]
+    assert [b"idempotent-replayed: true" in a.lower() for a in answers] == [False, True]
+    from analytics.store import keys
+    assert int(r.get(keys.pageviews(site.id, datetime.now(UTC).date())) or 0) == 5

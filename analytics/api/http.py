@@ -14,6 +14,8 @@ from django.http import HttpResponse
 from .. import sites
 from ..store.connection import OUTAGE
 
+UNREADABLE = "tally.unreadable_headers"  # environ (config/buffered.py): headers the server held back (non-ASCII values)
+
 
 class ApiError(Exception):
     def __init__(self, status: int, message: str, headers: dict | None = None):

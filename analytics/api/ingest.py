@@ -22,7 +22,7 @@ from ..ingest.visit import visit_attrs
 from ..store import keys
 from ..store.connection import OUTAGE, get_redis
 from ..store.limits import Bucket, Limited, Rate
-from .http import ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
+from .http import UNREADABLE, ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
 
 DROPPED_HEADER = "X-Tally-Dropped"
 SPOOLED_HEADER = "X-Tally-Spooled"  # Redis was down: kept on disk, counted when it is back
@@ -155,6 +155,8 @@ def events(request):
     headers = {}
     if hits:
         key = request.headers.get("Idempotency-Key", "").strip()
+        if "idempotency-key" in request.META.get(UNREADABLE, ()):  # (else a retry would count again: ignored is not honoured)
+            raise ApiError(400, "Idempotency-Key: has bytes outside visible ASCII; send an ASCII key (a UUID, say)")
         if len(key) > 255:
             raise ApiError(400, "Idempotency-Key: at most 255 characters")
         if key:

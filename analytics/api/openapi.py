@@ -242,8 +242,9 @@ DOCUMENT = {
                     {
                         "name": "Idempotency-Key",
                         "in": "header",
-                        "description": "Up to 255 characters: the same key within 24 hours counts the batch once (a retry answers "
-                        "`Idempotent-Replayed: true`); the same key with another body is refused (422).",
+                        "description": "Up to 255 visible ASCII characters (a UUID, say; other bytes are refused, 400): the same key "
+                        "within 24 hours counts the batch once (a retry answers `Idempotent-Replayed: true`); the same key with "
+                        "another body is refused (422).",
                         "schema": {"type": "string", "maxLength": 255},
                     },
                 ],
