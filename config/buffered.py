@@ -75,7 +75,9 @@ class Request(NamedTuple):
         headers = _joined(items)
         unreadable = frozenset(name for name in scope.headers.keys() if name not in headers)
         return cls(
-            scope.method, scope.path, scope.query_string, headers, _address(scope.client, 0), _address(scope.server, 80),
+            # (granian decodes the query string as UTF-8; WSGI carries its bytes as latin-1 characters)
+            scope.method, scope.path, scope.query_string.encode("utf-8", "surrogateescape").decode("latin-1"), headers,
+            _address(scope.client, 0), _address(scope.server, 80),
             scope.scheme, _HTTP_VERSIONS.get(scope.http_version, scope.http_version), unreadable=unreadable,
         )
 

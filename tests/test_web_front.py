@@ -160,3 +160,14 @@ def test_a_non_ascii_idempotency_key_is_refused_not_ignored(front_server, make_s
     assert [b"idempotent-replayed: true" in a.lower() for a in answers] == [False, True]
     from analytics.store import keys
     assert int(r.get(keys.pageviews(site.id, datetime.now(UTC).date())) or 0) == 5
+
+
+@pytest.mark.parametrize("path, status", [("/api/v1/stats/aggregate?site=example.com&x=日本", b"200"),
+                                          ("/api/v1/stats/aggregate?site=日本.example", b"403")])
+def test_a_query_string_outside_latin_1_is_read_not_a_500(front_server, make_site, path, status):
+    """Raw UTF-8 in a query string answered a 500 (UnicodeEncodeError in the WSGI hand-over):
+    it is read as the UTF-8 it is."""
+    _, api_key = make_site()
+    request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {api_key}\r\n\r\n".encode()
+    answer = exchange(front_server, request, b"")
+    assert answer.split(b" ", 2)[1] == status, answer[:300]
