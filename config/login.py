@@ -1,9 +1,11 @@
-"""The login page, with failed attempts throttled per account and per client IP.
+"""The login page, with failed attempts throttled per account and client IP, and per client IP.
 
 Password guessing costs a GCRA bucket's budget per failed attempt (analytics/store/
-limits.py): at most LOGIN_FAILURES_PER_ACCOUNT failures in 15 minutes for one user name,
-and LOGIN_FAILURES_PER_IP for one client, then `429` with Retry-After until the bucket
-drains. A successful login costs nothing; a refused attempt is not even checked.
+limits.py): at most LOGIN_FAILURES_PER_ACCOUNT failures in 15 minutes for one user name
+from one client, and LOGIN_FAILURES_PER_IP for one client whatever the names, then `429`
+with Retry-After until the bucket drains. Per account *and* client: a bucket per account
+alone let anyone lock any account out (10 wrong passwords from anywhere refused the right
+one from everywhere). A successful login costs nothing; a refused attempt is not even checked.
 """
 import hashlib
 
@@ -23,9 +25,10 @@ def _buckets(request, cost: int) -> list[Bucket]:
     def digest(value: str) -> str:
         return hashlib.blake2b(value.encode(), key=settings.SECRET_KEY.encode()[:64], digest_size=12).hexdigest()
 
-    user = request.POST.get("username", "").strip().lower()[:150]
+    user, ip = request.POST.get("username", "").strip().lower()[:150], client_ip(request)
     wanted = []
-    for kind, value, allowed in (("user", user, settings.LOGIN_FAILURES_PER_ACCOUNT), ("ip", client_ip(request), settings.LOGIN_FAILURES_PER_IP)):
+    for kind, value, allowed in (("user", user and f"{user}\0{ip}", settings.LOGIN_FAILURES_PER_ACCOUNT),
+                                 ("ip", ip, settings.LOGIN_FAILURES_PER_IP)):
         if allowed and value:
             wanted.append(Bucket(keys.rate_login(kind, digest(value)), Rate(allowed / WINDOW_MINUTES, allowed), cost))
     return wanted

@@ -91,6 +91,19 @@ def test_failed_logins_are_throttled_per_account(client, django_user_model, sett
     assert other.status_code == 200  # other accounts are not locked out
 
 
+def test_nobody_can_lock_someone_elses_account_out(client, django_user_model, settings):
+    """The failures of one client do not refuse the account's owner elsewhere: the bucket
+    is per (account, client IP); the per-IP ceiling still holds the guesser."""
+    django_user_model.objects.create_user("ann", password="right-password-1")
+    settings.LOGIN_FAILURES_PER_ACCOUNT = 3
+    for _ in range(4):
+        client.post("/accounts/login/", {"username": "ann", "password": "wrong"}, REMOTE_ADDR="198.51.100.7")
+    guesser = client.post("/accounts/login/", {"username": "ann", "password": "right-password-1"}, REMOTE_ADDR="198.51.100.7")
+    assert guesser.status_code == 429
+    owner = client.post("/accounts/login/", {"username": "ann", "password": "right-password-1"}, REMOTE_ADDR="203.0.113.9")
+    assert owner.status_code == 302  # logged in
+
+
 def test_failed_logins_are_throttled_per_client_ip(client, settings, db):
     settings.LOGIN_FAILURES_PER_IP = 4
     codes = [client.post("/accounts/login/", {"username": f"user{n}", "password": "x"}).status_code for n in range(5)]
