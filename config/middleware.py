@@ -4,6 +4,11 @@ Content-Security-Policy: scripts only from our own origin (no inline script, no 
 Plotly sets inline styles on the elements it draws, so styles allow 'unsafe-inline'; the
 live counter connects to the ASGI server's origin (LIVE_PORT or LIVE_URL).
 
+Cache-Control: every answer that says nothing of its own (the dashboard, share pages, the
+read API; static files and the login page set theirs) is `private, max-age=0`: a shared
+cache (a CDN, a company proxy) must never keep one site's numbers or one user's page, and
+a browser asks again rather than show yesterday's numbers.
+
 Proxy headers: X-Forwarded-Proto is believed only when the request comes from one of
 TRUSTED_PROXIES; from anyone else it is dropped before Django reads it.
 """
@@ -40,4 +45,15 @@ class ContentSecurityPolicyMiddleware:
                 f"img-src 'self' data:; connect-src 'self' {live}; font-src 'self'; "
                 "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
             )
+        return response
+
+
+class PrivateCacheMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if "Cache-Control" not in response:
+            response["Cache-Control"] = "private, max-age=0"
         return response

@@ -133,6 +133,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
+    "config.middleware.PrivateCacheMiddleware",
 ]
 
 # The ingestion endpoints run with just this (see config/wsgi.py): no sessions, no CSRF.

@@ -75,6 +75,20 @@ def test_content_security_policy_allows_only_our_scripts(client, data_site, owne
     assert "script-src 'self';" in csp and "unsafe-eval" not in csp and "frame-ancestors 'none'" in csp
 
 
+def test_read_answers_are_never_kept_by_a_shared_cache(client, data_site, owner):
+    """The dashboard, a share page and the read API say `private`: a CDN or a company proxy
+    must not keep one site's numbers (static files keep their long public caching)."""
+    from analytics.models import Site
+
+    site = Site.objects.get(domain="example.com")
+    token, key = site.enable_sharing(), site.create_api_key("cache")
+    client.force_login(owner)
+    answers = [client.get("/dashboard/example.com/"), client.get(f"/share/{token}/"),
+               client.get("/api/v1/stats/aggregate", {"site": "example.com"}, HTTP_AUTHORIZATION=f"Bearer {key}")]
+    for answer in answers:
+        assert answer.status_code == 200 and answer["Cache-Control"].startswith("private"), answer
+
+
 def test_login_is_required_and_other_sites_are_hidden(client, data_site, make_site, django_user_model):
     assert client.get("/dashboard/example.com/").status_code == 302
     stranger = django_user_model.objects.create_user("stranger", password="pw-12345678")
