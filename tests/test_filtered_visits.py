@@ -163,3 +163,4 @@ def test_an_event_goal_filter_has_the_visits_that_sent_the_event(world, r, site,
     assert truth["visits"] > 0
     assert {m: summary[m] for m in ("visits", "bounce_rate", "visit_duration")} == {m: truth[m] for m in ("visits", "bounce_rate", "visit_duration")}
     assert not {"visits", "bounce_rate", "visit_duration"} & set(summary["estimates"])
+    assert summary["pageviews"] is None and summary["views_per_visit"] is None  # (an event's visits: no pageviews of "those events")

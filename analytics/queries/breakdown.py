@@ -124,7 +124,7 @@ def _rates(s: dict[str, int]) -> dict:
         "visits": visits,
         "bounce_rate": round(100 * s["bounces"] / visits) if visits else None,
         "visit_duration": round(s["duration"] / visits) if visits else None,
-        "views_per_visit": round(s["pageviews"] / visits, 2) if visits else None,
+        "views_per_visit": round(s["pageviews"] / visits, 2) if visits and s["pageviews"] is not None else None,
     }
 
 
@@ -150,5 +150,9 @@ def field_days(r: redis.Redis, site: SiteInfo, days: list[date], field: str) -> 
 
 def rates_over(day_counts: dict[date, dict[str, int]], days: list[date]) -> dict:
     """visits, bounce_rate, visit_duration, views_per_visit over `days`, from field_days()'s
-    counts: summed first, then the rates, as over any range."""
-    return _rates({c: sum(day_counts[day][c] for day in days) for c in COUNTS[1:]})
+    counts: summed first, then the rates, as over any range. Pageviews None on a day (a
+    goal filter's custom event: not pageviews) make views per visit None."""
+    sums = {c: sum(day_counts[day][c] for day in days) for c in COUNTS[1:] if c != "pageviews"}
+    views = [day_counts[day]["pageviews"] for day in days]
+    sums["pageviews"] = None if None in views else sum(views)
+    return _rates(sums)

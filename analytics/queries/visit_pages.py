@@ -51,11 +51,13 @@ def counts(r: redis.Redis, site: SiteInfo, f: segments.Filter, days: list[date])
     page = dimensions.VISIT_PAGE + dimensions.SEP
     paths = {day: [name[len(page) :] for name in dict.fromkeys(found) if name.startswith(page)] for day, found in fields_by_day.items()}
     views = pageviews_of(r, site, paths)  # (a page's own: its pageviews are not kept with its visits)
+    events = any(dimension == dimensions.VISIT_EVENT for dimension, _, _ in wanted)
     result, why = {}, {}
     for day in days:
         rows = [parts[name][day] for name in dict.fromkeys(fields_by_day[day])]
         result[day] = {c: sum(row[c] for row in rows) for c in COUNTS[1:]}
-        result[day]["pageviews"] = sum(views.get((day, path), 0) for path in paths[day])
+        # (a custom event's visits have no pageviews of "those events": None, not 0 a visit)
+        result[day]["pageviews"] = None if events else sum(views.get((day, path), 0) for path in paths[day])
         if sum(1 for row in rows if row["visits"]) > 1:
             why[day] = SEVERAL
         elif any(other[day]["visits"] for other in others):
