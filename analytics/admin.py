@@ -93,7 +93,8 @@ class SiteAdmin(admin.ModelAdmin):
         (
             "Limits",
             {
-                "fields": ("ingest_rate_per_minute", "max_pages_per_day", "max_event_names_per_day", "max_property_values", "segment_values"),
+                "fields": ("ingest_rate_per_minute", "max_pages_per_day", "max_event_names_per_day", "max_property_values",
+                           "max_property_names", "max_property_groups", "segment_values"),
                 "description": "Over the rate limit, ingestion answers 429 with Retry-After (each client IP has its own "
                 "limit too: RATE_LIMIT_PER_IP). Past a daily quota, events still count in the site's totals, under "
                 "(other): one site, or one attacker, cannot fill Redis with new names.",

@@ -110,6 +110,19 @@ class Site(models.Model):
         validators=[MinValueValidator(1)],
         help_text="values of one custom property past this many in a day are counted under (other)",
     )
+    max_property_names = models.PositiveIntegerField(
+        "properties per custom event a day",
+        default=100,
+        validators=[MinValueValidator(1)],
+        help_text="property names of one custom event past this many in a day are counted under its (other) property",
+    )
+    max_property_groups = models.PositiveIntegerField(
+        "properties and values a day",
+        default=20_000,
+        validators=[MinValueValidator(1)],
+        help_text="all custom events' properties and kept values together in a day; past it, new ones count under (other): "
+        "what random property names and values can cost a day is bounded",
+    )
     segment_values = models.PositiveIntegerField(
         "exact filter values a day",
         default=10,

@@ -37,6 +37,8 @@ class SiteInfo:
     max_pages_per_day: int = 10_000  # quotas: past them, names count under "(other)"
     max_event_names_per_day: int = 1_000
     max_property_values: int = 1_000
+    max_property_names: int = 100  # property names an event may have a day (past them: the event's "(other)" property)
+    max_property_groups: int = 20_000  # properties and kept values a day, all events together
     segment_values: int = 10  # values per dimension a day with a visitor bitmap (exact filters)
     keep_page_days: int = 35  # day page HLLs live this long after the rollup; older ranges read week/month HLLs
     keep_daily_days: int = 400  # raw day keys live this long after the rollup; then the stored rows are the record
@@ -57,6 +59,8 @@ class SiteInfo:
             max_pages_per_day=site.max_pages_per_day,
             max_event_names_per_day=site.max_event_names_per_day,
             max_property_values=site.max_property_values,
+            max_property_names=site.max_property_names,
+            max_property_groups=site.max_property_groups,
             keep_daily_days=site.keep_daily_days,
             segment_values=site.segment_values,
             keep_page_days=site.keep_page_days,

@@ -31,6 +31,8 @@ def site_form(**changes):
         "max_pages_per_day": "10000",
         "max_event_names_per_day": "1000",
         "max_property_values": "1000",
+        "max_property_names": "100",
+        "max_property_groups": "20000",
         "segment_values": "10",
         "api_keys-TOTAL_FORMS": "0",
         "api_keys-INITIAL_FORMS": "0",

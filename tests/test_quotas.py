@@ -98,3 +98,48 @@ def test_the_property_value_quota_is_per_property_and_totals_stay_exact(site, r)
     assert url_total == 5 and "(other)" in rows  # four values, then (other)
     assert sum(rows.values()) == sum(sent["url"].values())  # nothing lost
     assert all(rows[value] == sent["url"][value] for value in rows if value != "(other)")
+
+
+def test_property_names_have_a_daily_cap_per_event_and_nothing_is_lost(site, r):
+    """Random property names (an attacker's 10 per event) stop adding keys once an event
+    has `max_property_names` of them that day: the others' events count under the event's
+    "(other)" property, and every property's rows add up to the events sent."""
+    from analytics.queries.goals import properties
+
+    site.max_property_names = 5
+    site.save()
+    info = SiteInfo.from_model(site)
+    rng = random.Random(9)
+    hits, sent = [], defaultdict(int)
+    for n in range(400):
+        props = tuple((f"p{rng.randrange(10**6)}", "x") for _ in range(10)) if n % 2 else (("plan", "pro"),)
+        hits.append(Hit(NOW, "/", "Signup", who(n % 50), props=props))
+        for name, _ in props:
+            sent[name] += 1
+    for i in range(0, len(hits), 37):
+        record(r, info, hits[i : i + 37], now=NOW)
+    day = NOW.date()
+    groups = {m.decode() for m in r.smembers(keys.props_index(info.id, day))}
+    names = {g.split("\x1f")[1] for g in groups}
+    assert len(names - {"(other)"}) == 5 and "(other)" in names  # five names kept, then the event's (other)
+    kept = {name: properties(r, info, day, day, name, "Signup", limit=10)[0] for name in names}
+    counted = sum(sum(row["events"] for row in rows) for rows in kept.values())
+    assert counted == sum(sent.values())  # nothing lost: every event's properties count somewhere
+    assert int(r.hget(keys.props_sizes(info.id, day), "Signup")) == 5
+
+
+def test_the_days_properties_and_values_together_are_capped(site, r):
+    """Random values under random names across events: the site-day's groups stop at
+    `max_property_groups`, whatever is sent; the rest count under "(other)"."""
+    site.max_property_groups, site.max_property_values = 50, 1000
+    site.save()
+    info = SiteInfo.from_model(site)
+    rng = random.Random(3)
+    hits = [Hit(NOW, "/", f"E{n % 7}", who(n % 40), props=((f"k{n % 13}", f"v{rng.randrange(10**6)}"),)) for n in range(600)]
+    for i in range(0, len(hits), 50):
+        record(r, info, hits[i : i + 50], now=NOW)
+    day = NOW.date()
+    groups = r.smembers(keys.props_index(info.id, day))
+    real = [g for g in groups if not g.endswith(b"\x1f(other)")]
+    assert int(r.hget(keys.props_sizes(info.id, day), "")) == 50
+    assert len(real) <= 50 and len(groups) <= 50 + 7 * 14  # (each property's and event's "(other)" beside them)

@@ -396,13 +396,15 @@ def _script_call(
             script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
             args += (name, count, _indexes(members))
     script_keys += (keys.props_index(sid, day), keys.props_sizes(sid, day))
-    args += (len(chunk.props), site.max_property_values)
+    args += (len(chunk.props), site.max_property_values, site.max_property_names, site.max_property_groups)
     properties: dict[str, int] = {}  # "event SEP property" -> 1-based index
     for name, (count, members) in chunk.props.items():
         prop = name.rsplit(dimensions.SEP, 1)[0]
         index = properties.setdefault(prop, len(properties) + 1)
         script_keys += (keys.prop_visitors(sid, day, name), keys.prop_count(sid, day, name))
         args += (name, count, _indexes(members), index)
+    for prop in list(properties):  # (each event's "(other)" property: where names past the day's cap count)
+        properties.setdefault(prop.split(dimensions.SEP, 1)[0] + dimensions.SEP + OTHER, len(properties) + 1)
     args.append(len(properties))
     args += properties
     for prop in properties:

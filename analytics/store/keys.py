@@ -50,7 +50,8 @@ rt:<minute>        HLL     visitors in that UTC minute (short TTL)
 bots:<day>         string  events dropped as bots that day
 rate[:ip:<h>]      string  ingest rate-limit buckets (GCRA) of the site and of each client
 props:<day>        set     custom property groups "<event>\x1f<prop>\x1f<value>" seen that day
-props-sizes:<day>  hash    "<event>\x1f<prop>" -> its number of values in props:<day> (quota)
+props-sizes:<day>  hash    "<event>\x1f<prop>" -> its number of values in props:<day> (quota);
+                           "<event>" -> its number of property names; "" -> the day's names and values
 uv:<day>:prop:<g>  HLL     visitors who sent property group <g> that day
 ev:<day>:prop:<g>  string  events with property group <g> that day
 places:<day>       GEO     the day's visitors' cities at their coordinates (city database only)

@@ -67,9 +67,10 @@
 --          the visitors (1-based indexes into the digests, u16 big-endian, concatenated)
 -- then     E, the day's quota of distinct event names, then E event groups: name,
 --          count, visitors
--- then     G, the quota of values per property, then G property groups ("event SEP
---          property SEP value"): name, count, visitors, the index of its property; then
---          Q, then Q properties ("event SEP property")
+-- then     G, the quota of values per property, of property names per event and of
+--          properties and values a day, then G property groups ("event SEP property SEP
+--          value"): name, count, visitors, the index of its property; then Q, then Q
+--          properties ("event SEP property"; each event's "(other)" among them)
 -- then     V, then V pairs: "event SEP currency", revenue in hundredths
 -- then     G, then G triples: longitude, latitude, city (the day's places)
 -- then     the realtime TTL in seconds, then R, then R minutes: visitors
@@ -337,11 +338,19 @@ local event_names = select(4, groups(KEYS[8], 'event'))  -- (group index -> name
 
 -- Property groups ("event SEP property SEP value"): the quota is per property (an
 -- unbounded property must not take the others' room), and past it a value counts under
--- its own property's "(other)" group. The day's kept groups are one set, each property's
--- number of kept values a field of one hash.
+-- its own property's "(other)" group. Property names are capped too: at most
+-- `names_quota` a day per event, past which a property's groups all count under the
+-- event's "(other)" property ("event SEP (other) SEP (other)"; the caller sends that
+-- property, with no groups, for every event of the call), and the day's properties and
+-- kept values together at most `total_quota` (then new names and new values go to
+-- "(other)" as above): what random names and values can cost a site-day is bounded.
+-- The day's kept groups are one set; one hash holds each property's number of kept
+-- values, each event's number of kept names (field: the event's name), and the day's
+-- total of both (field: "").
 local function property_groups(index_key, sizes_key)
-  local count, quota = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1])
-  pos, key_index = pos + 2, key_index + 2
+  local count, quota, names_quota, total_quota = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]),
+                                                 tonumber(ARGV[pos + 3])
+  pos, key_index = pos + 4, key_index + 2
   local list = {}
   for g = 1, count do
     list[g] = {name = ARGV[pos], n = ARGV[pos + 1], listed = ARGV[pos + 2], prop = tonumber(ARGV[pos + 3]),
@@ -355,6 +364,45 @@ local function property_groups(index_key, sizes_key)
   end
   pos = pos + #props + 1
   if count == 0 then return end
+  -- The properties the day has room for: those it has (a field of sizes_key), each
+  -- event's "(other)", and new ones while their event has room and the day's total lasts.
+  local total_room = total_quota - (tonumber(redis.call('HGET', sizes_key, '')) or 0)
+  local spent = 0
+  local by_name, pnames = {}, {}
+  for j, p in ipairs(props) do by_name[p.name] = j; pnames[j] = p.name end
+  local admitted, other_of, new_by_event = {}, {}, {}
+  for i = 1, #props, SLICE do
+    local had = redis.call('HMGET', sizes_key, unpack(pnames, i, math.min(i + SLICE - 1, #props)))
+    for k = 1, #had do
+      local j = i + k - 1
+      local event = string.sub(props[j].name, 1, string.find(props[j].name, SEP, 1, true) - 1)
+      other_of[j] = by_name[event .. SEP .. OTHER] or j
+      if had[k] or other_of[j] == j then
+        admitted[j] = true
+      else
+        local waiting = new_by_event[event]
+        if not waiting then waiting = {}; new_by_event[event] = waiting end
+        waiting[#waiting + 1] = j
+      end
+    end
+  end
+  for event, waiting in pairs(new_by_event) do
+    table.sort(waiting, function(a, b) return props[a].name < props[b].name end)  -- (the same choice every time)
+    local room = names_quota - (tonumber(redis.call('HGET', sizes_key, event)) or 0)
+    local add = {}
+    for _, j in ipairs(waiting) do
+      if room > 0 and total_room > 0 then
+        room, total_room = room - 1, total_room - 1
+        admitted[j] = true
+        add[#add + 1] = props[j].name; add[#add + 1] = 0
+      end
+    end
+    if #add > 0 then
+      redis.call('HSET', sizes_key, unpack(add))
+      redis.call('HINCRBY', sizes_key, event, #add / 2)
+      spent = spent + #add / 2
+    end
+  end
   local names = {}
   for g = 1, count do names[g] = list[g].name end
   local fits, new_by_prop = {}, {}
@@ -364,7 +412,7 @@ local function property_groups(index_key, sizes_key)
       local g = i + k - 1
       if known[k] == 1 then
         fits[g] = true
-      else
+      elseif admitted[list[g].prop] then
         local waiting = new_by_prop[list[g].prop]
         if not waiting then waiting = {}; new_by_prop[list[g].prop] = waiting end
         waiting[#waiting + 1] = g
@@ -376,8 +424,8 @@ local function property_groups(index_key, sizes_key)
     table.sort(waiting, function(a, b) return list[a].name < list[b].name end)  -- (the same choice every time)
     local add = {}
     for _, g in ipairs(waiting) do
-      if room > 0 then
-        room = room - 1
+      if room > 0 and total_room > 0 then
+        room, total_room = room - 1, total_room - 1
         fits[g] = true
         add[#add + 1] = list[g].name
       end
@@ -385,15 +433,17 @@ local function property_groups(index_key, sizes_key)
     if #add > 0 then
       redis.call('SADD', index_key, unpack(add))
       redis.call('HINCRBY', sizes_key, props[j].name, #add)
+      spent = spent + #add
     end
   end
+  if spent > 0 then redis.call('HINCRBY', sizes_key, '', spent) end
   for g = 1, count do
     local group = list[g]
     if fits[g] then
       pfadd_listed(group.hll, group.listed)
       redis.call('INCRBY', group.counter, group.n)
-    else
-      local p = props[group.prop]
+    else  -- (past its property's quota: the property's "(other)"; a property past the names': the event's)
+      local p = props[admitted[group.prop] and group.prop or other_of[group.prop]]
       p.other[#p.other + 1] = group.listed
       p.other_n = p.other_n + tonumber(group.n)
     end
