@@ -8,6 +8,7 @@ alone let anyone lock any account out (10 wrong passwords from anywhere refused 
 one from everywhere). A successful login costs nothing; a refused attempt is not even checked.
 """
 import hashlib
+import logging
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
@@ -15,10 +16,11 @@ from django.shortcuts import render
 
 from analytics.api.http import client_ip
 from analytics.store import keys
-from analytics.store.connection import get_redis
+from analytics.store.connection import OUTAGE, get_redis
 from analytics.store.limits import Bucket, Limited, Rate, throttle
 
 WINDOW_MINUTES = 15
+log = logging.getLogger(__name__)
 
 
 def _buckets(request, cost: int) -> list[Bucket]:
@@ -35,6 +37,9 @@ def _buckets(request, cost: int) -> list[Bucket]:
 
 
 class ThrottledLoginView(auth_views.LoginView):
+    """While Redis is down or frozen the buckets cannot be read: logins go on unthrottled
+    (the database checks the password), rather than nobody logging in."""
+
     def post(self, request, *args, **kwargs):
         try:
             throttle(get_redis(), _buckets(request, cost=0), "too many failed logins")  # a look, no charge
@@ -42,11 +47,13 @@ class ThrottledLoginView(auth_views.LoginView):
             response = render(request, "registration/throttled.html", {"retry_after": e.retry_after}, status=429)
             response["Retry-After"] = str(e.retry_after)
             return response
+        except OUTAGE:
+            log.warning("login: rate-limit buckets unavailable (storage outage); checking the password unthrottled")
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form):
         try:
             throttle(get_redis(), _buckets(self.request, cost=1), "too many failed logins")
-        except Limited:
-            pass  # this failure is the one that filled a bucket: the next attempt is refused
+        except (Limited, *OUTAGE):
+            pass  # this failure is the one that filled a bucket (the next attempt is refused), or no bucket to charge
         return super().form_invalid(form)

@@ -9,12 +9,17 @@ read API; static files and the login page set theirs) is `private, max-age=0`: a
 cache (a CDN, a company proxy) must never keep one site's numbers or one user's page, and
 a browser asks again rather than show yesterday's numbers.
 
+Storage outages: a page whose Redis is down or frozen answers a 503 page with Retry-After
+(the socket timeout bounds the wait), not a 500; the API's views answer their own JSON 503.
+
 Proxy headers: X-Forwarded-Proto is believed only when the request comes from one of
 TRUSTED_PROXIES; from anyone else it is dropped before Django reads it.
 """
 from django.conf import settings
+from django.shortcuts import render
 
 from analytics.api.http import is_trusted_proxy
+from analytics.store.connection import OUTAGE
 
 
 def live_origin(request) -> str:
@@ -57,3 +62,18 @@ class PrivateCacheMiddleware:
         if "Cache-Control" not in response:
             response["Cache-Control"] = "private, max-age=0"
         return response
+
+
+class StorageOutageMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, OUTAGE):
+            response = render(request, "503.html", status=503)
+            response["Retry-After"] = "5"
+            return response
+        return None

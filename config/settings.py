@@ -134,6 +134,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.PrivateCacheMiddleware",
+    "config.middleware.StorageOutageMiddleware",
 ]
 
 # The ingestion endpoints run with just this (see config/wsgi.py): no sessions, no CSRF.

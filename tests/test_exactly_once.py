@@ -178,3 +178,22 @@ def test_the_mark_is_per_call_chunk(site, r):
     r.sadd(mark.key, mark.chunk(0), mark.chunk(1))  # the first two were applied before
     record(r, info, events, mark=mark)
     assert today(r, site)["dau"] == 500
+
+
+@pytest.mark.single_server
+def test_pages_answer_a_503_page_and_login_still_works_when_redis_is_frozen(client, site, settings, r, django_user_model):
+    """A frozen Redis made the dashboard and its share page answer 500: they answer a 503
+    page with Retry-After within the socket timeout; the login page checks the password
+    in the database, its rate-limit buckets out of reach."""
+    owner = django_user_model.objects.create_user("owner", password="right-password-1")
+    site.owners.add(owner)
+    token = site.enable_sharing()
+    short_timeout(settings, 0.2)
+    freeze(r, 2.0)
+    shared = client.get(f"/share/{token}/")
+    assert shared.status_code == 503 and shared["Retry-After"] and b"unavailable" in shared.content
+    login = client.post("/accounts/login/", {"username": "owner", "password": "right-password-1"})
+    assert login.status_code == 302
+    page = client.get("/dashboard/example.com/")
+    assert page.status_code == 503
+    time.sleep(2.1)
