@@ -134,6 +134,8 @@ def site(make_site):
 @pytest.fixture
 def front_server(transactional_db, redis_server, tmp_path):
     """`make run`'s web server (granian + config.buffered), one worker, on the test Redis."""
+    from config import runner
+
     port = free_port()
     env = dict(
         os.environ,
@@ -147,8 +149,7 @@ def front_server(transactional_db, redis_server, tmp_path):
     )
     env.pop("DJANGO_SETTINGS_MODULE", None)
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "granian"), "--interface", "rsgi", "--host", "127.0.0.1", "--port",
-         str(port), "--workers", "1", "--log-level", "warning", "--no-ws", "config.buffered:application"],
+        runner.web_command(port, "1", header_timeout_ms=1500),  # (make run's command; a short header time-out)
         cwd=Path(__file__).resolve().parent.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"

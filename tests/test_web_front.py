@@ -171,3 +171,14 @@ def test_a_query_string_outside_latin_1_is_read_not_a_500(front_server, make_sit
     request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {api_key}\r\n\r\n".encode()
     answer = exchange(front_server, request, b"")
     assert answer.split(b" ", 2)[1] == status, answer[:300]
+
+
+def test_a_connection_that_never_finishes_its_headers_is_closed(front_server):
+    """Slow-header connections are closed after the header time-out (make run: 10 s; here
+    1.5 s), not held for ever."""
+    parts = urlsplit(front_server)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as s:
+        began = time.monotonic()
+        s.sendall(b"GET /api/event HTTP/1.1\r\nHost: x\r\n")  # (never the blank line)
+        assert s.recv(100) == b""  # closed
+        assert time.monotonic() - began < 5
