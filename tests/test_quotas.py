@@ -143,3 +143,15 @@ def test_the_days_properties_and_values_together_are_capped(site, r):
     real = [g for g in groups if not g.endswith(b"\x1f(other)")]
     assert int(r.hget(keys.props_sizes(info.id, day), "")) == 50
     assert len(real) <= 50 and len(groups) <= 50 + 7 * 14  # (each property's and event's "(other)" beside them)
+
+
+def test_a_goal_lists_its_ten_most_sent_properties_not_every_name(site, r):
+    """A goal's event sent with many property names: the dashboard's goal row lists the ten
+    sent most often (a junk-filled goal made a 10.7 MB page); the rest stay a breakdown's."""
+    from analytics.queries.goals import event_properties
+
+    info = SiteInfo.from_model(site)
+    hits = [Hit(NOW, "/", "Signup", who(n), props=(("plan", "pro"), (f"junk{n}", "x"))) for n in range(30)]
+    record(r, info, hits, now=NOW)
+    shown = event_properties(r, info, NOW.date(), NOW.date(), "Signup")
+    assert len(shown) == 10 and "plan" in shown and shown["plan"][0]["events"] == 30

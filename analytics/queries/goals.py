@@ -155,12 +155,16 @@ def revenue(r: redis.Redis, site: SiteInfo, days: list[date], event: str) -> dic
     return {currency: hundredths / 100 for currency, hundredths in sorted(totals.items())}
 
 
-def event_properties(r: redis.Redis, site: SiteInfo, start: date, end: date, event: str, top: int = 5) -> dict[str, list[dict]]:
-    """{property: its top rows} for every custom property the event was sent with in the
-    range: the rolled-up days' from their stored rows (a day's index of property values in
-    Redis expires with the day's keys), the others' from Redis."""
+def event_properties(r: redis.Redis, site: SiteInfo, start: date, end: date, event: str, top: int = 5,
+                     most: int = 10) -> dict[str, list[dict]]:
+    """{property: its top rows} for the `most` custom properties the event was sent with
+    most often in the range (a page lists a goal's few properties, not every random name
+    it was sent: the rest are a breakdown's, paged): the rolled-up days' from their stored
+    rows (a day's index of property values in Redis expires with the day's keys), the
+    others' from Redis."""
     rows = _property_rows(r, site, days_between(start, end), event)
-    return {prop: rows[prop][:top] for prop in sorted(rows)}
+    kept = sorted(rows, key=lambda prop: (-sum(row["events"] for row in rows[prop]), prop))[:most]
+    return {prop: rows[prop][:top] for prop in sorted(kept)}
 
 
 def properties(
