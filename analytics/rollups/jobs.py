@@ -146,9 +146,7 @@ def _store_pages(r: redis.Redis, site: Site, days: list[date]):
             PageDaily(site=site, date=day, path=path, visitors=visitors, pageviews=views)
             for path, (visitors, views) in pages.items()
         ]
-        PageDaily.objects.bulk_create(
-            rows, batch_size=500, update_conflicts=True, unique_fields=["site", "date", "path"], update_fields=["visitors", "pageviews"]
-        )
+        _upsert(PageDaily, rows, unique_fields=["site", "date", "path"], update_fields=["visitors", "pageviews"])
 
 
 
@@ -162,10 +160,8 @@ def _store_dimensions(r: redis.Redis, site: Site, days: list[date]):
             visits = n["exits"] if dimension == dimensions.EXIT else n["visits"]
             rows.append(DimensionDaily(site=site, date=day, dimension=dimension, value=value, visitors=n["visitors"],
                                        pageviews=n["pageviews"], visits=visits, bounces=n["bounces"], duration=n["duration"]))
-        DimensionDaily.objects.bulk_create(
-            rows, batch_size=500, update_conflicts=True, unique_fields=["site", "date", "dimension", "value"],
-            update_fields=["visitors", "pageviews", "visits", "bounces", "duration"],
-        )
+        _upsert(DimensionDaily, rows, unique_fields=["site", "date", "dimension", "value"],
+                update_fields=["visitors", "pageviews", "visits", "bounces", "duration"])
 
 
 def _store_events(r: redis.Redis, site: Site, days: list[date]):
@@ -178,9 +174,19 @@ def _store_events(r: redis.Redis, site: Site, days: list[date]):
                        visitors=visitors, events=events)
             for (name, prop, value), (visitors, events) in groups.items()
         ]
-        EventDaily.objects.bulk_create(
-            rows, batch_size=500, update_conflicts=True, unique_fields=["site", "date", "group"], update_fields=["visitors", "events"],
-        )
+        _upsert(EventDaily, rows, unique_fields=["site", "date", "group"], update_fields=["visitors", "events"])
+
+
+UPSERT_ROWS = 500  # rows a write transaction holds: SQLite's one write lock is never held long
+
+
+def _upsert(model, rows: list, **conflicts):
+    """Insert or update rows a chunk a transaction: one bulk_create holds its whole list in
+    one transaction, and a day of a million junk rows held SQLite's write lock 34-40 s
+    (logins and the drainer failed meanwhile). Readers may meet a day's rows half
+    rewritten while it runs: each row is whole, old or new."""
+    for at in range(0, len(rows), UPSERT_ROWS):
+        model.objects.bulk_create(rows[at : at + UPSERT_ROWS], update_conflicts=True, **conflicts)
 
 
 def _store_retention(site: Site, unit: str, rows: list):
