@@ -21,6 +21,7 @@ group.
 """
 import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -145,9 +146,14 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
     if cut:
         log(f"cut a transaction torn by a crash ({cut} bytes) off the end of the AOF (config/aof_repair.py says why)")
     port = port or pick_port(int(os.environ.get("REDIS_PORT", "6390")))
+    password = embedded_password()
+    config = data_dir / "tally.conf"  # (the password in a file of ours, not on the command line `ps` shows)
+    config.touch(mode=0o600)
+    config.write_text(f"requirepass {password}\nmaxmemory {embedded_maxmemory()}\nmaxmemory-policy noeviction\n")
     process = subprocess.Popen(
         [
             str(server),
+            str(config),
             "--bind", HOST,
             "--port", str(port),
             "--dir", str(data_dir),
@@ -159,7 +165,7 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
         ],
         process_group=0,
     )
-    url = f"redis://{HOST}:{port}/0"
+    url = f"redis://:{password}@{HOST}:{port}/0"
     client = redis.Redis.from_url(url)
     deadline = time.monotonic() + 30  # loading a large AOF takes a while
     while True:
@@ -177,8 +183,29 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
     client.close()
     (VAR_DIR / "redis.url").write_text(url + "\n")
     (VAR_DIR / "redis.url").chmod(0o600)
-    log(f"embedded {version} on {url} ({server}; data and AOF in {data_dir})")
+    log(f"embedded {version} on redis://{HOST}:{port}/0, password in {VAR_DIR / 'redis.url'}, maxmemory "
+        f"{embedded_maxmemory() // 2**20:,} MB ({server}; data and AOF in {data_dir})")
     return process, url
+
+
+def embedded_password() -> str:
+    """The embedded server's password: made on the first run, kept in var/ (0600)."""
+    path = VAR_DIR / "redis-password"
+    if not path.exists():
+        import secrets
+
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(32) + "\n")
+    return path.read_text().strip()
+
+
+def embedded_maxmemory() -> int:
+    """Bytes the embedded server may hold: TALLY_REDIS_MAXMEMORY (bytes), else half the
+    machine's memory. Past it the server refuses writes (noeviction: no count is silently
+    dropped) and ingest spools, then answers 503 (analytics/store/connection.py OUTAGE)."""
+    if os.environ.get("TALLY_REDIS_MAXMEMORY"):
+        return int(os.environ["TALLY_REDIS_MAXMEMORY"])
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
 def manage(*args):
@@ -269,7 +296,7 @@ def main():
         if os.environ.get("REDIS_CLUSTER_URL"):
             log(f"data on the Redis Cluster at {os.environ['REDIS_CLUSTER_URL']} (analytics/store/cluster.py)")
         if os.environ.get("REDIS_URL"):
-            log(f"using Redis at {os.environ['REDIS_URL']}")
+            log(f"using Redis at {re.sub(r'//[^@/]*@', '//', os.environ['REDIS_URL'])}")  # (its password not in the log)
         else:
             redis_process, url = start_embedded_redis()
             services.append(("redis", redis_process))

@@ -197,3 +197,23 @@ def test_pages_answer_a_503_page_and_login_still_works_when_redis_is_frozen(clie
     page = client.get("/dashboard/example.com/")
     assert page.status_code == 503
     time.sleep(2.1)
+
+
+@pytest.mark.single_server
+def test_a_full_server_spools_the_batch_and_counts_it_once_room_is_back(client, site, settings, tmp_path, r):
+    """At its maxmemory (noeviction) the server refuses the ingest script before its first
+    write: the batch is kept in the spool (acknowledged), not a 500, and counted once when
+    the replay finds room."""
+    settings.VAR_DIR = tmp_path
+    key = site.create_api_key()
+    events = [{"url": "https://example.com/full", "visitor": f"v{n}"} for n in range(20)]
+    assert batch(client, key, events[:1]).status_code == 200  # (the script is loaded)
+    r.config_set("maxmemory-policy", "noeviction")
+    r.config_set("maxmemory", r.info("memory")["used_memory"] - 1024)
+    try:
+        response = batch(client, key, events)
+        assert response.status_code == 200 and response["X-Tally-Spooled"] == "20", response.content
+    finally:
+        r.config_set("maxmemory", 0)
+    assert spool.replay(r) == 20
+    assert today(r, site)["pageviews"] == 21

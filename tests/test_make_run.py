@@ -106,6 +106,18 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
     try:
         assert re.search(r"admin login: admin / \S+", banner)
         assert (tmp_path / "redis.url").exists()
+        # The embedded server asks for a password (kept 0600 under var/) and is bounded by a
+        # maxmemory that refuses writes rather than evicting counts.
+        import redis as redis_py
+
+        url = (tmp_path / "redis.url").read_text().strip()
+        password = (tmp_path / "redis-password").read_text().strip()
+        assert password in url and password not in banner
+        assert (tmp_path / "redis-password").stat().st_mode & 0o077 == 0
+        with pytest.raises(redis_py.exceptions.AuthenticationError):
+            redis_py.Redis.from_url(url.replace(f":{password}@", "")).ping()
+        limits = redis_py.Redis.from_url(url).config_get("maxmemory*")
+        assert int(limits["maxmemory"]) > 0 and limits["maxmemory-policy"] == "noeviction"
         out = subprocess.run(
             [sys.executable, "manage.py", "addsite", "example.com"],
             cwd=BASE, env={**os.environ, "TALLY_VAR_DIR": str(tmp_path)}, capture_output=True, text=True, check=True,

@@ -12,14 +12,17 @@ from django.conf import settings
 from .cluster import ClusterClient
 from .loop_client import LoopClient
 
-# What an outage looks like to a client: the server refused or timed out, or (a cluster)
-# a slot has no master or moved mid-call. Ingest spools on these; everything else is a bug.
+# What an outage looks like to a client: the server refused or timed out, (a cluster) a
+# slot has no master or moved mid-call, or the server is full (its maxmemory, noeviction:
+# it refuses a script before the script's first write, so nothing is half counted).
+# Ingest spools on these; everything else is a bug.
 OUTAGE = (
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
     redis.exceptions.ClusterDownError,
     redis.exceptions.MovedError,
     redis.exceptions.TryAgainError,
+    redis.exceptions.OutOfMemoryError,
 )
 
 _client = None
