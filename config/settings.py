@@ -228,6 +228,8 @@ RATE_LIMIT_PER_IP = envint("RATE_LIMIT_PER_IP", 600)
 RATE_LIMIT_PER_IP_BURST = envint("RATE_LIMIT_PER_IP_BURST", 100)
 # Failed logins: per account and per client IP, in 15 minutes.
 LOGIN_FAILURES_PER_ACCOUNT = envint("LOGIN_FAILURES_PER_ACCOUNT", 10)
+# Bytes a site's events may take in the ingest spool while Redis is out (then 503).
+SPOOL_MAX_BYTES_PER_SITE = envint("TALLY_SPOOL_MAX_MB", 256) * 2**20
 LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 30)
 
 # Page paths kept for the dashboard's prefix search, per site (the most visited stay).

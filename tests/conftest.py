@@ -33,6 +33,17 @@ def redis_server():
 
 
 @pytest.fixture(autouse=True)
+def no_outage_remembered():
+    """Each test starts with this process's outage mark and in-memory rate buckets empty
+    (store/limits.py: a test that took Redis away must not throttle the next)."""
+    from analytics.store import limits
+
+    limits.outage_seen(False)
+    limits._local.clear()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def eager_celery(redis_server):
     """Tasks queued by the code under test run in the test, synchronously (the test of a
     real worker turns this off); any broker connection goes to the test's Redis."""

@@ -179,6 +179,47 @@ def test_a_storage_outage_keeps_events_in_the_spool(client, site, settings, tmp_
 
 
 @pytest.mark.single_server
+def test_rate_limits_hold_while_redis_is_out(client, site, settings, tmp_path):
+    """Per-IP limits kept counting in memory during an outage: one client's 1,000 events
+    were all spooled where the limit allows ~146; now past its burst it gets 429s."""
+    from analytics.store import connection
+
+    settings.VAR_DIR = tmp_path
+    settings.RATE_LIMIT_PER_IP, settings.RATE_LIMIT_PER_IP_BURST = 60, 3
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    connection.reset()
+    codes = [post(client, pageview(url=f"https://example.com/{n}")).status_code for n in range(8)]
+    assert codes[:4] == [202] * 4 and set(codes[4:]) == {429}, codes  # (the first finds the outage; three more in the burst)
+    other = post(client, pageview(), REMOTE_ADDR="203.0.113.5")
+    assert other.status_code == 202  # (another client has its own bucket)
+
+
+@pytest.mark.single_server
+def test_a_full_spool_refuses_with_503_and_never_drops_what_it_accepted(client, site, settings, tmp_path, r, redis_server):
+    from analytics.ingest import spool
+    from analytics.store import connection
+
+    settings.VAR_DIR = tmp_path
+    settings.SPOOL_MAX_BYTES_PER_SITE = 3000
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    connection.reset()
+    key = site.create_api_key()
+    accepted, refused = 0, 0
+    for n in range(10):
+        batch = client.post("/api/v1/events", data=json.dumps([{"url": f"https://example.com/{n}", "visitor": f"v{n}"}] * 2),
+                            content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+        if batch.status_code == 200:
+            accepted += batch.json()["accepted"]
+        else:
+            assert batch.status_code == 503 and batch["Retry-After"] and "storage" in batch.json()["error"]
+            refused += 2
+    assert accepted and refused and accepted + refused == 20
+    settings.REDIS_URL = redis_server.url
+    connection.reset()
+    assert spool.replay(connection.get_redis()) == accepted  # every accepted event is counted
+
+
+@pytest.mark.single_server
 def test_no_spool_either_is_a_503_not_a_500(client, site, settings, tmp_path):
     from analytics.store import connection
 

@@ -31,7 +31,7 @@ from django.conf import settings
 
 from ..sites import SiteInfo
 from ..store.connection import OUTAGE, get_redis, new_loop_client
-from ..store.limits import Bucket, Limited
+from ..store.limits import Bucket, Limited, outage_seen, throttle_locally
 from . import inbox, spool
 from .record import Hit, execute, new_mark, prepare
 
@@ -88,11 +88,19 @@ class GroupCommit:
             while self._pending:
                 group, self._pending = self._pending[: self.max_group], self._pending[self.max_group :]
                 entries = [entry for entry, _ in group]
+                refused = _refused_locally(entries)
+                todo = [entry for i, entry in enumerate(entries) if i not in refused]
                 try:
-                    if self.sends_from_loop:
-                        outcomes = await self._push_in_loop(entries)
+                    if not todo:
+                        written = []
+                    elif self.sends_from_loop:
+                        written = await self._push_in_loop(todo)
                     else:
-                        outcomes = await loop.run_in_executor(self.executor, write_group, entries)
+                        written = await loop.run_in_executor(self.executor, write_group, todo)
+                    if written:
+                        outage_seen(SPOOLED in written or (WRITTEN not in written and outage_seen()))
+                    rest = iter(written)
+                    outcomes = [refused[i] if i in refused else next(rest) for i in range(len(entries))]
                 except Exception as e:  # (a bug, not an outage: every request of the group hears of it)
                     outcomes = [e] * len(group)
                 self.groups_written += 1
@@ -131,6 +139,19 @@ class GroupCommit:
 
             return await loop.run_in_executor(self.executor, alone)
         return [WRITTEN] * len(entries)
+
+
+def _refused_locally(entries: list[Entry]) -> dict[int, Limited]:
+    """While Redis is out (store/limits.py outage_seen), each entry's rate limits charged
+    in this process before the write: {index: Limited} of those over them."""
+    refused = {}
+    if outage_seen():
+        for i, entry in enumerate(entries):
+            try:
+                throttle_locally(list(entry.limits))
+            except Limited as e:
+                refused[i] = e
+    return refused
 
 
 def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:

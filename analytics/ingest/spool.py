@@ -2,7 +2,9 @@
 
 When a write to Redis fails (refused, or timed out: then Redis may have applied it), the
 ingest endpoints append the validated events to a local append-only file
-(`var/spool/<host>-<pid>.ndjson`, fsynced) and still answer as accepted. Every line keeps
+(`var/spool/<host>-<pid>-s<site>.ndjson`, fsynced) and still answer as accepted, up to
+SPOOL_MAX_BYTES_PER_SITE a site (then 503: refused, never accepted and dropped), the rate
+limits charged in memory meanwhile (store/limits.py throttle_locally). Every line keeps
 its call's mark (record.Mark): replaying a call Redis had already applied counts nothing,
 so delivery is exactly once.
 
@@ -29,6 +31,7 @@ from django.conf import settings
 from ..models import Site
 from ..sites import SiteInfo
 from ..store.connection import OUTAGE
+from ..store.limits import outage_seen, throttle_locally
 from . import inbox
 from .record import Hit, Mark, Recorded, record
 
@@ -43,22 +46,36 @@ class StorageUnavailable(Exception):
     """Redis could not take the events and neither could the spool (the disk)."""
 
 
+class SpoolFull(StorageUnavailable):
+    """Redis is out and the site's spool has reached its cap (SPOOL_MAX_BYTES_PER_SITE):
+    the events are refused (503), not accepted and then dropped."""
+
+
 def record_or_spool(r: redis.Redis, site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark, limits=()) -> Recorded | None:
     """Count the hits; if Redis is out (refused, timed out; a cluster's slot down or
     moved), keep them in the spool instead: None. The mark makes sure a call Redis applied
     before its answer was lost is not counted again on replay. Raises Limited over a rate
     limit (nothing counted), StorageUnavailable when the spool cannot be written either."""
+    if outage_seen():  # (Redis cannot check the limits now: this process does, before the write)
+        throttle_locally(list(limits))
     try:
-        return record(r, site, hits, now=now, mark=mark, limits=limits)
+        recorded = record(r, site, hits, now=now, mark=mark, limits=limits)
     except OUTAGE:
+        outage_seen(True)
         keep(site, hits, now, mark)
         return None
+    outage_seen(False)
+    return recorded
 
 
 def keep(site: SiteInfo, hits: list[Hit], received: datetime, mark: Mark):
-    """write(), or StorageUnavailable (logged: those events are lost)."""
+    """write(), or StorageUnavailable (logged: those events are lost); a site whose spool
+    is full gets SpoolFull (refused, 503)."""
     try:
         write(site, hits, received=received, mark=mark)
+    except SpoolFull:
+        log.warning("spool of site %s full (%d bytes): %d events refused", site.id, settings.SPOOL_MAX_BYTES_PER_SITE, len(hits))
+        raise
     except OSError as e:
         log.error("Redis and the spool both failed; %d events not kept: %s", len(hits), e)
         raise StorageUnavailable(str(e)) from None
@@ -91,7 +108,9 @@ def write(site: SiteInfo, hits: list[Hit], received: datetime | None = None, mar
         + b"\n"
         for hit in hits
     )
-    path = folder / f"{socket.gethostname()}-{os.getpid()}.ndjson"
+    if _site_spooled(folder, site.id) + len(lines) > settings.SPOOL_MAX_BYTES_PER_SITE:
+        raise SpoolFull(f"the spool of site {site.id} is full")
+    path = folder / f"{socket.gethostname()}-{os.getpid()}-s{site.id}.ndjson"  # (a file per site: its cap is read by name)
     while True:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
@@ -103,6 +122,17 @@ def write(site: SiteInfo, hits: list[Hit], received: datetime | None = None, mar
         finally:
             os.close(fd)  # (closing releases the lock)
         # a replayer claimed the file between our open and our lock: write a new one
+
+
+def _site_spooled(folder: Path, site_id: int) -> int:
+    """Bytes the site's events take in the spool now (every process's files, claimed ones too)."""
+    total = 0
+    for path in folder.glob(f"*-s{site_id}.*"):
+        try:
+            total += path.stat().st_size
+        except FileNotFoundError:
+            pass
+    return total
 
 
 def _still_named(fd: int, path: Path) -> bool:
