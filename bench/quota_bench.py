@@ -1,4 +1,5 @@
-"""Memory per site-day under a flood of distinct paths, with and without the daily quota.
+"""Memory per site-day under a flood of distinct paths, with and without the daily quota;
+and the worst case an anonymous event can cost (worst_case()).
 
 100,000 events on one day, each on a path never seen before (what an attacker sending
 random paths, or a site with unbounded URLs, produces), once with the default quota of
@@ -6,6 +7,7 @@ random paths, or a site with unbounded URLs, produces), once with the default qu
 added by ingestion (INFO used_memory), keys, and then the day's rollup (time and the
 memory its week/month page merges add).
 """
+import os
 import random
 import time
 from datetime import UTC, datetime
@@ -55,3 +57,56 @@ def run(r, say) -> list[tuple]:
         rows.append((label, f"{ingested / 1e6:.1f}", f"{ingested / EVENTS:,.0f}", f"{keys:,}", f"{seconds:.1f}", f"{after_rollup / 1e6:.1f}"))
     r.execute_command("FLUSHALL", "SYNC")
     return rows
+
+
+JUNK_EVENTS = int(os.environ.get("BENCH_JUNK_EVENTS", "100000"))  # (the audit sent 100,000)
+
+
+def worst_case(r, say) -> list[tuple]:
+    """What one anonymous event can cost at most: JUNK_EVENTS events with random everything
+    the public controls (path, referrer and UTM tags, screen, event name, ten custom
+    properties of random names and values, a new visitor each), on one day, through
+    ingest as the endpoints call it, then the day's rollup. The caps (pages, event names,
+    values per dimension, property names and values) bound the rest: bytes an event fall as
+    the flood grows. Measured after ingest and after the rollup (rows in the database)."""
+    from analytics.ingest.visit import visit_attrs
+    from analytics.models import EventDaily
+
+    r.execute_command("FLUSHALL", "SYNC")
+    Site.objects.filter(domain="junk.example").delete()
+    site = Site.objects.create(domain="junk.example")
+    info = SiteInfo.from_model(site)
+    rng = random.Random(2)
+    now = datetime.now(UTC)
+
+    def junk() -> str:
+        return f"{rng.getrandbits(64):016x}"
+
+    before = _used(r)
+    for start in range(0, JUNK_EVENTS, 100):
+        hits = []
+        for _ in range(100):
+            attrs = visit_attrs("junk.example", f"https://junk.example/{junk()}?utm_source={junk()}&utm_campaign={junk()}",
+                                f"https://{junk()}.example/{junk()}", "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0", None,
+                                rng.randrange(300, 4000))
+            name = "pageview" if rng.random() < 0.5 else f"e{junk()}"
+            props = tuple((f"p{junk()}", junk()) for _ in range(10)) if name != "pageview" else ()
+            hits.append(Hit(None, f"/{junk()}", name, identity_source(None, junk(), None, None), attrs=attrs, props=props))
+        record(r, info, hits, now=now)
+    ingested = _used(r) - before
+    keys = r.dbsize()
+    from analytics.store import keys as key_names
+
+    r.delete(*r.scan_iter(match=key_names.site_prefix(site.pk) + "*sess*", count=1000))  # (as their expiry will, 1.5 h on)
+    while r.info("memory").get("lazyfree_pending_objects", 0):
+        time.sleep(0.05)
+    kept = _used(r) - before
+    say(f"worst case: {ingested / JUNK_EVENTS:,.0f} B an event after ingest, {kept / JUNK_EVENTS:,.0f} B once the open "
+        "visits are gone; rolling the day up")
+    started = time.perf_counter()
+    rollups.rollup(r, site, info.today(), info.today())
+    seconds = time.perf_counter() - started
+    rows = EventDaily.objects.filter(site=site).count()
+    r.execute_command("FLUSHALL", "SYNC")
+    return [(f"{JUNK_EVENTS:,} anonymous events, everything random", f"{ingested / 1e6:.1f}", f"{ingested / JUNK_EVENTS:,.0f}",
+             f"{kept / JUNK_EVENTS:,.0f}", f"{keys:,}", f"{seconds:.1f}", f"{rows:,}")]

@@ -503,6 +503,7 @@ def main():
 
         engine_rows, http_results, rollup_rows, dashboard_rows, bloom_rows, import_rows = {}, {}, [], [], [], []
         quota_rows, draw_rows, dimension_rows, model_rows, segment_rows = [], [], [], [], []
+        junk_rows = []
         if want("ingest"):
             say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
             bodies_for_http = None
@@ -553,6 +554,7 @@ def main():
             import quota_bench
 
             quota_rows = quota_bench.run(r, say)
+            junk_rows = quota_bench.worst_case(r, say)
     on = server.version  # every table below names the server it measured
     if engine_rows:
         print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_results, on)
@@ -613,6 +615,14 @@ def main():
             f"{on} memory per site-day: 100,000 pageviews on 100,000 distinct paths (one day), capped vs uncapped",
             ("daily page quota", "MB after ingest", "bytes/event", "keys", "rollup s", "MB after rollup"),
             quota_rows,
+        )
+    if junk_rows:
+        table(
+            f"{on} the worst an anonymous event costs: random paths, referrers, UTM tags, event names and ten random "
+            "properties each (the caps bound them; target: at most 400 bytes an event)",
+            ("flood", "MB after ingest", "bytes/event", "bytes/event once open visits expire", "keys", "rollup s",
+             "event rows stored"),
+            junk_rows,
         )
     import gzip
 
