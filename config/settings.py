@@ -228,6 +228,11 @@ RATE_LIMIT_PER_IP = envint("RATE_LIMIT_PER_IP", 600)
 RATE_LIMIT_PER_IP_BURST = envint("RATE_LIMIT_PER_IP_BURST", 100)
 # Failed logins: per account and per client IP, in 15 minutes.
 LOGIN_FAILURES_PER_ACCOUNT = envint("LOGIN_FAILURES_PER_ACCOUNT", 10)
+# Share-link pages a client (IP) may load a minute, and at once: a public link must not
+# starve other sites' reads (each page is a dozen queries; answers are cached a minute).
+SHARE_PAGES_PER_MINUTE = envint("SHARE_PAGES_PER_MINUTE", 120)
+SHARE_PAGES_BURST = envint("SHARE_PAGES_BURST", 60)
+SHARE_CACHE_SECONDS = envint("SHARE_CACHE_SECONDS", 60)
 # Bytes a site's events may take in the ingest spool while Redis is out (then 503).
 SPOOL_MAX_BYTES_PER_SITE = envint("TALLY_SPOOL_MAX_MB", 256) * 2**20
 LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 30)

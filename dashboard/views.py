@@ -1,10 +1,13 @@
 """The web UI. It reads through analytics.queries (the functions behind the read API) and
-renders; it never writes to Redis."""
+renders; it never writes counts to Redis (a share link's per-client rate buckets aside)."""
 import functools
+import hashlib
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
+from django.core.cache import cache
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
@@ -15,6 +18,7 @@ from analytics.queries import access, recommendations
 from analytics.sites import SiteInfo, tracking_snippet
 from analytics.store.connection import get_redis
 from config.middleware import live_origin
+from config.share import share_throttled
 
 from . import charts, filtering, panels, periods
 
@@ -47,7 +51,14 @@ def site_view(view):
     @functools.wraps(view)
     def wrapper(request, domain=None, token=None, **kwargs):
         if token is not None:
-            site = access.site_for_share_token(token)
+            refused = share_throttled(request)
+            if refused is not None:
+                return refused
+            site = access.site_for_share_token(token)  # (first: a revoked link ends at once, cached answers too)
+            cacheable = view.__name__ not in UNCACHED
+            cached = cache.get(_share_cache_key(request)) if site is not None and cacheable else None
+            if cached is not None:
+                return cached
             base = reverse("dashboard:shared", args=[token])
         else:
             if not request.user.is_authenticated:
@@ -56,9 +67,21 @@ def site_view(view):
             base = reverse("dashboard:site", args=[domain])
         if site is None:
             raise Http404("no such site")
-        return view(request, site, SiteInfo.from_model(site), base=base, shared=token is not None, **kwargs)
+        response = view(request, site, SiteInfo.from_model(site), base=base, shared=token is not None, **kwargs)
+        if token is not None and cacheable and response.status_code == 200 and not response.streaming and not response.cookies:
+            cache.set(_share_cache_key(request), response, settings.SHARE_CACHE_SECONDS)
+        return response
 
     return wrapper
+
+
+UNCACHED = {"realtime"}  # (share-link answers cached a minute, but the live counter's)
+
+
+def _share_cache_key(request) -> str:
+    """A share-link answer is the same for everyone for a minute: one per URL (path and
+    query), so a hammered public link costs its queries once a minute."""
+    return "share:" + hashlib.blake2b(request.get_full_path().encode(), digest_size=16).hexdigest()
 
 
 def _live_url(request, site, shared: bool) -> str:

@@ -569,3 +569,21 @@ def test_retention_labels_cohorts_of_no_one_and_leaves_out_those_before_the_firs
     assert heatmap["z"][0] == [100, 50, 25] and heatmap["text"][2][0] == "100%<br>2" and heatmap["hoverongaps"] is False
     nobody = charts.retention([{"cohort": "2026-11-01", "size": 0, "retained": [0, 0]}], "day")["data"][0]
     assert nobody["y"] == ["2026-11-01 · no new visitors"]  # (no one at all: the rows say so, not an empty chart)
+
+
+def test_a_hammered_share_link_is_answered_from_a_minutes_cache_and_limited_per_client(client, data_site, settings):
+    """Four parallel loads of one share page for a minute slowed another site's reads to
+    36.7 s: the page is computed once a minute per URL, and one client gets 429 past its
+    share-page rate, with Retry-After."""
+    from analytics.models import Site
+
+    settings.SHARE_PAGES_PER_MINUTE, settings.SHARE_PAGES_BURST = 60, 4
+    token = Site.objects.get(domain="example.com").enable_sharing()
+    first = client.get(f"/share/{token}/?period=7d")
+    assert first.status_code == 200 and not first.cookies
+    again = client.get(f"/share/{token}/?period=7d")
+    assert again.content == first.content  # (served from the cache)
+    codes = [client.get(f"/share/{token}/?period=30d").status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    other = client.get(f"/share/{token}/?period=30d", REMOTE_ADDR="203.0.113.8")
+    assert other.status_code == 200  # (another client has its own bucket)

@@ -487,6 +487,11 @@ def rate_login(kind: str, digest: str) -> str:
     return f"{PREFIX}:{{login}}:{kind}:{digest}"
 
 
+def rate_share(digest: str) -> str:
+    """A client's (hashed IP) bucket for share-link pages, across every share link."""
+    return f"{PREFIX}:{{share}}:ip:{digest}"
+
+
 def lock(site_id: int, job: str) -> str:
     """The lock that keeps two workers from running the same job on a site at once."""
     return f"{PREFIX}:{{{site_id}}}:lock:{job}"
