@@ -183,7 +183,7 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
     client.close()
     (VAR_DIR / "redis.url").write_text(url + "\n")
     (VAR_DIR / "redis.url").chmod(0o600)
-    log(f"embedded {version} on redis://{HOST}:{port}/0, password in {VAR_DIR / 'redis.url'}, maxmemory "
+    log(f"embedded {version} on redis://{HOST}:{port}/0, password in {VAR_DIR / 'redis-password'}, maxmemory "
         f"{embedded_maxmemory() // 2**20:,} MB ({server}; data and AOF in {data_dir})")
     return process, url
 
