@@ -27,10 +27,13 @@ class Script:
     def run(self, client: redis.Redis, keys, args):
         """Run it now, loading it first if the server does not know it."""
         try:
-            return client.evalsha(self.sha, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            client.script_load(self.source)
-            return client.evalsha(self.sha, len(keys), *keys, *args)
+            try:
+                return client.evalsha(self.sha, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:
+                client.script_load(self.source)
+                return client.evalsha(self.sha, len(keys), *keys, *args)
+        except redis.exceptions.ResponseError as e:
+            raise _as_full(e) from None
 
     def run_many(self, client: redis.Redis, calls: list[tuple[list, list]], after: tuple = ()) -> list:
         """Run (KEYS, ARGV) calls in one round trip; their answers, in order. `after`:
@@ -74,7 +77,7 @@ def _unloaded(results: list) -> list[int]:
     first other error among the answers."""
     for result in results:
         if isinstance(result, Exception) and not isinstance(result, redis.exceptions.NoScriptError):
-            raise result
+            raise _as_full(result)
     return [i for i, result in enumerate(results) if isinstance(result, redis.exceptions.NoScriptError)]
 
 
@@ -94,3 +97,15 @@ INBOX_PUSH = Script("inbox_push", libs=("gcra",))
 INBOX_CLAIM = Script("inbox_claim")
 INBOX_RELEASE = Script("inbox_release")
 COMPACT = Script("compact")
+
+
+def _as_full(error: Exception) -> Exception:
+    """A script refused at the server's maxmemory, as OutOfMemoryError whatever the server:
+    Redis 6.2 reports it as the script's error ("Error running script ... -OOM command not
+    allowed"), later servers refuse the call before it runs (-OOM). Either way nothing was
+    written (a script is refused only before its first write), and ingest spools the call
+    (store/connection.py OUTAGE)."""
+    if (isinstance(error, redis.exceptions.ResponseError) and not isinstance(error, redis.exceptions.OutOfMemoryError)
+            and "OOM command not allowed" in str(error)):
+        return redis.exceptions.OutOfMemoryError(str(error))
+    return error
