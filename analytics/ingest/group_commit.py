@@ -97,8 +97,10 @@ class GroupCommit:
                         written = await self._push_in_loop(todo)
                     else:
                         written = await loop.run_in_executor(self.executor, write_group, todo)
-                    if written:
-                        outage_seen(SPOOLED in written or (WRITTEN not in written and outage_seen()))
+                    if SPOOLED in written:  # (this process's writes find Redis out, or back)
+                        outage_seen(True)
+                    elif WRITTEN in written:
+                        outage_seen(False)
                     rest = iter(written)
                     outcomes = [refused[i] if i in refused else next(rest) for i in range(len(entries))]
                 except Exception as e:  # (a bug, not an outage: every request of the group hears of it)

@@ -190,8 +190,10 @@ def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, 
     if interval != "day":
         for day in days:
             groups.setdefault(period_start(interval, day), []).append(day)
-    values, estimated, unions, kinds = _days(r, site, filters, start, end, windows, groups)
-    visits, visit_why = _visit_counts(r, site, filters, days) if set(VISIT_METRICS) & set(metrics) else (None, {})
+    visits, visit_why = _visit_counts(r, site, filters, days)  # (once: the days' pageviews read them too)
+    values, estimated, unions, kinds = _days(r, site, filters, start, end, windows, groups, visits)
+    if not set(VISIT_METRICS) & set(metrics):
+        visit_why = {}
     reach = 30 if windows else 1  # (a row's WAU and MAU reach back over the 30 days before it)
 
     def marked(members: list[date]) -> dict:

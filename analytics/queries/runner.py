@@ -95,7 +95,7 @@ def run(r: redis.Redis, query: Query, memo: Memo | None = None) -> Result:
 def days_values(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, memo: Memo, windows: bool = True) -> tuple[dict, bool]:
     """Each day's numbers ({day: visitors, dau, new_visitors, wau, mau, stickiness,
     pageviews}) and whether any is estimated, counted once per request."""
-    key = ("days", site.id, tuple(filters), start, end, windows)
+    key = _days_key(site, filters, start, end, windows)
     if key not in memo:
         if filters:
             memo[key] = filtered.daily_values(r, site, filters, start, end, windows=windows)
@@ -104,13 +104,17 @@ def days_values(r: redis.Redis, site: SiteInfo, filters, start: date, end: date,
     return memo[key]
 
 
+def _days_key(site: SiteInfo, filters, start: date, end: date, windows: bool) -> tuple:
+    return ("days", site.id, tuple(filters), start, end, windows)
+
+
 def _aggregate(r: redis.Redis, q: Query, memo: Memo) -> Result:
     metrics = q.metrics or AGGREGATE_METRICS
     compare = q.compare if q.compare in COMPARISONS else None
     if q.filters:
         totals, estimate = filtered.aggregate(r, q.site, q.filters, q.start, q.end, metrics, compare)
     else:
-        values = memo.get(("days", q.site.id, (), q.start, q.end, True), (None,))[0]
+        values = memo.get(_days_key(q.site, (), q.start, q.end, True), (None,))[0]  # (the days counted already, if any)
         totals, estimate = aggregate(r, q.site, q.start, q.end, metrics, compare, values=values), False
     estimates = {metric: total["estimate"] for metric, total in totals.items() if total.get("estimate")}
     if "visitors" in totals:  # (what goals' conversion rates are of: a breakdown by goal reads it)
