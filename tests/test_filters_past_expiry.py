@@ -107,6 +107,19 @@ def test_a_pages_pageviews_are_exact_on_every_day(aged, r, path):
         assert values[day]["pageviews"] == brute.pageviews[day, path], day
 
 
+def test_pageviews_and_visits_under_a_page_pattern_are_right_on_every_day(aged, r):
+    """`page~blog` reads its pages' counters (stored rows on days past keep_page_days) and
+    the visits that viewed them (stored rows once the dimension keys expire): no day reads
+    0 where the pages had pageviews."""
+    info, brute, days, _ = aged
+    values, _ = filtered.daily_values(r, info, segments.parse("page~blog"), days[0], days[-1], windows=False)
+    daily, _ = filtered.timeseries(r, info, segments.parse("page~blog"), days[0], days[-1], ["pageviews", "visits"])
+    for day, row in zip(days, daily):
+        views = sum(n for (d, path), n in brute.pageviews.items() if d == day and "blog" in path)
+        assert values[day]["pageviews"] == row["pageviews"] == views, day
+        assert (row["visits"] > 0) == (views > 0), (day, row)
+
+
 def test_a_range_over_expired_days_is_estimated_not_cut_short(aged, r):
     info, brute, days, _ = aged
     for text in ("page==/pricing", "source==Google;country!=DE"):
