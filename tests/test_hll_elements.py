@@ -49,7 +49,9 @@ def test_daily_salt_sites_count_digests(site, r):
     info = SiteInfo.from_model(site)
     record(r, info, [Hit(None, "/", "pageview", f"d{i}".encode()) for i in range(30)], now=datetime.now(UTC))
     hll = keys.site_visitors(site.pk, info.today())
-    assert r.pfcount(hll) == 30
+    # (30 digests can share a register: with a salt that changes each day the count is 29 on
+    # about one day in forty, so the bound is HLL's, not equality)
+    assert abs(r.pfcount(hll) - 30) <= hll_tolerance(30)
     assert r.pfadd(hll, *(str(i) for i in range(30))) == 1
 
 
