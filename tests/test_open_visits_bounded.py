@@ -3,6 +3,7 @@ flood of distinct long paths from a few visitors keeps a few parts per visit (it
 pages' among them), not one per path;
 a backfill's visits that ended long before its newest event are not kept open. The
 counts stay those of brute force (test_visits.py checks them in depth)."""
+import random
 from datetime import UTC, datetime, timedelta
 
 from analytics import dimensions
@@ -11,6 +12,7 @@ from analytics.ingest.identity import identity_source
 from analytics.ingest.visit import visit_attrs
 from analytics.sites import SiteInfo
 from analytics.store import keys
+from tests.test_visits import COUNTRIES, NOW, attrs, brute_force, send, table
 
 
 def _open_state(r, site_id: int, now: datetime) -> tuple[int, int, int]:
@@ -55,3 +57,38 @@ def test_a_backfills_visits_that_ended_long_before_its_newest_event_are_not_kept
     total = r.hget(keys.dimension_counts(site.id, day), dimensions.TOTAL)
     counts = dict(zip(dimensions.TABLES, dimensions.COUNTS.unpack_from(total)))
     assert (counts["visits"], counts["pageviews"], counts["bounces"]) == (51, 51, 51)
+
+
+def test_visits_under_values_past_the_quota_share_their_parts_and_count_like_brute_force(site, r):
+    """400 visitors, each from a source of their own (a flood of made-up referrers), some
+    across midnight: past the quota of 5 values a day, the open visits keep a handful of
+    "(other)" parts, not one per source; every value kept counts as brute force says, and
+    "(other)" holds the rest (a visit that crosses midnight under "(other)" stays there)."""
+    site.max_property_values = 5  # (the values a visit dimension keeps a day)
+    site.save()
+    rng = random.Random(7)
+    start = datetime(2026, 11, 20, 23, 40, tzinfo=UTC)
+    events = []
+    for v in range(400):
+        t = start + timedelta(seconds=rng.randrange(1800))
+        for _ in range(rng.randint(1, 4)):
+            kind = rng.choices(["p", "i", "n"], weights=[8, 1, 1])[0]
+            events.append((t, v, kind, "/", attrs(f"made-up-{v}.example", rng.choice(COUNTRIES))))
+            t += timedelta(seconds=rng.choice([5, 60, 600]))
+    events.sort(key=lambda e: (e[0], e[1]))
+    send(r, site, events, 50)
+
+    generation = int(NOW.timestamp()) // dimensions.VISIT_TIMEOUT
+    parts = sum(r.hlen(keys.session_parts(site.id, g)) for g in (generation, generation - 1))
+    assert parts <= 5 + 3 + 10, parts  # (5 sources kept, "(other)" with each country, the pages and entry pages)
+    counts, _ = brute_force(events)
+    for day, name in counts:
+        got = table(r, site.id, day, name)
+        want = counts[day, name]
+        kept = {f for f in got if f.startswith("source\x1f") and f != "source\x1f(other)"}
+        assert len(kept) <= 5
+        for f in kept:
+            assert got[f] == want[f], (day, name, f)
+        everyone = sum(n for f, n in want.items() if f.startswith("source\x1f"))
+        assert got.get("source\x1f(other)", 0) == everyone - sum(got[f] for f in kept), (day, name)
+        assert got.get(dimensions.TOTAL, 0) == want.get(dimensions.TOTAL, 0), (day, name)

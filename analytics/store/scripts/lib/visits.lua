@@ -480,7 +480,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     end
   end
 
-  --@section visits: counts spread over fields, states saved
+  --@section visits: counts spread over fields
   -- Spread the counts over the fields.
   local counts = {[day] = {}}   -- day -> table -> field -> number
   for on, by_table in pairs(by_id) do
@@ -516,43 +516,13 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     end
   end
 
-  -- The visits kept open: not one begun and ended in this call `timeout` before its
-  -- newest event (a backfill's: no later event can continue it but one sent out of
-  -- order), and with them the parts sent for them, not every part the call sent (a
-  -- path's entry-page part, say). A visit held before is saved as it is now, whatever
-  -- its age (its state is there already: a stale one must not stay).
-  local newest = 0
-  for e = 1, ne do if ev_time[e] > newest then newest = ev_time[e] end end
-  local save, s, needed = {}, 0, {}
-  for k, vi in ipairs(order) do
-    local st = states[vi]
-    if raw[k] or st.last + timeout >= newest then
-      local state = dump_state(st, keep_ids and dense_ids[vi] + 1 or 0)
-      save[s + 1] = ids[k]; save[s + 2] = state; s = s + 2
-      if carried[k] then save[s + 1] = carried[k]; save[s + 2] = state; s = s + 2 end
-      for _, id in ipairs(ids_of(st.ids)) do needed[id] = true end
-      for _, id in ipairs(page_list(st)) do needed[id] = true end
-    end
-  end
-  if s > 0 then
-    call_sliced('HSET', sessions_now, save)
-    redis.call('EXPIRE', sessions_now, session_ttl)
-  end
-  local kept, n = {}, 0
-  for j = 1, #sent, 2 do
-    if needed[sent[j]] then kept[n + 1] = sent[j]; kept[n + 2] = sent[j + 1]; n = n + 2 end
-  end
-  if n > 0 then
-    call_sliced('HSET', parts_now, kept)
-    redis.call('EXPIRE', parts_now, session_ttl)
-  end
-
   --@section visits: quotas, packed counts
   -- Quotas, then the writes, day by day. A value new to a day's set comes in only with a
   -- visit starting under it that day, or as a count of the day's own events (pageviews,
   -- visitors); a later update of a visit whose value went to "(other)" at its start (a
   -- bounce ended, duration, an exit moved) follows it there, even if the set has room by
   -- now: no count goes below zero, and a value's numbers stay those of its own visits.
+  local renames = {}  -- day -> field -> "(other)" (the fields that had no room)
   for on, by_table in pairs(counts) do
     local blocked = {}
     local visits_t = by_table['visits'] or {}
@@ -585,6 +555,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       end
     end
     local rename, grew = {}, false
+    renames[on] = rename
     for dim, new in pairs(new_by_dim) do
       local room = ((dim == VISIT_PAGE or dim == VISIT_EVENT) and page_quota or quota) - (tonumber(redis.call('HGET', sizes_key, dim)) or 0)
       table.sort(new)  -- (which new values of one call still fit: decided the same way every time)
@@ -663,6 +634,74 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     end
     if on ~= day then dirty[on] = true end
   end
+  --@section visits: states saved
+  -- The visits kept open: not one begun and ended in this call `timeout` before its
+  -- newest event (a backfill's: no later event can continue it but one sent out of
+  -- order), and with them the parts sent for them, not every part the call sent (a
+  -- path's entry-page part, say). A visit held before is saved as it is now, whatever
+  -- its age (its state is there already: a stale one must not stay).
+  -- Why after the quotas: a visit begun today under a value that went to "(other)" keeps
+  -- a part whose text says "(other)" (id: its text's hash), not the value's own text.
+  -- Its later events count there anyway (it is how its start was counted), and random
+  -- values (a flood of made-up referrers or paths) then share a handful of parts instead
+  -- of each keeping its text for the visit's life. A visit that crosses midnight counts
+  -- the next day's pageviews and visitor under "(other)" too, not under the value the
+  -- next day might have had room for.
+  local over = renames[day]
+  local remade = {}  -- part id -> its "(other)" part's id, or false: none of its fields went there
+  local function remake(id)
+    local to = remade[id]
+    if to == nil then
+      to = false
+      local fields = fields_of(id)
+      local changed, out = false, {}
+      for i = 1, #fields do
+        local f = over[fields[i]]
+        out[i] = f or fields[i]
+        if f then changed = true end
+      end
+      if changed then
+        local text = table.concat(out, FIELD_SEP)
+        to = own_part(text, '~' .. string.sub(redis.sha1hex(text), 1, 15))
+      end
+      remade[id] = to
+    end
+    return to
+  end
+  local newest = 0
+  for e = 1, ne do if ev_time[e] > newest then newest = ev_time[e] end end
+  local save, s, needed = {}, 0, {}
+  for k, vi in ipairs(order) do
+    local st = states[vi]
+    if raw[k] or st.last + timeout >= newest then
+      if over and next(over) and st.start_day == day then
+        local list, again, changed = ids_of(st.ids), {}, false
+        for i = 1, #list - 1 do  -- (not TOTAL_ID, the last)
+          again[i] = remake(list[i]) or list[i]
+          if again[i] ~= list[i] then changed = true end
+        end
+        if changed then st.ids = table.concat(again, ',') end
+      end
+      local state = dump_state(st, keep_ids and dense_ids[vi] + 1 or 0)
+      save[s + 1] = ids[k]; save[s + 2] = state; s = s + 2
+      if carried[k] then save[s + 1] = carried[k]; save[s + 2] = state; s = s + 2 end
+      for _, id in ipairs(ids_of(st.ids)) do needed[id] = true end
+      for _, id in ipairs(page_list(st)) do needed[id] = true end
+    end
+  end
+  if s > 0 then
+    call_sliced('HSET', sessions_now, save)
+    redis.call('EXPIRE', sessions_now, session_ttl)
+  end
+  local kept, n = {}, 0
+  for j = 1, #sent, 2 do
+    if needed[sent[j]] then kept[n + 1] = sent[j]; kept[n + 2] = sent[j + 1]; n = n + 2 end
+  end
+  if n > 0 then
+    call_sliced('HSET', parts_now, kept)
+    redis.call('EXPIRE', parts_now, session_ttl)
+  end
+
   for d in pairs(dirty) do redis.call('SADD', dirty_key, d) end
   return segment_candidates, deferred
 end
