@@ -145,6 +145,31 @@ def test_the_days_properties_and_values_together_are_capped(site, r):
     assert len(real) <= 50 and len(groups) <= 50 + 7 * 14  # (each property's and event's "(other)" beside them)
 
 
+def test_properties_of_events_past_the_names_quota_count_under_the_other_events(site, r):
+    """Random event names, each with its properties: past `max_event_names_per_day` the
+    events count under "(other)", and so do their properties (under the "(other)" event's
+    "(other)" property), so a flood of made-up event names adds no property keys (each of
+    49,000 names kept its own "(other)" property before); nothing is lost."""
+    from analytics.queries.goals import properties
+
+    site.max_event_names_per_day = 5
+    site.save()
+    info = SiteInfo.from_model(site)
+    hits = [Hit(NOW, "/", f"E{n}", who(n % 40), props=(("plan", f"v{n % 3}"), (f"k{n}", "x"))) for n in range(300)]
+    for i in range(0, len(hits), 37):
+        record(r, info, hits[i : i + 37], now=NOW)
+    day = NOW.date()
+    events = {m.decode() for m in r.smembers(keys.events_index(info.id, day))}
+    assert len(events - {"(other)"}) == 5
+    groups = {m.decode() for m in r.smembers(keys.props_index(info.id, day))}
+    assert {g.split("\x1f")[0] for g in groups} == events  # (no group of an event past the quota)
+    prop_keys = sum(1 for _ in r.scan_iter(match=keys.prop_count(info.id, day, "*")))
+    assert prop_keys <= 5 * 2 * 2 + 5 + 1, prop_keys  # (the kept events' properties with a value each, their "(other)"s, the other event's)
+    counted = sum(sum(row["events"] for row in properties(r, info, day, day, name, event, limit=100)[0])
+                  for event in events for name in {g.split("\x1f")[1] for g in groups if g.startswith(event + "\x1f")})
+    assert counted == 2 * 300  # (every event's two properties count somewhere)
+
+
 def test_a_goal_lists_its_ten_most_sent_properties_not_every_name(site, r):
     """A goal's event sent with many property names: the dashboard's goal row lists the ten
     sent most often (a junk-filled goal made a 10.7 MB page); the rest stay a breakdown's."""

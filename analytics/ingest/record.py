@@ -405,6 +405,8 @@ def _script_call(
         args += (name, count, _indexes(members), index)
     for prop in list(properties):  # (each event's "(other)" property: where names past the day's cap count)
         properties.setdefault(prop.split(dimensions.SEP, 1)[0] + dimensions.SEP + OTHER, len(properties) + 1)
+    if properties:  # (and the "(other)" event's: where the properties of events past the day's names quota count)
+        properties.setdefault(OTHER + dimensions.SEP + OTHER, len(properties) + 1)
     args.append(len(properties))
     args += properties
     for prop in properties:

@@ -293,8 +293,8 @@ local function groups(index_key, dimension)
   pos = pos + 2
   local other_hll, other_counter = KEYS[key_index], KEYS[key_index + 1]
   key_index = key_index + 2
-  local kept, counts, by_index = {}, {}, {}
-  if count == 0 then return kept, counts, quota, by_index end
+  local kept, counts, by_index, past = {}, {}, {}, {}
+  if count == 0 then return kept, counts, quota, by_index, past end
   local room = quota - redis.call('SCARD', index_key)  -- new names that still fit
   local checked = room < count  -- near the quota: look at each name
   local other, other_count = {}, 0
@@ -318,6 +318,7 @@ local function groups(index_key, dimension)
       kept[#kept + 1] = name
       counts[#counts + 1] = n
     else
+      past[name] = true
       other[#other + 1] = listed
       other_count = other_count + tonumber(n)
     end
@@ -330,11 +331,11 @@ local function groups(index_key, dimension)
     redis.call('INCRBY', other_counter, other_count)
     redis.call('SADD', index_key, OTHER)
   end
-  return kept, counts, quota, by_index
+  return kept, counts, quota, by_index, past
 end
 --@section pages and custom events
 local pages, page_counts, page_quota = groups(KEYS[7], 'page')
-local event_names = select(4, groups(KEYS[8], 'event'))  -- (group index -> name, false past the quota)
+local _, _, _, event_names, events_past = groups(KEYS[8], 'event')  -- (group index -> name, false past the quota)
 
 -- Property groups ("event SEP property SEP value"): the quota is per property (an
 -- unbounded property must not take the others' room), and past it a value counts under
@@ -343,11 +344,13 @@ local event_names = select(4, groups(KEYS[8], 'event'))  -- (group index -> name
 -- event's "(other)" property ("event SEP (other) SEP (other)"; the caller sends that
 -- property, with no groups, for every event of the call), and the day's properties and
 -- kept values together at most `total_quota` (then new names and new values go to
--- "(other)" as above): what random names and values can cost a site-day is bounded.
+-- "(other)" as above); the properties of an event past the day's event-name quota count
+-- under the "(other)" event's "(other)" property (the caller sends it with the rest): what
+-- random names and values can cost a site-day is bounded.
 -- The day's kept groups are one set; one hash holds each property's number of kept
 -- values, each event's number of kept names (field: the event's name), and the day's
 -- total of both (field: "").
-local function property_groups(index_key, sizes_key)
+local function property_groups(index_key, sizes_key, events_past)
   local count, quota, names_quota, total_quota = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]),
                                                  tonumber(ARGV[pos + 3])
   pos, key_index = pos + 4, key_index + 2
@@ -370,14 +373,17 @@ local function property_groups(index_key, sizes_key)
   local spent = 0
   local by_name, pnames = {}, {}
   for j, p in ipairs(props) do by_name[p.name] = j; pnames[j] = p.name end
-  local admitted, other_of, new_by_event = {}, {}, {}
+  local admitted, other_of, new_by_event, gone = {}, {}, {}, {}
   for i = 1, #props, SLICE do
     local had = redis.call('HMGET', sizes_key, unpack(pnames, i, math.min(i + SLICE - 1, #props)))
     for k = 1, #had do
       local j = i + k - 1
       local event = string.sub(props[j].name, 1, string.find(props[j].name, SEP, 1, true) - 1)
       other_of[j] = by_name[event .. SEP .. OTHER] or j
-      if had[k] or other_of[j] == j then
+      if events_past[event] then
+        other_of[j] = by_name[OTHER .. SEP .. OTHER] or other_of[j]  -- (never admitted: its groups go there)
+        gone[j] = true
+      elseif had[k] or other_of[j] == j then
         admitted[j] = true
       else
         local waiting = new_by_event[event]
@@ -411,7 +417,7 @@ local function property_groups(index_key, sizes_key)
     for k = 1, #known do
       local g = i + k - 1
       if known[k] == 1 then
-        fits[g] = true
+        fits[g] = not gone[list[g].prop]  -- (a kept value of an event now past the quota: to "(other)")
       elseif admitted[list[g].prop] then
         local waiting = new_by_prop[list[g].prop]
         if not waiting then waiting = {}; new_by_prop[list[g].prop] = waiting end
@@ -457,7 +463,7 @@ local function property_groups(index_key, sizes_key)
   end
 end
 --@section properties, revenue
-property_groups(KEYS[key_index], KEYS[key_index + 1])
+property_groups(KEYS[key_index], KEYS[key_index + 1], events_past)
 
 -- Revenue: "event SEP currency" -> hundredths.
 local revenue_key, sums = KEYS[key_index], tonumber(ARGV[pos])
