@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import orjson
 from granian.rsgi import ProtocolClosed as RSGIProtocolClosed
+from granian.rsgi import ProtocolError as RSGIProtocolError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -163,8 +164,14 @@ class BufferedWSGI:
             return refuse(413, f"body too large: more than {limit} bytes")
         except TimeoutError:
             return refuse(408, f"the body took more than {self.body_timeout:.0f}s to arrive")
-        except (Disconnected, RSGIProtocolClosed):
+        except RSGIProtocolClosed:
             return None
+        except (Disconnected, RSGIProtocolError):
+            # A body granian could not unframe (a chunk size that is not hex) ends the way a
+            # body cut short does (tests/test_web_front.py): both get a 400 that says so,
+            # which a client that went away never reads. Without it granian answered its
+            # own empty 500.
+            return refuse(400, "malformed request body: its chunked framing could not be read, or it ended early")
         if front:
             try:
                 return await self.front.handle(request, body)

@@ -182,3 +182,14 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(front_server):
         s.sendall(b"GET /api/event HTTP/1.1\r\nHost: x\r\n")  # (never the blank line)
         assert s.recv(100) == b""  # closed
         assert time.monotonic() - began < 5
+
+
+@pytest.mark.parametrize("path", ["/api/event", "/api/v1/events"])
+def test_a_malformed_chunked_body_is_a_400_not_an_empty_500(front_server, path):
+    """A chunk size that is not hex made granian answer its own empty 500 (the body could not
+    be unframed): the front answers a 400 that says why."""
+    request = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+               "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()
+    answer = exchange(front_server, request, b"ZZ\r\nabc\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:300]
+    assert "malformed request body" in json.loads(answer.partition(b"\r\n\r\n")[2])["error"]
