@@ -619,9 +619,10 @@ def main():
     if junk_rows:
         table(
             f"{on} the worst an anonymous event costs: random paths, referrers, UTM tags, event names and ten random "
-            "properties each (the caps bound them; target: at most 400 bytes an event)",
-            ("flood", "MB after ingest", "bytes/event", "bytes/event once open visits expire", "keys", "rollup s",
-             "event rows stored"),
+            "properties each, a new visitor each (the caps bound them; target: at most 400 bytes an event). The site-day "
+            "after the second flood: the caps' worth of junk, plus what each new visitor keeps",
+            ("flood", "MB after ingest", "bytes/event", "bytes/event once open visits expire", "site-day MB (visits closed)",
+             "keys", "rollup s", "rows stored (event, page, dimension)"),
             junk_rows,
         )
     import gzip

@@ -18,7 +18,7 @@ from analytics.queries import access, recommendations
 from analytics.sites import SiteInfo, tracking_snippet
 from analytics.store.connection import get_redis
 from config.middleware import live_origin
-from config.share import share_throttled
+from config.share import share_render_refused, share_throttled
 
 from . import charts, filtering, panels, periods
 
@@ -59,6 +59,9 @@ def site_view(view):
             cached = cache.get(_share_cache_key(request)) if site is not None and cacheable else None
             if cached is not None:
                 return cached
+            refused = share_render_refused(request, site.pk) if site is not None and cacheable else None
+            if refused is not None:
+                return refused
             base = reverse("dashboard:shared", args=[token])
         else:
             if not request.user.is_authenticated:

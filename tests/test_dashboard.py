@@ -571,6 +571,20 @@ def test_retention_labels_cohorts_of_no_one_and_leaves_out_those_before_the_firs
     assert nobody["y"] == ["2026-11-01 · no new visitors"]  # (no one at all: the rows say so, not an empty chart)
 
 
+def test_a_share_link_computes_only_so_many_pages_a_minute_across_clients(client, data_site, settings):
+    """Clients at rotating addresses, each URL new (a cache miss each), made another site's
+    read API p50 1.2 s: past the link's renders a minute, 429; cached answers still come."""
+    from analytics.models import Site
+
+    settings.SHARE_RENDERS_PER_MINUTE, settings.SHARE_RENDERS_BURST = 60, 3
+    token = Site.objects.get(domain="example.com").enable_sharing()
+    codes = [client.get(f"/share/{token}/?period=7d&x={n}", REMOTE_ADDR=f"203.0.113.{n + 1}").status_code for n in range(5)]
+    assert codes == [200, 200, 200, 429, 429]
+    refused = client.get(f"/share/{token}/?period=7d&x=9", REMOTE_ADDR="198.51.100.7")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert client.get(f"/share/{token}/?period=7d&x=0", REMOTE_ADDR="198.51.100.7").status_code == 200  # (from the cache)
+
+
 def test_a_hammered_share_link_is_answered_from_a_minutes_cache_and_limited_per_client(client, data_site, settings):
     """Four parallel loads of one share page for a minute slowed another site's reads to
     36.7 s: the page is computed once a minute per URL, and one client gets 429 past its

@@ -492,6 +492,11 @@ def rate_share(digest: str) -> str:
     return f"{PREFIX}:{{share}}:ip:{digest}"
 
 
+def rate_share_renders(site_id: int) -> str:
+    """A share link's bucket of pages computed (not served from the cache), across clients."""
+    return f"{PREFIX}:{{share}}:renders:{site_id}"
+
+
 def lock(site_id: int, job: str) -> str:
     """The lock that keeps two workers from running the same job on a site at once."""
     return f"{PREFIX}:{{{site_id}}}:lock:{job}"
