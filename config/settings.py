@@ -235,8 +235,8 @@ SHARE_PAGES_BURST = envint("SHARE_PAGES_BURST", 60)
 SHARE_CACHE_SECONDS = envint("SHARE_CACHE_SECONDS", 60)
 # Pages one share link may compute a minute (cache misses), across every client: many
 # clients (or one behind many addresses) varying the URL each time get 429s past it.
-SHARE_RENDERS_PER_MINUTE = envint("SHARE_RENDERS_PER_MINUTE", 60)
-SHARE_RENDERS_BURST = envint("SHARE_RENDERS_BURST", 30)
+SHARE_RENDERS_PER_MINUTE = envint("SHARE_RENDERS_PER_MINUTE", 30)
+SHARE_RENDERS_BURST = envint("SHARE_RENDERS_BURST", 10)
 # Bytes a site's events may take in the ingest spool while Redis is out (then 503).
 SPOOL_MAX_BYTES_PER_SITE = envint("TALLY_SPOOL_MAX_MB", 256) * 2**20
 LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 30)
