@@ -273,3 +273,34 @@ def test_no_key_of_a_final_day_lives_forever(site, r):
     assert forever == []
     field = "referrer\x1fnews.ycombinator.com"  # (its bitmap stands in for its HLL: counts/fold.py)
     assert r.sismember(keys.dimension_bitmap_only(site.pk, day), field) and r.exists(keys.dimension_bitmap(site.pk, day, field))
+
+
+def test_a_rollup_writes_its_rows_a_chunk_a_transaction(site, r, monkeypatch):
+    """A day of a million junk rows held SQLite's one write lock 34-40 s in one transaction
+    (logins and the drainer failed meanwhile): rows are written UPSERT_ROWS a transaction,
+    with no transaction around the chunks, and all of them are stored."""
+    from django.db import connection
+    from django.db.models import QuerySet
+
+    from analytics.models import DimensionDaily, PageDaily
+
+    monkeypatch.setattr(rollups, "UPSERT_ROWS", 40)
+    info = SiteInfo.from_model(site)
+    now = datetime.now(UTC)
+    record(r, info, [Hit(now, f"/p{n}", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(300)], now=now)
+    chunks = []
+    bulk_create = QuerySet.bulk_create
+
+    def watched(self, objs, *args, **kwargs):
+        chunks.append((self.model.__name__, len(objs), len(connection.atomic_blocks) > outside))
+        return bulk_create(self, objs, *args, **kwargs)
+
+    monkeypatch.setattr(QuerySet, "bulk_create", watched)
+    outside = len(connection.atomic_blocks)  # (the test's own transaction)
+    rollups.rollup(r, site, info.today(), info.today())
+    pages = [(n, held) for model, n, held in chunks if model == "PageDaily"]
+    assert sum(n for n, _ in pages) == 300 and len(pages) == 8  # (300 pages: 7 chunks of 40 and one of 20)
+    assert all(n <= 40 for _, n, _ in chunks)
+    assert not any(held for _, _, held in chunks)  # (each chunk its own transaction: the lock is let go between)
+    assert PageDaily.objects.filter(site=site, date=info.today()).count() == 300
+    assert DimensionDaily.objects.filter(site=site, date=info.today()).exists()
