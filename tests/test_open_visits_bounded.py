@@ -3,8 +3,9 @@ flood of distinct long paths from a few visitors keeps a few parts per visit (it
 pages' among them), not one per path;
 a backfill's visits that ended long before its newest event are not kept open. The
 counts stay those of brute force (test_visits.py checks them in depth)."""
+
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from analytics import dimensions
 from analytics.ingest import Hit, record
@@ -31,9 +32,22 @@ def test_a_flood_of_distinct_paths_keeps_a_part_per_visit_not_per_path(site, r):
     hits = []
     for n in range(2000):  # 2,000 distinct 200-character paths from 20 visitors, in a minute
         visitor = n % 20
-        hits.append(Hit(now - timedelta(seconds=60 - n * 0.03), f"/{n:05d}" + "x" * 194, "pageview",
-                        identity_source(None, f"v{visitor}", None, None),
-                        attrs=visit_attrs("example.com", "https://example.com/", "https://news.ycombinator.com/", "Mozilla/5.0 Firefox/130.0", None, 1280)))
+        hits.append(
+            Hit(
+                now - timedelta(seconds=60 - n * 0.03),
+                f"/{n:05d}" + "x" * 194,
+                "pageview",
+                identity_source(None, f"v{visitor}", None, None),
+                attrs=visit_attrs(
+                    "example.com",
+                    "https://example.com/",
+                    "https://news.ycombinator.com/",
+                    "Mozilla/5.0 Firefox/130.0",
+                    None,
+                    1280,
+                ),
+            )
+        )
     for i in range(0, len(hits), 250):
         record(r, info, hits[i : i + 250], now=now)
     visits, parts, size = _open_state(r, site.id, now)
@@ -47,8 +61,12 @@ def test_a_flood_of_distinct_paths_keeps_a_part_per_visit_not_per_path(site, r):
 def test_a_backfills_visits_that_ended_long_before_its_newest_event_are_not_kept_open(site, r):
     info = SiteInfo.from_model(site)
     now = datetime.now(UTC)
-    yesterday = now - timedelta(days=1)
-    hits = [Hit(yesterday + timedelta(minutes=n), "/", "pageview", identity_source(None, f"old{n}", None, None)) for n in range(50)]
+    # (2:00 yesterday, site time: the late event 5 h on stays on that day whatever the hour now)
+    yesterday = datetime.combine(info.today() - timedelta(days=1), time(2), tzinfo=info.tz)
+    hits = [
+        Hit(yesterday + timedelta(minutes=n), "/", "pageview", identity_source(None, f"old{n}", None, None))
+        for n in range(50)
+    ]
     hits.append(Hit(yesterday + timedelta(hours=5), "/late", "pageview", identity_source(None, "late", None, None)))
     record(r, info, hits, now=now)
     visits, _, _ = _open_state(r, site.id, now)
