@@ -6,13 +6,24 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 
-.PHONY: run test bench setup clean
+.PHONY: run test test-fast lint bench setup clean
 
 run: setup
 	$(PY) -m config.runner
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The suite without the slow and the browser tests: a couple of minutes, for the edit loop.
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" --ignore=tests/browser $(PYTEST_ARGS)
+
+# Static checks (pyproject.toml): ruff's lint and format, the layout's import contracts, mypy.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy analytics config dashboard
 
 bench: setup
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk) || echo "wrk missing: HTTP rows skipped"

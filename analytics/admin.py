@@ -6,6 +6,7 @@ never stored (not in the session, not in a message), and the page is never cache
 A site's "Redis keys" page browses its keys (analytics.keybrowser): SCAN pages, a big-key
 report, UNLINK of one key or of all, each a POST behind a confirmation page.
 """
+
 import functools
 import zoneinfo
 from urllib.parse import urlencode
@@ -89,14 +90,27 @@ class SiteAdmin(admin.ModelAdmin):
     filter_horizontal = ("owners",)
     fieldsets = [
         (None, {"fields": ("domain", "timezone", "identity_mode", "created", "owners")}),
-        ("Public share link", {"fields": ("share_link",), "description": "Use the buttons at the top of this page to create, replace or revoke it."}),
+        (
+            "Public share link",
+            {
+                "fields": ("share_link",),
+                "description": "Use the buttons at the top of this page to create, replace or revoke it.",
+            },
+        ),
         (
             "Limits",
             {
-                "fields": ("ingest_rate_per_minute", "max_pages_per_day", "max_event_names_per_day", "max_property_values",
-                           "max_property_names", "max_property_groups", "segment_values"),
-                "description": "Over the rate limit, ingestion answers 429 with Retry-After (each client IP has its own "
-                "limit too: RATE_LIMIT_PER_IP). Past a daily quota, events still count in the site's totals, under "
+                "fields": (
+                    "ingest_rate_per_minute",
+                    "max_pages_per_day",
+                    "max_event_names_per_day",
+                    "max_property_values",
+                    "max_property_names",
+                    "max_property_groups",
+                    "segment_values",
+                ),
+                "description": "Over the rate limit, ingestion answers 429 with Retry-After (each client IP has its "
+                "own limit too: RATE_LIMIT_PER_IP). Past a daily quota, events still count in the site's totals, under "
                 "(other): one site, or one attacker, cannot fill Redis with new names.",
             },
         ),
@@ -105,24 +119,37 @@ class SiteAdmin(admin.ModelAdmin):
             {
                 "classes": ["collapse"],
                 "fields": (
-                    "bloom_capacity", "bloom_error_rate", "bloom_expansion", "bloom_nonscaling", "bloom_idle_days", "bloom_memory",
-                    "bloom_max_memory_mb", "bloom_usage",
+                    "bloom_capacity",
+                    "bloom_error_rate",
+                    "bloom_expansion",
+                    "bloom_nonscaling",
+                    "bloom_idle_days",
+                    "bloom_memory",
+                    "bloom_max_memory_mb",
+                    "bloom_usage",
                 ),
-                "description": "Each visitor with a user id gets a scalable Bloom filter of the pages and items they have seen. "
-                "New settings apply to filters made from now on. A filter is at most 16 MB, all its sub-filters together: "
-                "settings whose first sub-filter alone is larger are refused, and a filter at the limit stops growing. "
-                "The site's filters together are held to the memory budget (each charged its bits and about 640 bytes "
-                "of keys and bookkeeping): at the budget, visitors without a filter get none (nothing seen: their "
-                "recommendations are the plain top pages), full filters stop growing, and page views are counted all "
-                "the same, until filters expire or the budget is raised; nothing is evicted. A lower budget applies "
-                "to new filters and growth only.",
+                "description": "Each visitor with a user id gets a scalable Bloom filter of the pages and items they "
+                "have seen. New settings apply to filters made from now on. A filter is at most 16 MB, all its "
+                "sub-filters together: settings whose first sub-filter alone is larger are refused, and a filter at "
+                "the limit stops growing. The site's filters together are held to the memory budget (each charged its "
+                "bits and about 640 bytes of keys and bookkeeping): at the budget, visitors without a filter get none "
+                "(nothing seen: their recommendations are the plain top pages), full filters stop growing, and page "
+                "views are counted all the same, until filters expire or the budget is raised; nothing is evicted. A "
+                "lower budget applies to new filters and growth only.",
             },
         ),
         (
             "Advanced: Key expiry policy",
             {
                 "classes": ["collapse"],
-                "fields": ("keep_realtime_minutes", "keep_page_days", "keep_page_period_days", "keep_daily_days", "keep_segment_days", "memory_today"),
+                "fields": (
+                    "keep_realtime_minutes",
+                    "keep_page_days",
+                    "keep_page_period_days",
+                    "keep_daily_days",
+                    "keep_segment_days",
+                    "memory_today",
+                ),
                 "description": "Raw Redis keys expire after these times, and only once their day is rolled up; "
                 "the rolled-up numbers are kept for good.",
             },
@@ -141,12 +168,14 @@ class SiteAdmin(admin.ModelAdmin):
         grown = sum(shape(config, j)[1] for j in range(3))
         items = config.capacity * sum(config.expansion**j for j in range(3))
         scaled = (
-            f"{_size(grown // 8)} once scaled to {items:,} items" if grown <= MAX_FILTER_BITS
+            f"{_size(grown // 8)} once scaled to {items:,} items"
+            if grown <= MAX_FILTER_BITS
             else f"it stops growing at the limit of {_size(MAX_FILTER_BYTES)} a filter"
         )
         return (
-            f"{_size(first[1] // 8)} for the first {config.capacity:,} items ({first[1] / config.capacity:.1f} bits and "
-            f"{first[2]} hash functions per item); " + ("not scaling: it refuses more" if config.nonscaling else scaled)
+            f"{_size(first[1] // 8)} for the first {config.capacity:,} items ({first[1] / config.capacity:.1f} bits "
+            f"and {first[2]} hash functions per item); "
+            + ("not scaling: it refuses more" if config.nonscaling else scaled)
         )
 
     @admin.display(description="Filters now")
@@ -162,13 +191,18 @@ class SiteAdmin(admin.ModelAdmin):
         except redis.exceptions.RedisError as e:
             return f"Redis unavailable ({e.__class__.__name__})"
         share = stats.memory_bytes / config.budget_bytes
-        usage = f"{stats.filters:,} filters, {_size(stats.memory_bytes)} of the {_size(config.budget_bytes)} budget ({share:.0%})"
+        usage = (
+            f"{stats.filters:,} filters, {_size(stats.memory_bytes)} of the {_size(config.budget_bytes)} budget "
+            f"({share:.0%})"
+        )
         if stats.full_since is None:
             return usage
         return format_html(
-            "{}. <strong>At the budget since {}</strong>: {} adds refused (visitors without a filter get none, full filters "
-            "do not grow) until the filters are back under 90% of it.",
-            usage, stats.full_since.replace("T", " ").replace("+00:00", " UTC"), f"{stats.refused:,}",
+            "{}. <strong>At the budget since {}</strong>: {} adds refused (visitors without a filter get none, full "
+            "filters do not grow) until the filters are back under 90% of it.",
+            usage,
+            stats.full_since.replace("T", " ").replace("+00:00", " UTC"),
+            f"{stats.refused:,}",
         )
 
     @admin.display(description="Share link")
@@ -218,7 +252,13 @@ class SiteAdmin(admin.ModelAdmin):
     # POSTs (CSRF checked by admin_view) answered to a confirmation page shown by GET first.
 
     def _keys_context(self, request, site, title):
-        return {**self.admin_site.each_context(request), "opts": self.opts, "original": site, "site": site, "title": title}
+        return {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": site,
+            "site": site,
+            "title": title,
+        }
 
     def keys_view(self, request, object_id):
         from .keybrowser import MAX_CURSOR, big_keys, browse, scan_cursor
@@ -228,7 +268,11 @@ class SiteAdmin(admin.ModelAdmin):
         pattern = request.GET.get("pattern", "*")[:200] or "*"
         cursor = scan_cursor(request.GET.get("cursor") or "0")
         if cursor is None:  # (a hand-edited URL: the first page, and why)
-            self.message_user(request, f"Not a SCAN cursor (a whole number from 0 to {MAX_CURSOR}): started from the first page.", messages.WARNING)
+            self.message_user(
+                request,
+                f"Not a SCAN cursor (a whole number from 0 to {MAX_CURSOR}): started from the first page.",
+                messages.WARNING,
+            )
             cursor = 0
         r = get_redis()
         next_cursor, rows = browse(r, site.pk, pattern, cursor)
@@ -344,7 +388,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         return False
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:  # type: ignore[return]  # (the loop returns at "GB" at the latest)
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -8,6 +8,7 @@ are counted under it). Field strings join a dimension and its value with SEP (a 
 character no value holds: ingest strips control characters), and a visit's fields with
 FIELD_SEP; record_batch.lua (lib/visits.lua) splits them the same way.
 """
+
 import struct
 
 from .store import keys
@@ -20,7 +21,16 @@ OTHER = "(other)"  # values past a site's daily quota of distinct values for a d
 DIRECT = "Direct / None"
 UNKNOWN = "(unknown)"
 
-SOURCE_DIMENSIONS = ("source", "referrer", "channel", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
+SOURCE_DIMENSIONS = (
+    "source",
+    "referrer",
+    "channel",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_term",
+    "utm_content",
+)
 DEVICE_DIMENSIONS = ("browser", "browser_version", "os", "os_version", "device", "screen")
 LOCATION_DIMENSIONS = ("country", "region", "city")
 VISIT_DIMENSIONS = (*SOURCE_DIMENSIONS, *DEVICE_DIMENSIONS, *LOCATION_DIMENSIONS, "entry_page")

@@ -6,6 +6,7 @@ Every function is held to the site's prefix (`keys.site_pattern`): a pattern typ
 admin narrows the site's keys and cannot reach another site's. A purge needs only the
 site's id, so it works for a site whose row is gone (analytics.site_deletion).
 """
+
 import heapq
 import logging
 import re
@@ -65,7 +66,9 @@ def scan_cursor(text: str) -> int | None:
     return cursor if cursor <= MAX_CURSOR else None
 
 
-def browse(r: redis.Redis, site_id: int, pattern: str = "*", cursor: int = 0, count: int = 200) -> tuple[int, list[dict]]:
+def browse(
+    r: redis.Redis, site_id: int, pattern: str = "*", cursor: int = 0, count: int = 200
+) -> tuple[int, list[dict]]:
     """One page of the site's keys matching `pattern` (a SCAN glob after the site prefix):
     (the cursor of the next page, 0 at the end; [{key, type, ttl, bytes}] sorted by name).
 
@@ -74,7 +77,7 @@ def browse(r: redis.Redis, site_id: int, pattern: str = "*", cursor: int = 0, co
     r = site_client(r, site_id)  # (on a cluster: the master that holds the site's slot)
     match = keys.site_pattern(site_id, pattern or "*")
     prefix = keys.site_prefix(site_id)
-    found = []
+    found: list[bytes | str] = []
     for _ in range(MAX_SCANS_PER_PAGE):
         cursor, batch = r.scan(cursor, match=match, count=count)
         found.extend(name for name in batch if _name(name).startswith(prefix))
@@ -158,6 +161,10 @@ def purge_deleted(r: redis.Redis, site_id: int, domain: str = "") -> int | None:
         log.warning(
             "the Redis keys of deleted site %s (id %s) are still there (%s: %s); remove them with "
             "`manage.py purgesite --site-id %s --yes` once Redis answers",
-            domain or "?", site_id, e.__class__.__name__, e, site_id,
+            domain or "?",
+            site_id,
+            e.__class__.__name__,
+            e,
+            site_id,
         )
         return None

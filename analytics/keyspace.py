@@ -1,6 +1,8 @@
 """What a site's keys cost in Redis memory, per key family (shown in the admin beside the
 expiry policy, so an operator sees what a longer retention would cost)."""
+
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import redis
 
@@ -28,13 +30,24 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
     sid, today = site.id, site.today()
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     minutes = [keys.realtime(sid, now - timedelta(minutes=n)) for n in range(site.realtime_ttl // 60)]
-    paths = [p.decode() for p in r.srandmember(keys.pages_index(sid, today), MAX_PAGES_MEASURED) or []]
+    # (casts: the client does not decode, so members are bytes; SRANDMEMBER with a count answers a list)
+    paths = [
+        p.decode() for p in cast(list[bytes], r.srandmember(keys.pages_index(sid, today), MAX_PAGES_MEASURED) or [])
+    ]
     total_pages = r.scard(keys.pages_index(sid, today))
     page_keys = [keys.page_visitors(sid, today, p) for p in paths] + [keys.page_pageviews(sid, today, p) for p in paths]
-    count, size = _plus(_sampled(r, page_keys, total_pages / len(paths) if paths else 1), _usage(r, [keys.pages_index(sid, today)]))
+    count, size = _plus(
+        _sampled(r, page_keys, total_pages / len(paths) if paths else 1), _usage(r, [keys.pages_index(sid, today)])
+    )
     daily = keys.daily_family(sid, today)
-    value_keys = [keys.dimension_visitors(sid, today, field.decode()) for field in r.smembers(keys.dimension_fields(sid, today))]
-    bitmaps = [keys.dimension_bitmap(sid, today, field.decode()) for field in r.smembers(keys.dimension_bitmapped(sid, today))]
+    value_keys = [
+        keys.dimension_visitors(sid, today, field.decode())
+        for field in cast(set[bytes], r.smembers(keys.dimension_fields(sid, today)))
+    ]
+    bitmaps = [
+        keys.dimension_bitmap(sid, today, field.decode())
+        for field in cast(set[bytes], r.smembers(keys.dimension_bitmapped(sid, today)))
+    ]
     tables = [keys.dimension_counts(sid, today)]
     sets = [keys.dimension_fields(sid, today), keys.dimension_sizes(sid, today)]
     generation = int(datetime.now(UTC).timestamp()) // dimensions.VISIT_TIMEOUT
@@ -43,11 +56,20 @@ def memory_today(r: redis.Redis, site: SiteInfo) -> dict[str, tuple[int, int]]:
         "visit dimensions (visitors per value, HLLs)": _usage(r, value_keys),
         "filter bitmaps (per value, for exact filters)": _plus(
             _usage(r, bitmaps),
-            _usage(r, [keys.dimension_bitmapped(sid, today), keys.dimension_bitmap_sizes(sid, today),
-                       keys.dimension_bitmap_only(sid, today), keys.dimension_folding(sid, today)]),
+            _usage(
+                r,
+                [
+                    keys.dimension_bitmapped(sid, today),
+                    keys.dimension_bitmap_sizes(sid, today),
+                    keys.dimension_bitmap_only(sid, today),
+                    keys.dimension_folding(sid, today),
+                ],
+            ),
         ),
         "open visits (sessions, their parts)": _usage(
-            r, [keys.sessions(sid, g) for g in (generation, generation - 1)] + [keys.session_parts(sid, g) for g in (generation, generation - 1)]
+            r,
+            [keys.sessions(sid, g) for g in (generation, generation - 1)]
+            + [keys.session_parts(sid, g) for g in (generation, generation - 1)],
         ),
         "realtime minutes": _usage(r, minutes),
         "daily pages": (count, size),
@@ -68,9 +90,17 @@ def _id_map_usage(r: redis.Redis, sid: int) -> tuple[int, int]:
     ids = int(r.get(keys.visitor_id_counter(sid)) or 0)
     moved = [keys.first_days_moved(sid, b) for b in range(-(-ids // keys.FIRST_DAYS_MOVED))]
     moved_sample = moved[:: max(1, len(moved) // MAX_BUCKETS_MEASURED)]
-    rest = [keys.visitor_ids(sid), keys.visitor_id_counter(sid), keys.visitor_id_buckets(sid), keys.visitor_id_packed(sid),
-            keys.visitor_id_elements(sid), keys.first_days(sid), keys.first_days_runs(sid), keys.first_days_runs_aside(sid),
-            keys.latest_first_day(sid)]
+    rest = [
+        keys.visitor_ids(sid),
+        keys.visitor_id_counter(sid),
+        keys.visitor_id_buckets(sid),
+        keys.visitor_id_packed(sid),
+        keys.visitor_id_elements(sid),
+        keys.first_days(sid),
+        keys.first_days_runs(sid),
+        keys.first_days_runs_aside(sid),
+        keys.latest_first_day(sid),
+    ]
     spread = _sampled(r, moved_sample, len(moved) / len(moved_sample)) if moved else (0, 0)
     return _plus(_plus(_sampled(r, sample, len(buckets) / len(sample)), spread), _usage(r, rest))
 

@@ -1,4 +1,5 @@
 """Sites and their API keys: the relational side of Tally (the counting lives in Redis)."""
+
 import hashlib
 import re
 import secrets
@@ -38,49 +39,66 @@ class Site(models.Model):
 
     domain = models.CharField(max_length=253, unique=True, validators=[domain_validator])
     timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
-    identity_mode = models.CharField(
-        max_length=10, choices=IdentityMode.choices, default=IdentityMode.STABLE
-    )
+    identity_mode = models.CharField(max_length=10, choices=IdentityMode.choices, default=IdentityMode.STABLE)
     # The secret key of the keyed hash that turns IP + User-Agent (or an id) into a visitor
     # digest. Never shown; rotating it starts every visitor afresh.
     salt = models.CharField(max_length=64, default=new_salt, editable=False)
     created = models.DateTimeField(auto_now_add=True)
     owners = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, blank=True, related_name="sites", help_text="Users who may see this site (staff see every site)."
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="sites",
+        help_text="Users who may see this site (staff see every site).",
     )
     share_token = models.CharField(
-        max_length=64, null=True, blank=True, unique=True, editable=False,
+        max_length=64,
+        null=True,
+        blank=True,
+        unique=True,
+        editable=False,
         help_text="Anyone with the share link sees this site's dashboard, read-only.",
     )
 
     # Key expiry policy: raw Redis keys live this long; the rollup rows are kept for good.
     # Days' keys get their TTL only once the day's rollup is stored (see analytics.rollups).
     keep_realtime_minutes = models.PositiveIntegerField(
-        "keep realtime HLLs (minutes)", default=10, validators=[MinValueValidator(5)],
-        help_text="per-minute realtime HLLs: the realtime count reads the last 5 minutes (a busy minute's HLL is 12 KB)",
+        "keep realtime HLLs (minutes)",
+        default=10,
+        validators=[MinValueValidator(5)],
+        help_text="per-minute realtime HLLs: the realtime count reads the last 5 minutes "
+        "(a busy minute's HLL is 12 KB)",
     )
     keep_page_days = models.PositiveIntegerField(
-        default=35, validators=[MinValueValidator(1)],
-        help_text="daily page HLLs and page counters, after the day is rolled up (older days: stored rows and week/month HLLs)",
+        default=35,
+        validators=[MinValueValidator(1)],
+        help_text="daily page HLLs and page counters, after the day is rolled up "
+        "(older days: stored rows and week/month HLLs)",
     )
     keep_page_period_days = models.PositiveIntegerField(
         "keep page week/month HLLs (days)",
-        default=400, validators=[MinValueValidator(1)],
+        default=400,
+        validators=[MinValueValidator(1)],
         help_text="the rollups' week and month page HLLs, which page unions over older ranges read",
     )
     keep_daily_days = models.PositiveIntegerField(
-        default=400, validators=[MinValueValidator(1)], help_text="daily bitmaps and site HLLs, after the day is rolled up"
+        default=400,
+        validators=[MinValueValidator(1)],
+        help_text="daily bitmaps and site HLLs, after the day is rolled up",
     )
     keep_segment_days = models.PositiveIntegerField(
         "keep filter bitmaps (days)",
-        default=90, validators=[MinValueValidator(1)],
+        default=90,
+        validators=[MinValueValidator(1)],
         help_text="the per-value visitor bitmaps that make filters exact (each up to visitors-ever / 8 bytes a day); "
         "filters on older days are estimated from HLLs",
     )
 
     # Recommendation dedup: each visitor's scalable Bloom filter of seen pages and items.
     bloom_capacity = models.PositiveIntegerField(
-        "Bloom capacity", default=1000, validators=[MinValueValidator(1)], help_text="items a visitor's first sub-filter holds"
+        "Bloom capacity",
+        default=1000,
+        validators=[MinValueValidator(1)],
+        help_text="items a visitor's first sub-filter holds",
     )
     bloom_error_rate = models.FloatField(
         "Bloom error rate",
@@ -89,7 +107,9 @@ class Site(models.Model):
         help_text="target false-positive rate, all sub-filters together",
     )
     bloom_expansion = models.PositiveIntegerField(
-        "Bloom expansion", default=2, validators=[MinValueValidator(1), MaxValueValidator(16)],
+        "Bloom expansion",
+        default=2,
+        validators=[MinValueValidator(1), MaxValueValidator(16)],
         help_text="each new sub-filter holds this many times the previous one",
     )
     max_pages_per_day = models.PositiveIntegerField(
@@ -120,24 +140,30 @@ class Site(models.Model):
         "properties and values a day",
         default=20_000,
         validators=[MinValueValidator(1)],
-        help_text="all custom events' properties and kept values together in a day; past it, new ones count under (other): "
-        "what random property names and values can cost a day is bounded",
+        help_text="all custom events' properties and kept values together in a day; past it, new ones count under "
+        "(other): what random property names and values can cost a day is bounded",
     )
     segment_values = models.PositiveIntegerField(
         "exact filter values a day",
         default=10,
         validators=[MaxValueValidator(1000)],
         help_text="per dimension (source, country, page...), the first values of each day get a visitor bitmap: "
-        "filters on them count visitors exactly; others are estimated. Each costs up to (visitors ever seen) / 8 bytes a day",
+        "filters on them count visitors exactly; others are estimated. "
+        "Each costs up to (visitors ever seen) / 8 bytes a day",
     )
     ingest_rate_per_minute = models.PositiveIntegerField(
         "ingest rate limit",
         default=0,
         help_text="events a minute the site accepts, a minute's worth at once; 0: no limit",
     )
-    bloom_nonscaling = models.BooleanField("Bloom non-scaling", default=False, help_text="refuse items past capacity instead of growing")
+    bloom_nonscaling = models.BooleanField(
+        "Bloom non-scaling", default=False, help_text="refuse items past capacity instead of growing"
+    )
     bloom_idle_days = models.PositiveIntegerField(
-        "Bloom idle expiry (days)", default=180, validators=[MinValueValidator(1)], help_text="a filter unused this long expires"
+        "Bloom idle expiry (days)",
+        default=180,
+        validators=[MinValueValidator(1)],
+        help_text="a filter unused this long expires",
     )
     bloom_max_memory_mb = models.PositiveIntegerField(
         "Bloom memory budget (MB)",
@@ -160,7 +186,9 @@ class Site(models.Model):
     def clean(self):
         """Bloom settings whose first sub-filter passes the size limit would make one
         API call allocate that much per user (bloom.MAX_FILTER_BYTES says why the limit)."""
-        if self.bloom_capacity and self.bloom_error_rate and 0 < self.bloom_error_rate < 1:  # (else the fields' own checks say it)
+        if (
+            self.bloom_capacity and self.bloom_error_rate and 0 < self.bloom_error_rate < 1
+        ):  # (else the fields' own checks say it)
             problem = size_problem(BloomConfig(self.bloom_capacity, self.bloom_error_rate))
             if problem:
                 raise ValidationError({"bloom_capacity": problem[0].upper() + problem[1:] + "."})
@@ -222,10 +250,16 @@ class DailyMetrics(models.Model):
     updated = models.DateTimeField(auto_now=True)
     # When the day's raw keys expire, as analytics.rollups.expiry set them (None: not set
     # yet, or set before this was recorded: then the policy's rule, expiry.keys_until()).
-    page_keys_until = models.DateTimeField(null=True, blank=True, help_text="when the day's page keys (index, HLLs, counters) expire")
-    keys_until = models.DateTimeField(null=True, blank=True, help_text="when the day's other raw keys expire: from then on its rows are the record")
+    page_keys_until = models.DateTimeField(
+        null=True, blank=True, help_text="when the day's page keys (index, HLLs, counters) expire"
+    )
+    keys_until = models.DateTimeField(
+        null=True, blank=True, help_text="when the day's other raw keys expire: from then on its rows are the record"
+    )
     segment_keys_until = models.DateTimeField(null=True, blank=True, help_text="when the day's filter bitmaps expire")
-    page_merge_token = models.CharField(max_length=32, blank=True, default="", help_text="the last page merge added (rollups.expiry)")
+    page_merge_token = models.CharField(
+        max_length=32, blank=True, default="", help_text="the last page merge added (rollups.expiry)"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["site", "date"], name="daily_metrics_site_date")]
@@ -330,7 +364,9 @@ class Goal(models.Model):
     Conversion rate = unique converters / unique visitors over the same range."""
 
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="goals")
-    name = models.CharField(max_length=120, blank=True, help_text="shown on the dashboard; defaults to the event name or the pattern")
+    name = models.CharField(
+        max_length=120, blank=True, help_text="shown on the dashboard; defaults to the event name or the pattern"
+    )
     event_name = models.CharField(max_length=120, blank=True, help_text="a custom event's name, e.g. Signup")
     page_pattern = models.CharField(max_length=1024, blank=True, help_text="a path pattern, e.g. /blog/* or /docs/**")
     created = models.DateTimeField(auto_now_add=True)
@@ -365,7 +401,9 @@ class Funnel(models.Model):
 
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="funnels")
     name = models.CharField(max_length=120)
-    steps = models.TextField(help_text="one step a line: a page path or pattern (/pricing, /blog/*) or event:Name (event:Signup)")
+    steps = models.TextField(
+        help_text="one step a line: a page path or pattern (/pricing, /blog/*) or event:Name (event:Signup)"
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -392,7 +430,9 @@ class Funnel(models.Model):
             raise ValidationError({"steps": f"a funnel has {self.MIN_STEPS} to {self.MAX_STEPS} steps, one a line"})
         for kind, value in steps:
             if kind == "page" and not value.startswith("/"):
-                raise ValidationError({"steps": f"{value[:60]!r}: a page step starts with /, an event step with event:"})
+                raise ValidationError(
+                    {"steps": f"{value[:60]!r}: a page step starts with /, an event step with event:"}
+                )
             if not value or len(value) > 1024:
                 raise ValidationError({"steps": "a step is empty or too long"})
 
@@ -447,7 +487,9 @@ class DimensionDaily(models.Model):
     duration = models.PositiveBigIntegerField(default=0, help_text="seconds, summed over the visits")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["site", "date", "dimension", "value"], name="dimension_daily_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["site", "date", "dimension", "value"], name="dimension_daily_unique")
+        ]
         indexes = [models.Index(fields=["site", "dimension", "date"], name="dimension_daily_lookup")]
 
 

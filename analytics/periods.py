@@ -1,5 +1,6 @@
 """Calendar helpers: day ranges, ISO weeks (starting Monday), calendar months, and the
 days a question may ask about."""
+
 from datetime import UTC, date, datetime, time, timedelta
 
 EARLIEST_DAY = date(2000, 1, 1)  # no event is older (ingest refuses earlier timestamps)

@@ -12,6 +12,7 @@ The set lives in Redis beside the bitmaps (keys.pinned_fields), rewritten whenev
 or a funnel changes, and after each nightly rollup (which also brings it back to a
 restored or flushed Redis).
 """
+
 import logging
 import secrets
 
@@ -49,12 +50,21 @@ def _recent_top(site_id: int) -> set[str]:
     latest = DailyMetrics.objects.filter(site_id=site_id, final=True, visitors__gt=0).aggregate(day=Max("date"))["day"]
     if site is None or latest is None or not site.segment_values:
         return set()
+    fields: set[str]
     top, fields = site.segment_values, set()
     for dimension in dimensions.VISIT_DIMENSIONS:
-        values = (DimensionDaily.objects.filter(site_id=site_id, date=latest, dimension=dimension).exclude(value=dimensions.OTHER)
-                  .order_by("-visitors", "value").values_list("value", flat=True)[:top])
+        values = (
+            DimensionDaily.objects.filter(site_id=site_id, date=latest, dimension=dimension)
+            .exclude(value=dimensions.OTHER)
+            .order_by("-visitors", "value")
+            .values_list("value", flat=True)[:top]
+        )
         fields.update(dimensions.field(dimension, v) for v in values)
-    pages = PageDaily.objects.filter(site_id=site_id, date=latest).exclude(path=dimensions.OTHER).order_by("-visitors", "path")
+    pages = (
+        PageDaily.objects.filter(site_id=site_id, date=latest)
+        .exclude(path=dimensions.OTHER)
+        .order_by("-visitors", "path")
+    )
     fields.update(dimensions.field("page", p) for p in pages.values_list("path", flat=True)[:top])
     return fields
 

@@ -12,6 +12,7 @@ Redis fails, the delete stands and a warning names `manage.py purgesite --site-i
 Other processes keep a site's settings for up to CACHE_SECONDS (analytics.sites) and may
 count its events meanwhile, so the task runs once more LATE_PURGE_SECONDS later.
 """
+
 import logging
 
 from django.db import transaction

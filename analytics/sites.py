@@ -6,6 +6,7 @@ while (CACHE_SECONDS): a new site or a revoked key takes effect within that time
 `last_used` (shown in the admin) is written when it authenticates, at most once per
 LAST_USED_EVERY per process, compared with the value the cache holds: no write per request.
 """
+
 import logging
 import time
 import zoneinfo
@@ -88,8 +89,10 @@ def sealed_days(site, days, pages: bool = False) -> set[date]:
 
 
 def sealed_reason(day: date) -> str:
-    return (f"ts: {day} was rolled up and its raw keys have expired since (the site's keep_daily_days): "
-            "its stored numbers are final and events can no longer be added to it")
+    return (
+        f"ts: {day} was rolled up and its raw keys have expired since (the site's keep_daily_days): "
+        "its stored numbers are final and events can no longer be added to it"
+    )
 
 
 @dataclass
@@ -154,7 +157,9 @@ def _note_use(found: _Key):
     found.last_used = now
     try:
         with transaction.atomic():  # (a savepoint when a caller's transaction is open: its failure stays here)
-            ApiKey.objects.filter(pk=found.key_id).update(last_used=now)  # (update(): no post_save, which clears the caches)
+            ApiKey.objects.filter(pk=found.key_id).update(
+                last_used=now
+            )  # (update(): no post_save, which clears the caches)
     except DatabaseError as e:
         log.warning("last_used of API key %s not written: %s", found.key_id, e)
 

@@ -1,5 +1,7 @@
 """Celery tasks: thin wrappers that take plain ids and call the plain functions in
-analytics.rollups, analytics.ingest.spool and analytics.reports (which tests call directly). The schedule is in config/celery.py."""
+analytics.rollups, analytics.ingest.spool and analytics.reports (which tests call directly).
+The schedule is in config/celery.py."""
+
 from celery import shared_task
 
 from . import keybrowser, rollups

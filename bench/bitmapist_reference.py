@@ -1,9 +1,10 @@
 """Doist's bitmapist marking events on the bench Redis (runs in its own virtualenv: bitmapist
 3.119 pins redis-py below 6). Prints one JSON line: events/s per call and pipelined."""
+
 import json
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import bitmapist
 import redis
@@ -11,7 +12,7 @@ import redis
 url, events, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 client = redis.Redis.from_url(url)
 bitmapist.SYSTEMS["bench"] = client
-now = datetime.now(timezone.utc)
+now = datetime.now(UTC)
 ids = [(n * 7919) % 50_000 for n in range(events)]
 
 start = time.perf_counter()

@@ -9,6 +9,7 @@ Measured: the median server time of GET /dashboard/<domain>/?period=90d over 15 
 filtered by a source (its visitors a third of the site's, a day bitmap of 1,000,000 bits
 each day: every number of the page is then counted from bitmaps, none from stored rows).
 """
+
 import random
 import statistics
 import time
@@ -29,8 +30,8 @@ def load(r, site, info, say):
     rng = random.Random(7)
     today = info.today()
     say(f"dashboard bench: loading {DAYS} days for a site with {DAILY_VISITORS:,} daily visitors")
-    dense = "bench:{%d}:dense" % site.pk
-    small = "bench:{%d}:small" % site.pk
+    dense = f"bench:{{{site.pk}}}:dense"
+    small = f"bench:{{{site.pk}}}:small"
     r.pfadd(dense, *(b"v%d" % n for n in range(30_000)))
     r.pfadd(small, *(b"v%d" % n for n in range(40)))
     dense_bytes, small_bytes = r.get(dense), r.get(small)
@@ -55,16 +56,45 @@ def load(r, site, info, say):
         pipe.sadd(keys.dimension_fields(site.pk, day), GOOGLE)
         pipe.execute()
         if offset:  # closed days: rolled up
-            page_rows += [PageDaily(site=site, date=day, path=p, visitors=DAILY_VISITORS // (n + 2), pageviews=int(100_000 / (n + 1)))
-                          for n, p in enumerate(paths)]
-            rows.append(DailyMetrics(site=site, date=day, visitors=DAILY_VISITORS, pageviews=300_000, dau=DAILY_VISITORS,
-                                     new_visitors=30_000, wau=450_000, mau=1_000_000, final=True))
-            cohorts.append(Retention(site=site, unit="day", cohort=day, size=30_000,
-                                     retained=[30_000] + [rng.randrange(500, 3000) for _ in range(min(30, offset))]))
+            page_rows += [
+                PageDaily(
+                    site=site, date=day, path=p, visitors=DAILY_VISITORS // (n + 2), pageviews=int(100_000 / (n + 1))
+                )
+                for n, p in enumerate(paths)
+            ]
+            rows.append(
+                DailyMetrics(
+                    site=site,
+                    date=day,
+                    visitors=DAILY_VISITORS,
+                    pageviews=300_000,
+                    dau=DAILY_VISITORS,
+                    new_visitors=30_000,
+                    wau=450_000,
+                    mau=1_000_000,
+                    final=True,
+                )
+            )
+            cohorts.append(
+                Retention(
+                    site=site,
+                    unit="day",
+                    cohort=day,
+                    size=30_000,
+                    retained=[30_000] + [rng.randrange(500, 3000) for _ in range(min(30, offset))],
+                )
+            )
     for w in range(1, 27):
         monday = today - timedelta(days=today.weekday(), weeks=w)
-        cohorts.append(Retention(site=site, unit="week", cohort=monday, size=150_000,
-                                 retained=[150_000] + [rng.randrange(5000, 20000) for _ in range(min(12, w))]))
+        cohorts.append(
+            Retention(
+                site=site,
+                unit="week",
+                cohort=monday,
+                size=150_000,
+                retained=[150_000] + [rng.randrange(5000, 20000) for _ in range(min(12, w))],
+            )
+        )
     # The rollups' merged week and month page HLLs of the closed periods.
     periods = []
     for unit in ("week", "month"):
@@ -75,10 +105,14 @@ def load(r, site, info, say):
             if span[-1] >= today:
                 break
             if span[0] >= first:
-                periods.append(PeriodVisitors(site=site, unit=unit, start=start, visitors=DAILY_VISITORS * 3, final=True))
+                periods.append(
+                    PeriodVisitors(site=site, unit=unit, start=start, visitors=DAILY_VISITORS * 3, final=True)
+                )
                 pipe = r.pipeline(transaction=False)
                 for n in range(PAGES):
-                    pipe.set(keys.period_visitors(site.pk, unit, start, f"/page/{n}"), dense_bytes if n < 50 else small_bytes)
+                    pipe.set(
+                        keys.period_visitors(site.pk, unit, start, f"/page/{n}"), dense_bytes if n < 50 else small_bytes
+                    )
                 pipe.execute()
             start = span[-1] + timedelta(days=1)
     DailyMetrics.objects.bulk_create(rows)
@@ -98,7 +132,9 @@ def run(r, site, say) -> list[tuple]:
 
     info = SiteInfo.from_model(site)
     load(r, site, info, say)
-    user, _ = get_user_model().objects.get_or_create(username="bench-admin", defaults={"is_staff": True, "is_superuser": True})
+    user, _ = get_user_model().objects.get_or_create(
+        username="bench-admin", defaults={"is_staff": True, "is_superuser": True}
+    )
     client = Client()
     client.force_login(user)
     url = f"/dashboard/{site.domain}/?period=90d"
@@ -121,9 +157,13 @@ def run(r, site, say) -> list[tuple]:
     values = queries.daily_values(r, info, period.start, period.end)
     parts = {
         "daily values (rows + today live)": part(lambda: queries.daily_values(r, info, period.start, period.end)),
-        "summary (90-day union of activity bitmaps)": part(lambda: queries.summary(r, info, period.start, period.end, values)),
+        "summary (90-day union of activity bitmaps)": part(
+            lambda: queries.summary(r, info, period.start, period.end, values)
+        ),
         "top pages": part(lambda: queries.top_pages(r, info, period.start, period.end, 10)),
-        "retention (rows)": part(lambda: queries.retention(r, info, "day", period.end - timedelta(days=29), period.end, 30)),
+        "retention (rows)": part(
+            lambda: queries.retention(r, info, "day", period.end - timedelta(days=29), period.end, 30)
+        ),
     }
     rows = [(f"GET {url} (median of 15)", f"{whole * 1000:,.0f}")]
     rows += [(f"  part: {name}", f"{seconds * 1000:,.1f}") for name, seconds in parts.items()]
@@ -131,8 +171,12 @@ def run(r, site, say) -> list[tuple]:
     whole = part(lambda: page(filtered_url), 5)
     filters = queries.segments.parse("source==Google")
     parts = {
-        "summary (segments of 90 days, their union)": part(lambda: queries.filtered.summary(r, info, filters, period.start, period.end)),
-        "daily values with WAU/MAU (120 day segments)": part(lambda: queries.filtered.daily_values(r, info, filters, period.start, period.end)),
+        "summary (segments of 90 days, their union)": part(
+            lambda: queries.filtered.summary(r, info, filters, period.start, period.end)
+        ),
+        "daily values with WAU/MAU (120 day segments)": part(
+            lambda: queries.filtered.daily_values(r, info, filters, period.start, period.end)
+        ),
     }
     rows.append((f"GET {filtered_url} (median of 5)", f"{whole * 1000:,.0f}"))
     rows += [(f"  part: {name}", f"{seconds * 1000:,.1f}") for name, seconds in parts.items()]

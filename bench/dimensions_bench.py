@@ -14,6 +14,7 @@ kept 400 days, so a year holds 365 such days, plus the visitor-id map of everyon
 that year (counted here as if each day's visitors were all new: an upper bound), less
 the open visits (they expire 1.5 hours after a visit's last event).
 """
+
 import os
 from datetime import UTC, datetime, time
 from time import perf_counter, sleep
@@ -53,7 +54,7 @@ def run(r, say, visitors: int = VISITORS) -> tuple[list[tuple], int, int]:
     for i in range(0, min(len(hits), 20 * BATCH), BATCH):
         record(r, info, hits[i : i + BATCH], now=now)
     r.execute_command("FLUSHALL", "SYNC")  # (SYNC: Valkey frees a plain FLUSHALL's keys in the background, and
-    r.script_load(RECORD_BATCH.source)     # a baseline read meanwhile would still hold the warm-up's)
+    r.script_load(RECORD_BATCH.source)  # a baseline read meanwhile would still hold the warm-up's)
     before = r.info("memory")["used_memory"]
     for i in range(0, len(hits), BATCH):
         record(r, info, hits[i : i + BATCH], now=now)
@@ -61,14 +62,32 @@ def run(r, say, visitors: int = VISITORS) -> tuple[list[tuple], int, int]:
     compact_days(r, site.pk, [info.today()])  # (what the rollups do to a closed day's bitmaps: rollups/compaction.py)
     total = r.info("memory")["used_memory"] - before
     families = memory_today(r, info)
-    rows = [(family, f"{n:,}", f"{size / 1e6:.2f}", f"{size / visitors:,.1f}") for family, (n, size) in families.items()]
-    rows.append(("all (INFO used_memory), as ingested", f"{r.dbsize():,}", f"{ingested / 1e6:.2f}", f"{ingested / visitors:,.1f}"))
-    rows.append(("all, bitmaps compacted (as the rollups leave a closed day)", "", f"{total / 1e6:.2f}", f"{total / visitors:,.1f}"))
+    rows = [
+        (family, f"{n:,}", f"{size / 1e6:.2f}", f"{size / visitors:,.1f}") for family, (n, size) in families.items()
+    ]
+    rows.append(
+        (
+            "all (INFO used_memory), as ingested",
+            f"{r.dbsize():,}",
+            f"{ingested / 1e6:.2f}",
+            f"{ingested / visitors:,.1f}",
+        )
+    )
+    rows.append(
+        (
+            "all, bitmaps compacted (as the rollups leave a closed day)",
+            "",
+            f"{total / 1e6:.2f}",
+            f"{total / visitors:,.1f}",
+        )
+    )
     r.delete(*r.scan_iter(match=keys.site_prefix(site.pk) + "*sess*", count=1000))  # (as their expiry will)
     while r.info("memory").get("lazyfree_pending_objects", 0):
         sleep(0.05)
     kept = r.info("memory")["used_memory"] - before
-    rows.append(("all once the open visits are gone (they expire in 1.5 h)", "", f"{kept / 1e6:.2f}", f"{kept / visitors:,.1f}"))
+    rows.append(
+        ("all once the open visits are gone (they expire in 1.5 h)", "", f"{kept / 1e6:.2f}", f"{kept / visitors:,.1f}")
+    )
     # The HLLs the values whose bitmap stood in for theirs get when their bitmaps are due
     # to expire (counts/fold.py): a day past keep_segment_days holds these instead.
     day = info.today()
@@ -81,8 +100,14 @@ def run(r, say, visitors: int = VISITORS) -> tuple[list[tuple], int, int]:
         pipe.memory_usage(keys.dimension_visitors(site.pk, day, field), samples=0)
     folded = sum(n or 0 for n in pipe.execute())
     families[FOLDED] = (len(only), folded)
-    rows.append((f"{FOLDED} (not in the totals; folded in {took:.2f} s)", f"{len(only):,}", f"{folded / 1e6:.2f}",
-                 f"{folded / visitors:,.1f}"))
+    rows.append(
+        (
+            f"{FOLDED} (not in the totals; folded in {took:.2f} s)",
+            f"{len(only):,}",
+            f"{folded / 1e6:.2f}",
+            f"{folded / visitors:,.1f}",
+        )
+    )
     return rows, len(hits), visitors, families
 
 
@@ -109,8 +134,21 @@ def model(visitors: int, families: dict) -> tuple:
     folds = (53 * min(7 * per_page, DENSE_HLL) + 13 * min(30 * per_page, DENSE_HLL)) * page_keys / 2
     bitmaps = families[BITMAPS][1]  # (kept SEGMENT_DAYS, not a year)
     hlls_back = families[FOLDED][1]  # (the days past SEGMENT_DAYS: their bitmap-only values' HLLs, folded)
-    year_folded = 365 * (day - pages - bitmaps + ids) + 35 * pages + folds + SEGMENT_DAYS * bitmaps + (365 - SEGMENT_DAYS) * hlls_back
-    return (f"{visitors:,}", f"{day / 1e6:,.1f}", f"{ids / 1e6:,.1f}", f"{(365 * (day + ids)) / 1e9:,.2f}", f"{year_folded / 1e9:,.2f}")
+    year_folded = (
+        365 * (day - pages - bitmaps + ids)
+        + 35 * pages
+        + folds
+        + SEGMENT_DAYS * bitmaps
+        + (365 - SEGMENT_DAYS) * hlls_back
+    )
+    return (
+        f"{visitors:,}",
+        f"{day / 1e6:,.1f}",
+        f"{ids / 1e6:,.1f}",
+        f"{(365 * (day + ids)) / 1e9:,.2f}",
+        f"{year_folded / 1e9:,.2f}",
+    )
+
 
 BITMAPS = "filter bitmaps (per value, for exact filters)"
 EVER_SEEN = 10  # the model's site has seen this many times a day's visitors, ever
@@ -123,5 +161,11 @@ def segments_model(visitors: int, families: dict) -> tuple:
     the worst case: a bitmap is as long as its highest id), kept SEGMENT_DAYS)."""
     n, size = families[BITMAPS]
     spread = n * EVER_SEEN * visitors / 8
-    return (f"{visitors:,}", f"{n:,}", f"{size / 1e6:,.2f}", f"{size / visitors:,.1f}", f"{spread / 1e6:,.1f}",
-            f"{SEGMENT_DAYS * spread / 1e9:,.2f}")
+    return (
+        f"{visitors:,}",
+        f"{n:,}",
+        f"{size / 1e6:,.2f}",
+        f"{size / visitors:,.1f}",
+        f"{spread / 1e6:,.1f}",
+        f"{SEGMENT_DAYS * spread / 1e9:,.2f}",
+    )

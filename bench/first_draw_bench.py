@@ -12,6 +12,7 @@ network. A second
 reference sends that bundle uncompressed, as the dashboard did before static files were
 compressed.
 """
+
 import gzip
 import shutil
 import statistics
@@ -19,8 +20,16 @@ import time
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SAMPLES = 5
 HOME = {"offline": False, "latency": 40, "downloadThroughput": 20e6 / 8, "uploadThroughput": 5e6 / 8}
 CHARTS = ("visitors", "actives", "retention-day")  # (the top-pages chart became the Pages panel: a list)

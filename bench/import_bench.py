@@ -1,5 +1,6 @@
 """Access-log import speed for a 1,000,000-line combined log, beside the ceiling: merely
 reading the file and matching each line's regex."""
+
 import io
 import random
 import time
@@ -13,7 +14,10 @@ AGENTS = [
     "Mozilla/5.0 (X11; Linux x86_64; rv:{v}.0) Gecko/20100101 Firefox/{v}.0",
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_{v} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
 ]
-BOTS = ["Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "Mozilla/5.0 (compatible; bingbot/2.0)"]
+BOTS = [
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+    "Mozilla/5.0 (compatible; bingbot/2.0)",
+]
 
 
 def make_log(path: Path):
@@ -29,8 +33,10 @@ def make_log(path: Path):
             else:
                 target = f"/articles/{int(3000 ** rng.random())}"
             agent = rng.choice(BOTS) if rng.random() < 0.03 else agents[rng.randrange(len(agents))]
-            f.write(f'198.51.{rng.randrange(40)}.{rng.randrange(250)} - - [{moment:%d/%b/%Y:%H:%M:%S} +0000] '
-                    f'"GET {target} HTTP/1.1" 200 {rng.randrange(200, 90000)} "https://example.com/" "{agent}"\n')
+            f.write(
+                f"198.51.{rng.randrange(40)}.{rng.randrange(250)} - - [{moment:%d/%b/%Y:%H:%M:%S} +0000] "
+                f'"GET {target} HTTP/1.1" 200 {rng.randrange(200, 90000)} "https://example.com/" "{agent}"\n'
+            )
 
 
 def run(site, say) -> list[tuple]:
@@ -48,9 +54,15 @@ def run(site, say) -> list[tuple]:
     ceiling = time.perf_counter() - start
     say("import bench: import_log (no rollup)")
     start = time.perf_counter()
-    call_command("import_log", "--site", site.domain, "--no-rollup", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "import_log", "--site", site.domain, "--no-rollup", str(path), stdout=io.StringIO(), stderr=io.StringIO()
+    )
     imported = time.perf_counter() - start
     return [
-        ("Tally import_log (1,000,000 lines: ~57% pages, 40% static, 3% bots)", f"{LINES / imported:,.0f}", f"{imported / ceiling:.2f}x"),
+        (
+            "Tally import_log (1,000,000 lines: ~57% pages, 40% static, 3% bots)",
+            f"{LINES / imported:,.0f}",
+            f"{imported / ceiling:.2f}x",
+        ),
         ("ceiling: read the file and match each line's regex", f"{matched / ceiling:,.0f}", "1.00x"),
     ]

@@ -7,6 +7,7 @@ random paths, or a site with unbounded URLs, produces), once with the default qu
 added by ingestion (INFO used_memory), keys, and then the day's rollup (time and the
 memory its week/month page merges add).
 """
+
 import os
 import random
 import time
@@ -34,9 +35,14 @@ def _one(r, quota: int, say) -> tuple:
     rng = random.Random(1)
     now = datetime.now(UTC)
     before = _used(r)
-    for start in range(0, EVENTS, BATCH):
+    for _start in range(0, EVENTS, BATCH):
         hits = [
-            Hit(None, f"/random/{rng.getrandbits(48):012x}", "pageview", identity_source(None, f"v{rng.randrange(20_000)}", None, None))
+            Hit(
+                None,
+                f"/random/{rng.getrandbits(48):012x}",
+                "pageview",
+                identity_source(None, f"v{rng.randrange(20_000)}", None, None),
+            )
             for _ in range(BATCH)
         ]
         record(r, info, hits, now=now)
@@ -54,7 +60,16 @@ def run(r, say) -> list[tuple]:
     rows = []
     for label, quota in (("capped: 10,000 pages a day (default)", 10_000), ("uncapped", 10_000_000)):
         ingested, keys, seconds, after_rollup = _one(r, quota, say)
-        rows.append((label, f"{ingested / 1e6:.1f}", f"{ingested / EVENTS:,.0f}", f"{keys:,}", f"{seconds:.1f}", f"{after_rollup / 1e6:.1f}"))
+        rows.append(
+            (
+                label,
+                f"{ingested / 1e6:.1f}",
+                f"{ingested / EVENTS:,.0f}",
+                f"{keys:,}",
+                f"{seconds:.1f}",
+                f"{after_rollup / 1e6:.1f}",
+            )
+        )
     r.execute_command("FLUSHALL", "SYNC")
     return rows
 
@@ -92,17 +107,30 @@ def worst_case(r, say) -> list[tuple]:
         _junk(r, info, rng, now)
         ingested = _used(r) - before
         keys = r.dbsize()
-        r.delete(*r.scan_iter(match=key_names.site_prefix(site.pk) + "*sess*", count=1000))  # (as their expiry will, 1.5 h on)
+        r.delete(
+            *r.scan_iter(match=key_names.site_prefix(site.pk) + "*sess*", count=1000)
+        )  # (as their expiry will, 1.5 h on)
         kept = settled() - before
-        say(f"worst case, {label} flood: {ingested / JUNK_EVENTS:,.0f} B an event after ingest, {kept / JUNK_EVENTS:,.0f} B once "
-            "the open visits are gone; rolling the day up")
+        say(
+            f"worst case, {label} flood: {ingested / JUNK_EVENTS:,.0f} B an event after ingest, {kept / JUNK_EVENTS:,.0f} B once "
+            "the open visits are gone; rolling the day up"
+        )
         started = time.perf_counter()
         rollups.rollup(r, site, info.today(), info.today())
         seconds = time.perf_counter() - started
         stored = sum(model.objects.filter(site=site).count() for model in (EventDaily, PageDaily, DimensionDaily))
-        rows.append((f"{JUNK_EVENTS:,} anonymous events, everything random ({label})", f"{ingested / 1e6:.1f}",
-                     f"{ingested / JUNK_EVENTS:,.0f}", f"{kept / JUNK_EVENTS:,.0f}", f"{(settled() - base) / 1e6:.1f}", f"{keys:,}",
-                     f"{seconds:.1f}", f"{stored:,}"))
+        rows.append(
+            (
+                f"{JUNK_EVENTS:,} anonymous events, everything random ({label})",
+                f"{ingested / 1e6:.1f}",
+                f"{ingested / JUNK_EVENTS:,.0f}",
+                f"{kept / JUNK_EVENTS:,.0f}",
+                f"{(settled() - base) / 1e6:.1f}",
+                f"{keys:,}",
+                f"{seconds:.1f}",
+                f"{stored:,}",
+            )
+        )
     r.execute_command("FLUSHALL", "SYNC")
     return rows
 
@@ -116,10 +144,17 @@ def _junk(r, info, rng, now):
     for _ in range(0, JUNK_EVENTS, 100):
         hits = []
         for _ in range(100):
-            attrs = visit_attrs("junk.example", f"https://junk.example/{junk()}?utm_source={junk()}&utm_campaign={junk()}",
-                                f"https://{junk()}.example/{junk()}", "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0", None,
-                                rng.randrange(300, 4000))
+            attrs = visit_attrs(
+                "junk.example",
+                f"https://junk.example/{junk()}?utm_source={junk()}&utm_campaign={junk()}",
+                f"https://{junk()}.example/{junk()}",
+                "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0",
+                None,
+                rng.randrange(300, 4000),
+            )
             name = "pageview" if rng.random() < 0.5 else f"e{junk()}"
             props = tuple((f"p{junk()}", junk()) for _ in range(10)) if name != "pageview" else ()
-            hits.append(Hit(None, f"/{junk()}", name, identity_source(None, junk(), None, None), attrs=attrs, props=props))
+            hits.append(
+                Hit(None, f"/{junk()}", name, identity_source(None, junk(), None, None), attrs=attrs, props=props)
+            )
         record(r, info, hits, now=now)

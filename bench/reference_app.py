@@ -5,6 +5,7 @@ before any of Tally's work: the ceiling our endpoints are measured against.
 Same writes per event as bench's pipeline reference: PFADD site, PFADD page, INCRBY
 pageviews, INCRBY page pageviews, SETBIT active (the visitor number as the offset).
 """
+
 import os
 import zlib
 

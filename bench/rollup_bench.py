@@ -11,6 +11,7 @@ of Redis's used memory above the data set while it ran; and the same kinds of co
 issued directly: one BITOP OR of 30 keys, the same in chunks of 16, BITOP AND + BITCOUNT,
 PFMERGE of 30 day HLLs.
 """
+
 import random
 import threading
 import time
@@ -106,21 +107,21 @@ def run(r, site, say) -> list[tuple]:
     hlls = [keys.site_visitors(sid, yesterday - timedelta(days=n)) for n in range(30)]
 
     def or_whole():
-        r.bitop("OR", "bench:{%d}:or" % sid, *month)
+        r.bitop("OR", f"bench:{{{sid}}}:or", *month)
 
     def or_chunked():
         pipe = r.pipeline(transaction=False)
-        queue_union(pipe, "bench:{%d}:or" % sid, month)
+        queue_union(pipe, f"bench:{{{sid}}}:or", month)
         pipe.execute()
 
     def and_count():
         pipe = r.pipeline(transaction=False)
-        pipe.bitop("AND", "bench:{%d}:and" % sid, keys.new_visitors(sid, yesterday - timedelta(days=30)), month[0])
-        pipe.bitcount("bench:{%d}:and" % sid)
+        pipe.bitop("AND", f"bench:{{{sid}}}:and", keys.new_visitors(sid, yesterday - timedelta(days=30)), month[0])
+        pipe.bitcount(f"bench:{{{sid}}}:and")
         pipe.execute()
 
     def pfmerge():
-        r.pfmerge("bench:{%d}:hll" % sid, *hlls)
+        r.pfmerge(f"bench:{{{sid}}}:hll", *hlls)
 
     raw = {
         "BITOP OR, 30 keys at once": _timed(or_whole),
@@ -128,7 +129,7 @@ def run(r, site, say) -> list[tuple]:
         "BITOP AND + BITCOUNT": _timed(and_count, 20),
         "PFMERGE, 30 day HLLs": _timed(pfmerge),
     }
-    r.unlink("bench:{%d}:or" % sid, "bench:{%d}:and" % sid, "bench:{%d}:hll" % sid)
+    r.unlink(f"bench:{{{sid}}}:or", f"bench:{{{sid}}}:and", f"bench:{{{sid}}}:hll")
     # What the nightly rollup issues, priced at the raw figures above: 1 WAU + 1 MAU OR,
     # 26 week-union ORs of 7 keys (priced as a chunked 30-key OR / 4), ~500 day-cohort and
     # ~90 week-cohort AND+BITCOUNTs, 2 period PFMERGEs.

@@ -24,6 +24,7 @@ measurement, default 100000), TALLY_REDIS_SERVER. To compare servers, run the se
 that depend on them once per server, e.g. `BENCH_ONLY=ingest,rollup,dimensions
 TALLY_REDIS_SERVER=valkey make bench`, and read the tables side by side.
 """
+
 import json
 import os
 import random
@@ -54,6 +55,8 @@ ONLY = {part.strip() for part in os.environ.get("BENCH_ONLY", "").split(",") if 
 def want(section: str) -> bool:
     """BENCH_ONLY=ingest,rollup,dashboard,bloom,import,quota,dimensions runs just those sections."""
     return not ONLY or section in ONLY
+
+
 EVENTS = int(os.environ.get("BENCH_EVENTS", "100000"))
 # Single events at three loads: the p99 grows with the connections (the bare reference's
 # too: ~13 ms at 32), so the target "1.5x with p99 <= 10 ms" is read on each row.
@@ -80,13 +83,15 @@ def batch_events(rng: random.Random, pages: int, n: int = BATCH) -> list[dict]:
     for _ in range(n):
         v = rng.randrange(VISITORS)
         referrer, query = rng.choices(referrers, referrer_weights)[0]
-        events.append({
-            "url": f"https://{DOMAIN}/page/{int(pages ** rng.random())}{query}",
-            "visitor": f"v{v}",
-            "user_agent": agents[v % 97 % len(agents)] if v % 5 else rng.choices(agents, agent_weights)[0],
-            "ip": f"{(v * 7919) % 223 + 1}.{v % 251}.{(v >> 8) % 256}.{v % 254 + 1}",
-            "referrer": referrer,
-        })
+        events.append(
+            {
+                "url": f"https://{DOMAIN}/page/{int(pages ** rng.random())}{query}",
+                "visitor": f"v{v}",
+                "user_agent": agents[v % 97 % len(agents)] if v % 5 else rng.choices(agents, agent_weights)[0],
+                "ip": f"{(v * 7919) % 223 + 1}.{v % 251}.{(v >> 8) % 256}.{v % 254 + 1}",
+                "referrer": referrer,
+            }
+        )
     return events
 
 
@@ -243,15 +248,44 @@ def start_server(app: str, redis_url: str, server: str = "gunicorn") -> tuple[su
     )
     workers = os.environ.get("BENCH_WORKERS") or str(os.cpu_count() or 2)
     if server == "granian":
-        command = [str(Path(sys.executable).parent / "granian"), "--interface", "rsgi", "--host", "127.0.0.1",
-                   "--port", str(port), "--workers", workers, "--log-level", "warning", "--no-ws", "--loop", "uvloop",
-                   *os.environ.get("BENCH_GRANIAN_ARGS", "").split(), app]
+        command = [
+            str(Path(sys.executable).parent / "granian"),
+            "--interface",
+            "rsgi",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            workers,
+            "--log-level",
+            "warning",
+            "--no-ws",
+            "--loop",
+            "uvloop",
+            *os.environ.get("BENCH_GRANIAN_ARGS", "").split(),
+            app,
+        ]
     else:
-        command = [str(Path(sys.executable).parent / "gunicorn"), app, "--bind", f"127.0.0.1:{port}",
-                   "--workers", workers, "--worker-class", "sync", "--log-level", "warning", "--backlog", "2048"]
+        command = [
+            str(Path(sys.executable).parent / "gunicorn"),
+            app,
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            workers,
+            "--worker-class",
+            "sync",
+            "--log-level",
+            "warning",
+            "--backlog",
+            "2048",
+        ]
     process = subprocess.Popen(command, cwd=BASE, env=env)
     if server == "granian":
-        process = _WithDrainer(process, subprocess.Popen([sys.executable, str(BASE / "manage.py"), "drain_inboxes"], cwd=BASE, env=env))
+        process = _WithDrainer(
+            process, subprocess.Popen([sys.executable, str(BASE / "manage.py"), "drain_inboxes"], cwd=BASE, env=env)
+        )
     import urllib.error
     import urllib.request
 
@@ -271,12 +305,21 @@ def start_server(app: str, redis_url: str, server: str = "gunicorn") -> tuple[su
 
 def wrk(url: str, script: str, args: list[str], connections: int, seconds: int = SECONDS) -> dict:
     cmd = [
-        "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s",
-        "-s", str(BASE / "bench" / "wrk" / script), url, "--", *args,
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{seconds}s",
+        "--timeout",
+        "5s",
+        "-s",
+        str(BASE / "bench" / "wrk" / script),
+        url,
+        "--",
+        *args,
     ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     line = next(line for line in out.splitlines() if line.startswith("RESULT "))
-    result = json.loads(line[len("RESULT "):])
+    result = json.loads(line[len("RESULT ") :])
     result["per_second"] = result["requests"] / (result["duration_us"] / 1e6)
     return result
 
@@ -328,9 +371,19 @@ def start_live_server(redis_url: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = dict(os.environ, REDIS_URL=redis_url, ALLOWED_HOSTS="127.0.0.1", PYTHONPATH=str(BASE))
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "uvicorn"), "config.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--no-access-log", "--log-level", "warning"],
-        cwd=BASE, env=env,
+        [
+            str(Path(sys.executable).parent / "uvicorn"),
+            "config.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-access-log",
+            "--log-level",
+            "warning",
+        ],
+        cwd=BASE,
+        env=env,
     )
     import socket
 
@@ -387,7 +440,10 @@ def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
                     # machine's drift over the minutes hits both sides alike.
                     for round_ in range(3):
                         say(f"tally: round {round_ + 1}/3 without, then with 20 live dashboards ({half}s runs)")
-                        for kind, script, args, conns in (("batch", "batch.lua", [key, *files], 4), ("single", "single.lua", [DOMAIN, "200"], 8)):
+                        for kind, script, args, conns in (
+                            ("batch", "batch.lua", [key, *files], 4),
+                            ("single", "single.lua", [DOMAIN, "200"], 8),
+                        ):
                             target = batch_url if kind == "batch" else url
                             rounds[kind][0].append(wrk(target, script, args, conns, seconds=half)["per_second"])
                             dashboards = LiveDashboards(f"{live_url}/live/share/{token}", 20)
@@ -515,7 +571,9 @@ def main():
             say("the ingest script's own Redis time by events per call")
             cost_rows = script_cost(r, site, bodies_for_http)
             say("the ingest script's time by section")
-            section_table = script_sections.run(r, site, [hit for body in bodies_for_http for hit in hits_of(body, datetime.now(UTC))])
+            section_table = script_sections.run(
+                r, site, [hit for body in bodies_for_http for hit in hits_of(body, datetime.now(UTC))]
+            )
             say("references: bare redis-py pipeline, bitmapist")
             calibration = round_trips(r)
             pipeline_rate = pipeline_reference(r, bodies_for_http)
@@ -584,7 +642,14 @@ def main():
     if bloom_rows:
         table(
             f"Bloom filters (plain Redis, Lua): observed false positives over 100,000 unseen probes, memory, speed, {on}",
-            ("filter", "false positives", "/ target", "bits/item (MEMORY USAGE)", "bits/item (formula)", "adds/s / checks/s"),
+            (
+                "filter",
+                "false positives",
+                "/ target",
+                "bits/item (MEMORY USAGE)",
+                "bits/item (formula)",
+                "adds/s / checks/s",
+            ),
             bloom_rows,
         )
     if import_rows:
@@ -599,7 +664,13 @@ def main():
         table(
             f"{on} memory model: one site, every visit dimension; a year with the default expiry (days kept 400 days; "
             "ids as if each day's visitors were new: an upper bound; open visits left out, they expire in 1.5 h)",
-            ("daily visitors", "MB per site-day", "MB of ids per day", "GB/site-year, all days 400", "GB/site-year, defaults (page days 35 + folds, filter bitmaps 90)"),
+            (
+                "daily visitors",
+                "MB per site-day",
+                "MB of ids per day",
+                "GB/site-year, all days 400",
+                "GB/site-year, defaults (page days 35 + folds, filter bitmaps 90)",
+            ),
             model_rows,
         )
     if segment_rows:
@@ -607,7 +678,14 @@ def main():
             f"{on} filter bitmaps per site-day (the first 10 values of each dimension, pages and events: segment_values=10); "
             f"measured on a day of new visitors, modelled for a site that has seen {dimensions_bench.EVER_SEEN}x a day's "
             "visitors (a bitmap is as long as its highest id), kept 90 days (keep_segment_days)",
-            ("daily visitors", "bitmaps", "MB measured", "bytes/visitor", f"MB/day at {dimensions_bench.EVER_SEEN}x ids", "GB/site-year"),
+            (
+                "daily visitors",
+                "bitmaps",
+                "MB measured",
+                "bytes/visitor",
+                f"MB/day at {dimensions_bench.EVER_SEEN}x ids",
+                "GB/site-year",
+            ),
             segment_rows,
         )
     if quota_rows:
@@ -621,14 +699,26 @@ def main():
             f"{on} the worst an anonymous event costs: random paths, referrers, UTM tags, event names and ten random "
             "properties each, a new visitor each (the caps bound them; target: at most 400 bytes an event). The site-day "
             "after the second flood: the caps' worth of junk, plus what each new visitor keeps",
-            ("flood", "MB after ingest", "bytes/event", "bytes/event once open visits expire", "site-day MB (visits closed)",
-             "keys", "rollup s", "rows stored (event, page, dimension)"),
+            (
+                "flood",
+                "MB after ingest",
+                "bytes/event",
+                "bytes/event once open visits expire",
+                "site-day MB (visits closed)",
+                "keys",
+                "rollup s",
+                "rows stored (event, page, dimension)",
+            ),
             junk_rows,
         )
     import gzip
 
     tracker = (BASE / "static" / "tracker.js").read_bytes()
-    table("tracker.js", ("form", "bytes"), [("as served (hand-minified)", len(tracker)), ("gzipped", len(gzip.compress(tracker, 9)))])
+    table(
+        "tracker.js",
+        ("form", "bytes"),
+        [("as served (hand-minified)", len(tracker)), ("gzipped", len(gzip.compress(tracker, 9)))],
+    )
     if rollup_rows:
         table(
             f"Nightly rollup, {rollup_bench_visitors():,} visitors over 35 days (one site), {on}",
@@ -642,11 +732,35 @@ def print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_result
     lines = []
     for pages, (record_only, validated, distinct) in engine_rows.items():
         label = f"{pages} pages (~{distinct:.0f} distinct per batch)"
-        lines.append((f"Tally record(), validated hits — {label}", fmt(record_only), f"{record_only / bitmapist['pipelined']:.2f}x"))
-        lines.append((f"Tally validate + record from JSON — {label}", fmt(validated), f"{validated / bitmapist['pipelined']:.2f}x"))
-    lines.append(("ref: bare redis-py pipeline, 5 writes/event", fmt(pipeline_rate), f"{pipeline_rate / bitmapist['pipelined']:.2f}x"))
+        lines.append(
+            (
+                f"Tally record(), validated hits — {label}",
+                fmt(record_only),
+                f"{record_only / bitmapist['pipelined']:.2f}x",
+            )
+        )
+        lines.append(
+            (
+                f"Tally validate + record from JSON — {label}",
+                fmt(validated),
+                f"{validated / bitmapist['pipelined']:.2f}x",
+            )
+        )
+    lines.append(
+        (
+            "ref: bare redis-py pipeline, 5 writes/event",
+            fmt(pipeline_rate),
+            f"{pipeline_rate / bitmapist['pipelined']:.2f}x",
+        )
+    )
     lines.append(("ref: bitmapist mark_event, 1,000 per pipeline", fmt(bitmapist["pipelined"]), "1.00x"))
-    lines.append(("ref: bitmapist mark_event, one call each", fmt(bitmapist["per_call"]), f"{bitmapist['per_call'] / bitmapist['pipelined']:.2f}x"))
+    lines.append(
+        (
+            "ref: bitmapist mark_event, one call each",
+            fmt(bitmapist["per_call"]),
+            f"{bitmapist['per_call'] / bitmapist['pipelined']:.2f}x",
+        )
+    )
     lines.append(("calibration: redis-py INCR, one per round trip", fmt(calibration), ""))
     table(
         f"Engine alone (no HTTP), {BATCH:,}-event batches, events/s — one process, {on} on loopback",
@@ -654,44 +768,86 @@ def print_ingest(engine_rows, bitmapist, pipeline_rate, calibration, http_result
         lines,
     )
     if http_results:
+
         def row(label, result, ref, events=1):
-            per_event = f"{result['script_calls'] / (result['requests'] * events):.2f}" if result.get("script_calls") else ""
+            per_event = (
+                f"{result['script_calls'] / (result['requests'] * events):.2f}" if result.get("script_calls") else ""
+            )
             drain = result.get("drain_s", 0.0)
             counted = result["requests"] * events / (result["duration_us"] / 1e6 + drain)
-            return (label, fmt(result["per_second"] * events), fmt(result["per_second"]),
-                    f"{result['per_second'] / ref['per_second']:.2f}x", fmt(counted), f"{drain:.2f}",
-                    f"{result['p50_us'] / 1000:.1f}", f"{result['p99_us'] / 1000:.1f}", result["errors"], result["non2xx"], per_event)
+            return (
+                label,
+                fmt(result["per_second"] * events),
+                fmt(result["per_second"]),
+                f"{result['per_second'] / ref['per_second']:.2f}x",
+                fmt(counted),
+                f"{drain:.2f}",
+                f"{result['p50_us'] / 1000:.1f}",
+                f"{result['p99_us'] / 1000:.1f}",
+                result["errors"],
+                result["non2xx"],
+                per_event,
+            )
 
         r = http_results
         lines = [
             row("Tally POST /api/v1/events, 1,000/batch, 4 conn.", r["tally", "batch"], r["reference", "batch"], BATCH),
-            row("Tally on gunicorn sync (before), 1,000/batch", r["tally-sync", "batch"], r["reference", "batch"], BATCH),
-            row("ref: bare WSGI + redis-py pipeline, 1,000/batch", r["reference", "batch"], r["reference", "batch"], BATCH),
+            row(
+                "Tally on gunicorn sync (before), 1,000/batch", r["tally-sync", "batch"], r["reference", "batch"], BATCH
+            ),
+            row(
+                "ref: bare WSGI + redis-py pipeline, 1,000/batch",
+                r["reference", "batch"],
+                r["reference", "batch"],
+                BATCH,
+            ),
         ]
         for kind, connections in SINGLE_RUNS:
             lines += [
                 row(f"Tally POST /api/event, 1 event, {connections} conn.", r["tally", kind], r["reference", kind]),
-                row(f"Tally on gunicorn sync (before), {connections} conn.", r["tally-sync", kind], r["reference", kind]),
-                row(f"ref: bare WSGI + redis-py, 1 event, {connections} conn.", r["reference", kind], r["reference", kind]),
+                row(
+                    f"Tally on gunicorn sync (before), {connections} conn.", r["tally-sync", kind], r["reference", kind]
+                ),
+                row(
+                    f"ref: bare WSGI + redis-py, 1 event, {connections} conn.",
+                    r["reference", kind],
+                    r["reference", kind],
+                ),
             ]
         table(
             f"HTTP, {os.cpu_count()} workers (Tally: granian + its front, group commit on /api/event; refs: gunicorn sync), "
             f"wrk on the same cores, {SECONDS}s each, {on}",
-            ("path", "events/s", "req/s", "vs ref", "counted/s", "drain s", "p50 ms", "p99 ms", "errors", "non-2xx",
-             "script calls per event"),
+            (
+                "path",
+                "events/s",
+                "req/s",
+                "vs ref",
+                "counted/s",
+                "drain s",
+                "p50 ms",
+                "p99 ms",
+                "errors",
+                "non-2xx",
+                "script calls per event",
+            ),
             lines,
         )
         import statistics
 
         rows = []
-        for kind, label, scale in (("batch", "POST /api/v1/events, events/s", BATCH), ("single", "POST /api/event, req/s", 1)):
+        for kind, label, scale in (
+            ("batch", "POST /api/v1/events, events/s", BATCH),
+            ("single", "POST /api/event, req/s", 1),
+        ):
             without, with_ = http_results["live"][kind]
-            rows.append((
-                label,
-                " / ".join(fmt(x * scale) for x in without),
-                " / ".join(fmt(x * scale) for x in with_),
-                f"{statistics.median(with_) / statistics.median(without):.2f}",
-            ))
+            rows.append(
+                (
+                    label,
+                    " / ".join(fmt(x * scale) for x in without),
+                    " / ".join(fmt(x * scale) for x in with_),
+                    f"{statistics.median(with_) / statistics.median(without):.2f}",
+                )
+            )
         table(
             f"Ingestion with 20 live dashboards open (SSE on the ASGI server; {http_results['live-events']:,} events pushed), 3 alternating rounds",
             ("path", "without (3 runs)", "with 20 open (3 runs)", "median with / without"),
@@ -711,7 +867,10 @@ def print_budgets(bitmapist, commands: dict, engine_rows):
         ("  5x it (issue 14's engine target)", f"{per_event / 5:,.1f}"),
         ("Tally record(), the faster page mix, this run", f"{1e6 / record_only:,.1f}"),
         ("  of it, the ingest script's commands alone (1,000-event calls)", commands["all commands"]),
-        ("  of it, the ingest script's own Lua work", commands["Lua's own work (the call's sections less its commands)"]),
+        (
+            "  of it, the ingest script's own Lua work",
+            commands["Lua's own work (the call's sections less its commands)"],
+        ),
     ]
     table("The engine targets as time an event: budgets against parts", ("what", "us an event"), lines)
 

@@ -14,6 +14,7 @@ arguments and reply), by section and by command: what is left of a section is Lu
 work (parsing, tables, the collector). The commands are the floor of this design: the
 writes the counting needs, already one command per key per call.
 """
+
 import importlib
 import re
 from datetime import UTC, datetime
@@ -105,7 +106,11 @@ def run(r, site, hits: list, sizes=((1, 300), (1000, 10))) -> list[tuple[str, li
                 reply = r.evalsha(sha, len(keys), *keys, *args)
                 for name, a, b in zip(reply[::3], reply[1::3], reply[2::3]):
                     name = name.decode()
-                    into = commands.setdefault(name[8:], [0.0, 0.0]) if name.startswith("command ") else spent.setdefault(name, [0.0, 0.0])
+                    into = (
+                        commands.setdefault(name[8:], [0.0, 0.0])
+                        if name.startswith("command ")
+                        else spent.setdefault(name, [0.0, 0.0])
+                    )
                     into[0] += float(a)
                     into[1] += float(b)
         stats = r.info("commandstats")["cmdstat_evalsha"]
@@ -120,14 +125,34 @@ def run(r, site, hits: list, sizes=((1, 300), (1000, 10))) -> list[tuple[str, li
     sums = [[sum(v[0] for v in spent.values()), sum(v[1] for v in spent.values())] for spent, _, _, _ in columns]
     rows.append(("sum of the sections (of it in commands)", *(cell(total, c[3]) for total, c in zip(sums, columns))))
     rows.append(("the instrumented call (commandstats)", *(f"{per_event:,.1f}" for _, _, per_event, _ in columns)))
-    tables = [("Where the ingest script's time goes (os.clock() at the --@section marks of its sources; in brackets, "
-               "the part inside redis.call)", ["section", *header], rows)]
+    tables = [
+        (
+            "Where the ingest script's time goes (os.clock() at the --@section marks of its sources; in brackets, "
+            "the part inside redis.call)",
+            ["section", *header],
+            rows,
+        )
+    ]
     _, commands, _, events = columns[-1]
     in_commands = sum(seconds for seconds, _ in commands.values())
-    lines = [(name, f"{seconds * 1e6 / events:,.2f}", f"{calls * 1000 / events:,.0f}")
-             for name, (seconds, calls) in sorted(commands.items(), key=lambda item: -item[1][0]) if seconds * 1e6 / events >= 0.01]
+    lines = [
+        (name, f"{seconds * 1e6 / events:,.2f}", f"{calls * 1000 / events:,.0f}")
+        for name, (seconds, calls) in sorted(commands.items(), key=lambda item: -item[1][0])
+        if seconds * 1e6 / events >= 0.01
+    ]
     lines.append(("all commands", f"{in_commands * 1e6 / events:,.2f}", ""))
-    lines.append(("Lua's own work (the call's sections less its commands)", f"{(sums[-1][0] - in_commands) * 1e6 / events:,.2f}", ""))
-    tables.append((f"The ingest script's commands in {header[-1].split(':')[0]} (the floor of this design: one command per key per call)",
-                   ["command", "us an event", "calls per 1,000 events"], lines))
+    lines.append(
+        (
+            "Lua's own work (the call's sections less its commands)",
+            f"{(sums[-1][0] - in_commands) * 1e6 / events:,.2f}",
+            "",
+        )
+    )
+    tables.append(
+        (
+            f"The ingest script's commands in {header[-1].split(':')[0]} (the floor of this design: one command per key per call)",
+            ["command", "us an event", "calls per 1,000 events"],
+            lines,
+        )
+    )
     return tables

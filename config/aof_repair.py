@@ -13,6 +13,7 @@ before any server reads the file, gives every server the same behaviour: a call 
 crash is not in the file at all, as if it had never run; its client got no answer (the
 server answers after writing), so it spooled the call and replays it.
 """
+
 import mmap
 import os
 from pathlib import Path

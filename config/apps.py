@@ -1,4 +1,5 @@
 """App configs of our own for Django's apps."""
+
 from django.contrib.staticfiles.apps import StaticFilesConfig
 
 

@@ -4,6 +4,7 @@ uvicorn serves it on LIVE_PORT beside gunicorn: long-lived server-sent-event con
 cost a coroutine here instead of a sync worker there. Ingestion stays on WSGI, which
 serves it several times faster.
 """
+
 import os
 
 from django.core.asgi import get_asgi_application

@@ -3,6 +3,7 @@
 Every entry expires after about 1.5x its interval, so a backed-up worker does not run a
 stale copy of a job many times over.
 """
+
 import os
 
 from celery import Celery

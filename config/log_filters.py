@@ -1,4 +1,5 @@
 """Logging filters for config.settings.LOGGING."""
+
 import logging
 
 

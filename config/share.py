@@ -6,6 +6,7 @@ Retry-After. The dashboard caches share-link answers a minute per URL as well, a
 link may compute only so many pages a minute across all clients (share_render_refused):
 clients at many addresses varying the URL (a cache miss each) cannot starve others either
 (measured: 4 clients on rotating addresses made another site's read API p50 1.2 s)."""
+
 import hashlib
 
 from django.conf import settings
@@ -22,9 +23,14 @@ def share_throttled(request):
     the page answers 503 anyway: config/middleware.py.)"""
     if not settings.SHARE_PAGES_PER_MINUTE:
         return None
-    digest = hashlib.blake2b(client_ip(request).encode(), key=settings.SECRET_KEY.encode()[:64], digest_size=12).hexdigest()
-    return _charged(request, Bucket(keys.rate_share(digest), Rate(settings.SHARE_PAGES_PER_MINUTE, settings.SHARE_PAGES_BURST)),
-                    "too many share-page requests")
+    digest = hashlib.blake2b(
+        client_ip(request).encode(), key=settings.SECRET_KEY.encode()[:64], digest_size=12
+    ).hexdigest()
+    return _charged(
+        request,
+        Bucket(keys.rate_share(digest), Rate(settings.SHARE_PAGES_PER_MINUTE, settings.SHARE_PAGES_BURST)),
+        "too many share-page requests",
+    )
 
 
 def share_render_refused(request, site_id: int):
@@ -32,8 +38,11 @@ def share_render_refused(request, site_id: int):
     from the cache cost nothing and are not charged), else None."""
     if not settings.SHARE_RENDERS_PER_MINUTE:
         return None
-    return _charged(request, Bucket(keys.rate_share_renders(site_id), Rate(settings.SHARE_RENDERS_PER_MINUTE, settings.SHARE_RENDERS_BURST)),
-                    "this share link is being read too often")
+    return _charged(
+        request,
+        Bucket(keys.rate_share_renders(site_id), Rate(settings.SHARE_RENDERS_PER_MINUTE, settings.SHARE_RENDERS_BURST)),
+        "this share link is being read too often",
+    )
 
 
 def _charged(request, bucket: Bucket, message: str):

@@ -5,6 +5,7 @@ messages, clickjacking headers): those views take no session and no form, and on
 path every request is a tracker's pageview, so the ~0.1 ms per request the full stack
 costs is measured in `make bench`. Everything else goes through the full stack.
 """
+
 import os
 
 from django.core.wsgi import get_wsgi_application

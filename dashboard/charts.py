@@ -3,6 +3,9 @@
 Every label that came from the public (page paths) is escaped first: Plotly reads a
 little HTML in text (<b>, <a href>), so a raw path could otherwise inject markup.
 """
+
+from typing import Any
+
 import plotly.graph_objects as go
 
 from .countries import COUNTRIES
@@ -16,7 +19,7 @@ def escape(text: str) -> str:
 
 
 ACCENT, SECOND, THIRD = "#3b5bdb", "#12b886", "#f59f00"
-LAYOUT = dict(
+LAYOUT: dict[str, Any] = dict(
     margin=dict(l=48, r=16, t=16, b=40),
     height=300,
     paper_bgcolor="rgba(0,0,0,0)",
@@ -35,7 +38,9 @@ def figure(data: list[dict], **layout) -> dict:
     return go.Figure(data=data, layout={**LAYOUT, **layout}, _validate=False).to_plotly_json()
 
 
-def visitors(rows: list[dict], hourly: bool = False, compared: list[dict] | None = None, compared_label: str = "") -> dict:
+def visitors(
+    rows: list[dict], hourly: bool = False, compared: list[dict] | None = None, compared_label: str = ""
+) -> dict:
     """Visitors and pageviews per day, or per hour (rows dated YYYY-MM-DDTHH:00); with
     `compared`, the compared period's visitors as a dashed line over the same days or hours
     (row n of the period over row n of this one; its own dates in the hover)."""
@@ -43,13 +48,29 @@ def visitors(rows: list[dict], hourly: bool = False, compared: list[dict] | None
     axis = dict(LAYOUT["xaxis"], tickformat="%H:%M", dtick=3 * 3600 * 1000) if hourly else LAYOUT["xaxis"]
     traces = [
         dict(type="bar", x=dates, y=[row["pageviews"] for row in rows], name="Pageviews", marker=dict(color="#c5d0fa")),
-        dict(type="scatter", x=dates, y=[row["visitors"] for row in rows], name="Visitors", mode="lines+markers", line=dict(color=ACCENT, width=2)),
+        dict(
+            type="scatter",
+            x=dates,
+            y=[row["visitors"] for row in rows],
+            name="Visitors",
+            mode="lines+markers",
+            line=dict(color=ACCENT, width=2),
+        ),
     ]
     if compared:
         shown = compared[: len(dates)]
-        traces.append(dict(type="scatter", x=dates[: len(shown)], y=[row["visitors"] for row in shown], name=f"Visitors, {compared_label}",
-                           mode="lines", line=dict(color=ACCENT, width=1.5, dash="dot"), customdata=[row["date"].replace("T", " ") for row in shown],
-                           hovertemplate="%{customdata}: %{y:,}<extra>" + escape(compared_label) + "</extra>"))
+        traces.append(
+            dict(
+                type="scatter",
+                x=dates[: len(shown)],
+                y=[row["visitors"] for row in shown],
+                name=f"Visitors, {compared_label}",
+                mode="lines",
+                line=dict(color=ACCENT, width=1.5, dash="dot"),
+                customdata=[row["date"].replace("T", " ") for row in shown],
+                hovertemplate="%{customdata}: %{y:,}<extra>" + escape(compared_label) + "</extra>",
+            )
+        )
     return figure(traces, xaxis=axis)
 
 
@@ -59,9 +80,20 @@ def actives(rows: list[dict]) -> dict:
     dates = [row["date"] for row in rows]
     return figure(
         [
-            dict(type="scatter", mode="lines", x=dates, y=[row[key] for row in rows], name=name, line=dict(color=color, width=2),
-                 hovertemplate="%{y:,} visitors")
-            for key, name, color in (("dau", "DAU · that day", ACCENT), ("wau", "WAU · 7 days", SECOND), ("mau", "MAU · 30 days", THIRD))
+            dict(
+                type="scatter",
+                mode="lines",
+                x=dates,
+                y=[row[key] for row in rows],
+                name=name,
+                line=dict(color=color, width=2),
+                hovertemplate="%{y:,} visitors",
+            )
+            for key, name, color in (
+                ("dau", "DAU · that day", ACCENT),
+                ("wau", "WAU · 7 days", SECOND),
+                ("mau", "MAU · 30 days", THIRD),
+            )
         ],
         yaxis=dict(LAYOUT["yaxis"], title=dict(text="Active visitors", font=dict(size=11, color="#5c6573"))),
         margin=dict(LAYOUT["margin"], l=60),
@@ -87,7 +119,9 @@ def retention(cohorts: list[dict], unit: str) -> dict:
         pct = [round(100 * n / size, 1) for n in cohort["retained"]] if size else []
         z.append(pct + [None] * (width - len(pct)))
         text.append([f"{p:g}%<br>{n}" for p, n in zip(pct, cohort["retained"])] + [""] * (width - len(pct)))
-        short.append([f"{p:.0f}%" for p in pct] + [""] * (width - len(pct)))  # narrow cells: the share alone (dashboard.js picks)
+        short.append(
+            [f"{p:.0f}%" for p in pct] + [""] * (width - len(pct))
+        )  # narrow cells: the share alone (dashboard.js picks)
     labels = [f"{c['cohort']} ({c['size']})" if c["size"] else f"{c['cohort']} · no new visitors" for c in cohorts]
     heatmap = dict(
         type="heatmap",
@@ -122,7 +156,14 @@ def page(rows: list[dict], path: str) -> dict:
     return figure(
         [
             dict(type="bar", x=dates, y=[r["pageviews"] for r in rows], name="Pageviews", marker=dict(color="#c5d0fa")),
-            dict(type="scatter", mode="lines+markers", x=dates, y=[r["visitors"] for r in rows], name=f"Visitors of {escape(path)}", line=dict(color=ACCENT, width=2)),
+            dict(
+                type="scatter",
+                mode="lines+markers",
+                x=dates,
+                y=[r["visitors"] for r in rows],
+                name=f"Visitors of {escape(path)}",
+                line=dict(color=ACCENT, width=2),
+            ),
         ]
     )
 
@@ -172,9 +213,18 @@ def funnel(steps: list[dict]) -> dict:
     trace, and bars draw the same thing)."""
     names = [f"{n + 1}. {escape(step['step'])}" for n, step in enumerate(steps)]
     return figure(
-        [dict(type="bar", orientation="h", y=names, x=[step["visitors"] for step in steps], marker=dict(color=ACCENT),
-              text=[f"{step['visitors']:,} · {step['conversion_rate']:g}%" for step in steps], textposition="auto",
-              hovertemplate="%{y}: %{x:,} visitors<extra></extra>")],
+        [
+            dict(
+                type="bar",
+                orientation="h",
+                y=names,
+                x=[step["visitors"] for step in steps],
+                marker=dict(color=ACCENT),
+                text=[f"{step['visitors']:,} · {step['conversion_rate']:g}%" for step in steps],
+                textposition="auto",
+                hovertemplate="%{y}: %{x:,} visitors<extra></extra>",
+            )
+        ],
         height=60 + 48 * len(steps),
         hovermode="closest",
         margin=dict(l=16, r=16, t=8, b=24),

@@ -2,6 +2,7 @@
 API's syntax, analytics.queries.segments), shown as chips that each remove themselves,
 added by clicking a row of any panel. Everything here builds links: the URL is the state,
 so a reload, a bookmark or a shared link shows the same filtered view."""
+
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -15,6 +16,7 @@ COMPARISONS = (("previous_period", "Previous period"), ("year", "Same dates last
 @dataclass(frozen=True)
 class View:
     """A period, filters and what the cards compare with: what every number of the page is for."""
+
     period_query: str
     filters: tuple = ()
     error: str = ""
@@ -44,8 +46,10 @@ class View:
 
     @property
     def compare_choices(self) -> list[dict]:
-        return [{"key": key, "label": label, "href": "?" + self.comparing(key), "active": key == self.compare}
-                for key, label in COMPARISONS]
+        return [
+            {"key": key, "label": label, "href": "?" + self.comparing(key), "active": key == self.compare}
+            for key, label in COMPARISONS
+        ]
 
     def adding(self, prop: str, value: str) -> str:
         """The query string with `prop == value` added (replacing an `==` on the same

@@ -4,6 +4,7 @@ Served by the ASGI server that `make run` starts beside gunicorn (config/asgi.py
 LIVE_PORT): there an open connection is a coroutine. On the sync WSGI server it would hold
 a worker for as long as the tab is open and starve ingestion, so it refuses to run there.
 """
+
 import json
 import time
 
@@ -36,7 +37,9 @@ async def _stream(request, site, still_allowed):
     """The stream of counts; it ends when `still_allowed()` turns false (a revoked share
     link, an owner removed), asked at most every RECHECK_SECONDS, on the next count."""
     if not isinstance(request, ASGIRequest):
-        return HttpResponse("live updates are served by the ASGI server (LIVE_PORT)", status=404, content_type="text/plain")
+        return HttpResponse(
+            "live updates are served by the ASGI server (LIVE_PORT)", status=404, content_type="text/plain"
+        )
     info = SiteInfo.from_model(site)
 
     async def events():

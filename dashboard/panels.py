@@ -9,6 +9,7 @@ ranks by (visitors; visits for exit pages), the bar's width in percent of the to
 row's, and the stored value. The first tab of each panel is in the first HTML; the others
 come from the breakdown endpoint when their tab is opened.
 """
+
 from dataclasses import dataclass
 
 from analytics import queries
@@ -45,28 +46,48 @@ def _tab(key, label, column, path=False):
     return Tab(key, label, (Property(key, label, column, path),))
 
 
-UTM = Tab("campaigns", "Campaigns", (
-    Property("utm_campaign", "Campaigns", "Campaign"),
-    Property("utm_source", "UTM sources", "UTM source"),
-    Property("utm_medium", "UTM mediums", "UTM medium"),
-    Property("utm_term", "UTM terms", "UTM term"),
-    Property("utm_content", "UTM contents", "UTM content"),
-))
+UTM = Tab(
+    "campaigns",
+    "Campaigns",
+    (
+        Property("utm_campaign", "Campaigns", "Campaign"),
+        Property("utm_source", "UTM sources", "UTM source"),
+        Property("utm_medium", "UTM mediums", "UTM medium"),
+        Property("utm_term", "UTM terms", "UTM term"),
+        Property("utm_content", "UTM contents", "UTM content"),
+    ),
+)
 PANELS = [
     ("sources", "Sources", (_tab("channel", "Channels", "Channel"), _tab("source", "Sources", "Source"), UTM)),
-    ("pages", "Pages", (
-        _tab("page", "Top pages", "Page", path=True),
-        _tab("entry_page", "Entry pages", "Entry page", path=True),
-        _tab("exit_page", "Exit pages", "Exit page", path=True),
-    )),
-    ("locations", "Locations", (
-        _tab("country", "Countries", "Country"), _tab("region", "Regions", "Region"), _tab("city", "Cities", "City"),
-        Tab("map", "Map"),
-    )),
-    ("devices", "Devices", (
-        _tab("browser", "Browsers", "Browser"), _tab("os", "OS", "Operating system"),
-        _tab("device", "Device size", "Device"), _tab("screen", "Screen", "Screen size"),
-    )),
+    (
+        "pages",
+        "Pages",
+        (
+            _tab("page", "Top pages", "Page", path=True),
+            _tab("entry_page", "Entry pages", "Entry page", path=True),
+            _tab("exit_page", "Exit pages", "Exit page", path=True),
+        ),
+    ),
+    (
+        "locations",
+        "Locations",
+        (
+            _tab("country", "Countries", "Country"),
+            _tab("region", "Regions", "Region"),
+            _tab("city", "Cities", "City"),
+            Tab("map", "Map"),
+        ),
+    ),
+    (
+        "devices",
+        "Devices",
+        (
+            _tab("browser", "Browsers", "Browser"),
+            _tab("os", "OS", "Operating system"),
+            _tab("device", "Device size", "Device"),
+            _tab("screen", "Screen", "Screen size"),
+        ),
+    ),
 ]
 PROPERTIES = {p.key: p for _, _, tabs in PANELS for tab in tabs for p in tab.choices}
 
@@ -85,9 +106,16 @@ def panel_rows(prop: Property, rows: list[dict], view=None) -> list[dict]:
     top = max((row[prop.metric] for row in rows), default=0) or 1
     filterable = view is not None and prop.key in segments.PROPERTIES
     return [
-        {"name": label(prop.key, row[prop.key]), "value": row[prop.key], "count": row[prop.metric], "bar": round(100 * row[prop.metric] / top, 1),
-         "href": "?" + view.adding(prop.key, row[prop.key]) if filterable and row[prop.key] != segments.OTHER else "",
-         "estimate": row.get("estimate", False)}
+        {
+            "name": label(prop.key, row[prop.key]),
+            "value": row[prop.key],
+            "count": row[prop.metric],
+            "bar": round(100 * row[prop.metric] / top, 1),
+            "href": "?" + view.adding(prop.key, row[prop.key])
+            if filterable and row[prop.key] != segments.OTHER
+            else "",
+            "estimate": row.get("estimate", False),
+        }
         for row in rows
     ]
 
@@ -104,14 +132,17 @@ def empty_note(r, info, start, end, prop: Property, found: int, shared: bool = F
     return ""
 
 
-def fetch(r, info, start, end, prop: Property, filters=(), limit: int = PANEL_ROWS, page: int = 1, search: str = "",
-          memo=None) -> tuple[list[dict], int, bool]:
+def fetch(
+    r, info, start, end, prop: Property, filters=(), limit: int = PANEL_ROWS, page: int = 1, search: str = "", memo=None
+) -> tuple[list[dict], int, bool]:
     """One page of a property's rows, most visitors first, how many there are in all, and
     whether any is estimated (analytics.queries.run). A filtered audience's rows have
     visitors only; exit pages count visits, which filters cannot split: no rows."""
     if filters and prop.key == "exit_page":
         return [], 0, False
-    query = queries.Query(info, start, end, "breakdown", filters=tuple(filters), dimension=prop.key, limit=limit, page=page, search=search)
+    query = queries.Query(
+        info, start, end, "breakdown", filters=tuple(filters), dimension=prop.key, limit=limit, page=page, search=search
+    )
     result = queries.run(r, query, memo)
     return result.rows, result.meta["total"], result.estimate
 
@@ -122,8 +153,11 @@ COLUMNS = {
     "exit_page": (("visits", "Visits", True),),
 }
 VISIT_COLUMNS = (
-    ("visitors", "Visitors", True), ("visits", "Visits", False), ("pageviews", "Pageviews", False),
-    ("bounce_rate", "Bounce rate", True), ("visit_duration", "Visit duration", True),
+    ("visitors", "Visitors", True),
+    ("visits", "Visits", False),
+    ("pageviews", "Pageviews", False),
+    ("bounce_rate", "Bounce rate", True),
+    ("visit_duration", "Visit duration", True),
 )
 
 
@@ -136,7 +170,12 @@ def details_table(prop: Property, rows: list[dict], filtered: bool = False) -> t
         {
             "name": label(prop.key, row[prop.key]),
             "cells": [
-                {"text": thousands(row[key]) if key in ("visitors", "visits", "pageviews") else metric(row[key], key), "optional": not always}
+                {
+                    "text": thousands(row[key])
+                    if key in ("visitors", "visits", "pageviews")
+                    else metric(row[key], key),
+                    "optional": not always,
+                }
                 for key, _, always in columns
             ],
         }

@@ -1,5 +1,6 @@
 """The period picker: `?period=30d` (or today, yesterday, 7d, 90d, month, last_month) and
 `?period=custom&from=YYYY-MM-DD&to=YYYY-MM-DD`, in the site's time zone."""
+
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -60,7 +61,9 @@ def parse(params, today: date) -> Period:
         if problem:
             return _default(today, f"A custom range's dates {problem}; showing the last 30 days.")
         if start > end or (end - start).days + 1 > MAX_DAYS:
-            return _default(today, f"A custom range runs forward and spans at most {MAX_DAYS} days; showing the last 30 days.")
+            return _default(
+                today, f"A custom range runs forward and spans at most {MAX_DAYS} days; showing the last 30 days."
+            )
         return Period(key, start, end)
     return _default(today, "Unknown period; showing the last 30 days.")
 

@@ -1,5 +1,6 @@
 """The web UI. It reads through analytics.queries (the functions behind the read API) and
 renders; it never writes counts to Redis (a share link's per-client rate buckets aside)."""
+
 import functools
 import hashlib
 from datetime import timedelta
@@ -71,7 +72,13 @@ def site_view(view):
         if site is None:
             raise Http404("no such site")
         response = view(request, site, SiteInfo.from_model(site), base=base, shared=token is not None, **kwargs)
-        if token is not None and cacheable and response.status_code == 200 and not response.streaming and not response.cookies:
+        if (
+            token is not None
+            and cacheable
+            and response.status_code == 200
+            and not response.streaming
+            and not response.cookies
+        ):
             cache.set(_share_cache_key(request), response, settings.SHARE_CACHE_SECONDS)
         return response
 
@@ -88,7 +95,11 @@ def _share_cache_key(request) -> str:
 
 
 def _live_url(request, site, shared: bool) -> str:
-    path = reverse("dashboard:live-shared", args=[site.share_token]) if shared else reverse("dashboard:live", args=[site.domain])
+    path = (
+        reverse("dashboard:live-shared", args=[site.share_token])
+        if shared
+        else reverse("dashboard:live", args=[site.domain])
+    )
     return live_origin(request) + path
 
 
@@ -99,7 +110,12 @@ def site(request, site, info, base, shared):
     r = get_redis()
     snippet = tracking_snippet(request, site.domain)
     if not queries.has_events(r, info):  # one clear state, not empty axes and a grid of 0%
-        context = {"site": site, "info": info, "snippet": snippet, "event_url": request.build_absolute_uri(reverse("event"))}
+        context = {
+            "site": site,
+            "info": info,
+            "snippet": snippet,
+            "event_url": request.build_absolute_uri(reverse("event")),
+        }
         return render(request, "dashboard/waiting.html", context)
     view = filtering.parse(request.GET, period.query)
     numbers = _numbers(r, info, site, period, view)
@@ -111,8 +127,11 @@ def site(request, site, info, base, shared):
         numbers["figures"][key] = charts.funnel(steps)
         funnels.append({"name": found.name, "chart": f"chart-{key}", "estimate": estimate, "steps": steps})
     comparable = queries.comparable_metrics(info, view.compare, period.start, period.end)
-    cards = [_card(key, label, totals[key], key in comparable) for key, label in CARDS
-             if not (key == "new_visitors" and totals[key]["value"] is None)]
+    cards = [
+        _card(key, label, totals[key], key in comparable)
+        for key, label in CARDS
+        if not (key == "new_visitors" and totals[key]["value"] is None)
+    ]
     pageviews = totals["pageviews"]
     return render(
         request,
@@ -187,22 +206,39 @@ def _numbers(r, info, site, period, view) -> dict:
                 goal["properties"] = queries.event_properties(r, info, start, end, events[goal["goal"]])
     rows = daily.rows
     figures = {
-        "visitors": charts.visitors(ask("timeseries", interval="hour").rows if hourly else rows, hourly=hourly,
-                                    compared=_compared_rows(r, info, period, view, hourly, memo), compared_label=view.compare_label),
+        "visitors": charts.visitors(
+            ask("timeseries", interval="hour").rows if hourly else rows,
+            hourly=hourly,
+            compared=_compared_rows(r, info, period, view, hourly, memo),
+            compared_label=view.compare_label,
+        ),
         "actives": charts.actives(active_rows),
         "retention-day": charts.retention(retention["day"], "day"),
         "retention-week": charts.retention(retention["week"], "week"),
         "map": charts.world_map(countries),
     }
-    pages = first["page"] if not filters else [{"page": row["page"], "visitors": row["visitors"], "pageviews": None} for row in first["page"]]
-    return {"totals": totals.totals, "pages": pages, "figures": figures, "first": first, "goals": goals.rows,
-            "actives_note": "last 30 days" if wide else "", "estimate": estimate}
+    pages = (
+        first["page"]
+        if not filters
+        else [{"page": row["page"], "visitors": row["visitors"], "pageviews": None} for row in first["page"]]
+    )
+    return {
+        "totals": totals.totals,
+        "pages": pages,
+        "figures": figures,
+        "first": first,
+        "goals": goals.rows,
+        "actives_note": "last 30 days" if wide else "",
+        "estimate": estimate,
+    }
 
 
 def _compared_rows(r, info, period, view, hourly: bool = False, memo=None) -> list[dict]:
     """The compared period's days, or hours (the view's comparison, its filters), for the chart."""
     start, end = queries.previous(view.compare, period.start, period.end)
-    query = queries.Query(info, start, end, "timeseries", filters=view.filters, interval="hour" if hourly else "day", windows=False)
+    query = queries.Query(
+        info, start, end, "timeseries", filters=view.filters, interval="hour" if hourly else "day", windows=False
+    )
     return queries.run(r, query, memo).rows
 
 
@@ -225,22 +261,24 @@ def _panels(first: dict, base: str, view) -> list[dict]:
     """The panels for the template, with the rows of each first tab."""
     shown = []
     for key, title, tabs in panels.PANELS:
-        shown.append({
-            "key": key,
-            "title": title,
-            "tabs": [
-                {
-                    "key": tab.key,
-                    "label": tab.label,
-                    "choices": tab.choices,
-                    "prop": tab.choices[0] if tab.choices else None,
-                    "rows": panels.panel_rows(tab.choices[0], first[tab.key], view) if tab.key in first else None,
-                    "details": details_url(base, tab.choices[0].key, view) if tab.choices else "",
-                    "active": n == 0,
-                }
-                for n, tab in enumerate(tabs)
-            ],
-        })
+        shown.append(
+            {
+                "key": key,
+                "title": title,
+                "tabs": [
+                    {
+                        "key": tab.key,
+                        "label": tab.label,
+                        "choices": tab.choices,
+                        "prop": tab.choices[0] if tab.choices else None,
+                        "rows": panels.panel_rows(tab.choices[0], first[tab.key], view) if tab.key in first else None,
+                        "details": details_url(base, tab.choices[0].key, view) if tab.choices else "",
+                        "active": n == 0,
+                    }
+                    for n, tab in enumerate(tabs)
+                ],
+            }
+        )
     return shown
 
 
@@ -265,17 +303,19 @@ def breakdown(request, site, info, base, shared):
     view = filtering.parse(request.GET, period.query)
     r = get_redis()
     rows, total, estimate = panels.fetch(r, info, period.start, period.end, prop, view.filters)
-    return JsonResponse({
-        "property": prop.key,
-        "column": prop.column,
-        "metric": prop.metric,
-        "path": prop.path,
-        "rows": panels.panel_rows(prop, rows, view),
-        "empty": panels.empty_note(r, info, period.start, period.end, prop, total, shared),
-        "total": total,
-        "estimate": estimate,
-        "details": details_url(base, prop.key, view),
-    })
+    return JsonResponse(
+        {
+            "property": prop.key,
+            "column": prop.column,
+            "metric": prop.metric,
+            "path": prop.path,
+            "rows": panels.panel_rows(prop, rows, view),
+            "empty": panels.empty_note(r, info, period.start, period.end, prop, total, shared),
+            "total": total,
+            "estimate": estimate,
+            "details": details_url(base, prop.key, view),
+        }
+    )
 
 
 @site_view
@@ -310,7 +350,9 @@ def recommend(request, site, info, base, shared):
     user = request.GET.get("user", "").strip()[:256]
     if not user:
         return JsonResponse({"error": "enter a visitor's user id"}, status=400)
-    return JsonResponse({"user": user, "pages": recommendations.unseen_top_pages(get_redis(), info, user, 10, 7, touch=False)})
+    return JsonResponse(
+        {"user": user, "pages": recommendations.unseen_top_pages(get_redis(), info, user, 10, 7, touch=False)}
+    )
 
 
 @site_view
@@ -348,7 +390,9 @@ def _details(request, site, info, base, prop, shared):
     r = get_redis()
 
     def fetch(page):
-        rows, total, _ = panels.fetch(r, info, period.start, period.end, prop, view.filters, panels.DETAILS_ROWS, page, search)
+        rows, total, _ = panels.fetch(
+            r, info, period.start, period.end, prop, view.filters, panels.DETAILS_ROWS, page, search
+        )
         return rows, total
 
     rows, total = fetch(number)

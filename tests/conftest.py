@@ -1,7 +1,7 @@
 """Fixtures: a real redis-server per test session, flushed before every test."""
+
 import os
 import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -161,7 +161,10 @@ def front_server(transactional_db, redis_server, tmp_path):
     env.pop("DJANGO_SETTINGS_MODULE", None)
     process = subprocess.Popen(
         runner.web_command(port, "1", header_timeout_ms=1500),  # (make run's command; a short header time-out)
-        cwd=Path(__file__).resolve().parent.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -4,6 +4,7 @@ With `replies_lost = True`, commands still reach Redis and run there, but their 
 never come back: the client times out on a call that Redis applied. This is the fault an
 "exactly once" promise has to survive (a network blip, a frozen proxy), made repeatable.
 """
+
 import socket
 import threading
 

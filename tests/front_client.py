@@ -6,6 +6,7 @@ answers `/api/event` itself: the two must give the same answers. Each request ru
 app on a fresh event loop, in a thread of its own; the front's threads read the database, so tests that use it
 need `transactional_db` (what a test transaction holds, other threads cannot see).
 """
+
 import asyncio
 import json
 import threading
@@ -91,9 +92,17 @@ class FrontClient:
             elif name.startswith("HTTP_"):
                 headers.append((name[5:].replace("_", "-").lower().encode(), value.encode("latin-1")))
         scope = {
-            "type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
-            "root_path": "", "scheme": "http", "http_version": "1.1", "headers": headers,
-            "client": (meta.get("REMOTE_ADDR", "127.0.0.1"), 50000), "server": ("testserver", 80),
+            "type": "http",
+            "method": method,
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "scheme": "http",
+            "http_version": "1.1",
+            "headers": headers,
+            "client": (meta.get("REMOTE_ADDR", "127.0.0.1"), 50000),
+            "server": ("testserver", 80),
         }
         sent = [{"type": "http.request", "body": body, "more_body": False}]
         answer = {}

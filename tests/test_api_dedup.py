@@ -1,4 +1,5 @@
 """The dedup API: seen, unseen, recommendations from ingested pageviews, bad input."""
+
 import json
 
 import pytest
@@ -28,11 +29,23 @@ def test_recommendations_skip_pages_the_user_viewed(client, make_site):
     # tie once ann's views were added: 12 each, and an HLL estimate could break the tie)
     events += [{"url": f"https://example.com/p{n}", "visitor": f"w{n}-{k}"} for n in range(6) for k in range(n)]
     events += [{"url": "https://example.com/p5", "user_id": "ann"}, {"url": "https://example.com/p3", "user_id": "ann"}]
-    assert client.post("/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}").json()["accepted"] == len(events)
-    everyone = client.get("/api/v1/recommendations", {"site": "example.com", "user": "nobody", "limit": 6}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    assert client.post(
+        "/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    ).json()["accepted"] == len(events)
+    everyone = client.get(
+        "/api/v1/recommendations",
+        {"site": "example.com", "user": "nobody", "limit": 6},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()
     assert [p["page"] for p in everyone["pages"]][:1] == ["/p5"]
-    ann = client.get("/api/v1/recommendations", {"site": "example.com", "user": "ann", "limit": 6}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
-    assert [p["page"] for p in ann["pages"]] == [p["page"] for p in everyone["pages"] if p["page"] not in ("/p5", "/p3")]
+    ann = client.get(
+        "/api/v1/recommendations",
+        {"site": "example.com", "user": "ann", "limit": 6},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()
+    assert [p["page"] for p in ann["pages"]] == [
+        p["page"] for p in everyone["pages"] if p["page"] not in ("/p5", "/p3")
+    ]
     assert ann["user"] == "ann"
 
 
@@ -41,8 +54,14 @@ def test_recommendations_never_offer_the_pages_past_the_quota_as_a_page(client, 
     site.max_pages_per_day = 2
     site.save()
     events = [{"url": f"https://example.com/p{n}", "visitor": f"v{n}-{k}"} for n in range(8) for k in range(3)]
-    assert client.post("/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}").json()["accepted"] == len(events)
-    pages = client.get("/api/v1/recommendations", {"site": "example.com", "user": "nobody", "limit": 6}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["pages"]
+    assert client.post(
+        "/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    ).json()["accepted"] == len(events)
+    pages = client.get(
+        "/api/v1/recommendations",
+        {"site": "example.com", "user": "nobody", "limit": 6},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()["pages"]
     assert pages and "(other)" not in [p["page"] for p in pages]
 
 
@@ -53,10 +72,22 @@ def test_an_anonymous_event_never_writes_a_named_users_filter(client, make_site,
     assert post(client, key, "seen", {"user": "bo", "items": ["/known"]}).status_code == 200
     for n in range(20):
         body = {"name": "pageview", "url": f"https://example.com/read{n}", "domain": "example.com", "user_id": "bo"}
-        assert client.post("/api/event", data=json.dumps(body), content_type="text/plain", HTTP_USER_AGENT="Mozilla/5.0 Firefox/128.0").status_code == 202
+        assert (
+            client.post(
+                "/api/event",
+                data=json.dumps(body),
+                content_type="text/plain",
+                HTTP_USER_AGENT="Mozilla/5.0 Firefox/128.0",
+            ).status_code
+            == 202
+        )
     items = [f"/read{n}" for n in range(20)] + ["/known"]
     assert post(client, key, "unseen", {"user": "bo", "items": items}).json() == {"items": items[:-1]}
-    today = client.get("/api/v1/stats/timeseries", {"site": "example.com", "from": _today(site), "to": _today(site)}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    today = client.get(
+        "/api/v1/stats/timeseries",
+        {"site": "example.com", "from": _today(site), "to": _today(site)},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()
     assert today["results"][0]["visitors"] == 1 and today["results"][0]["pageviews"] == 20  # one person, by user_id
 
 
@@ -101,7 +132,9 @@ def test_keys_and_sites_are_checked(client, make_site):
     _, key = make_site()
     assert post(client, None, "unseen", {"user": "u", "items": ["a"]}).status_code == 401
     assert post(client, "tly_wrong", "seen", {"user": "u", "items": ["a"]}).status_code == 401
-    response = client.get("/api/v1/recommendations", {"site": "other.example", "user": "u"}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    response = client.get(
+        "/api/v1/recommendations", {"site": "other.example", "user": "u"}, HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
     assert response.status_code == 403
     response = client.get("/api/v1/recommendations", {"site": "example.com"}, HTTP_AUTHORIZATION=f"Bearer {key}")
     assert response.status_code == 400 and "user" in response.json()["error"]

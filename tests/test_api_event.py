@@ -1,4 +1,5 @@
 """POST /api/event: Plausible's Events API."""
+
 import json
 from datetime import datetime
 
@@ -189,13 +190,17 @@ def test_rate_limits_hold_while_redis_is_out(client, site, settings, tmp_path):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     connection.reset()
     codes = [post(client, pageview(url=f"https://example.com/{n}")).status_code for n in range(8)]
-    assert codes[:4] == [202] * 4 and set(codes[4:]) == {429}, codes  # (the first finds the outage; three more in the burst)
+    assert codes[:4] == [202] * 4 and set(codes[4:]) == {429}, (
+        codes
+    )  # (the first finds the outage; three more in the burst)
     other = post(client, pageview(), REMOTE_ADDR="203.0.113.5")
     assert other.status_code == 202  # (another client has its own bucket)
 
 
 @pytest.mark.single_server
-def test_a_full_spool_refuses_with_503_and_never_drops_what_it_accepted(client, site, settings, tmp_path, r, redis_server):
+def test_a_full_spool_refuses_with_503_and_never_drops_what_it_accepted(
+    client, site, settings, tmp_path, r, redis_server
+):
     from analytics.ingest import spool
     from analytics.store import connection
 
@@ -206,8 +211,12 @@ def test_a_full_spool_refuses_with_503_and_never_drops_what_it_accepted(client, 
     key = site.create_api_key()
     accepted, refused = 0, 0
     for n in range(10):
-        batch = client.post("/api/v1/events", data=json.dumps([{"url": f"https://example.com/{n}", "visitor": f"v{n}"}] * 2),
-                            content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+        batch = client.post(
+            "/api/v1/events",
+            data=json.dumps([{"url": f"https://example.com/{n}", "visitor": f"v{n}"}] * 2),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        )
         if batch.status_code == 200:
             accepted += batch.json()["accepted"]
         else:

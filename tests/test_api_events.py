@@ -1,4 +1,5 @@
 """POST /api/v1/events: server-side batches with Bearer keys and partial acceptance."""
+
 import json
 import random
 from collections import defaultdict
@@ -113,7 +114,10 @@ def test_an_ip_that_is_no_address_and_a_width_that_is_no_number_are_rejected_alo
     ]
     answer = post(client, key, json.dumps(events)).json()
     assert answer["accepted"] == 1
-    assert [(item["index"], item["error"].split(":")[0]) for item in answer["rejected"]] == [(0, "ip"), (1, "screen_width")]
+    assert [(item["index"], item["error"].split(":")[0]) for item in answer["rejected"]] == [
+        (0, "ip"),
+        (1, "screen_width"),
+    ]
 
 
 def test_bad_ndjson_lines_are_rejected_alone(client, keyed):
@@ -138,7 +142,11 @@ def test_bots_are_dropped_unless_kept(client, keyed):
 def test_offsets_and_naive_timestamps(client, make_site):
     site, key = make_site("example.com", timezone="Europe/Berlin")
     events = [
-        {"url": "https://example.com/", "visitor": "a", "ts": "2026-11-01T23:30:00+00:00"},  # 00:30 on the 2nd in Berlin
+        {
+            "url": "https://example.com/",
+            "visitor": "a",
+            "ts": "2026-11-01T23:30:00+00:00",
+        },  # 00:30 on the 2nd in Berlin
         {"url": "https://example.com/", "visitor": "b", "ts": "2026-11-01T12:00:00"},  # naive: UTC
     ]
     assert post(client, key, events).json()["accepted"] == 2
@@ -232,11 +240,20 @@ def test_gzip_bodies_are_inflated_within_the_limit(client, keyed, settings):
     events = [{"url": "https://example.com/g", "visitor": str(n)} for n in range(200)]
 
     def send(body, encoding="gzip"):
-        return client.post("/api/v1/events", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}", HTTP_CONTENT_ENCODING=encoding)
+        return client.post(
+            "/api/v1/events",
+            data=body,
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+            HTTP_CONTENT_ENCODING=encoding,
+        )
 
     assert send(gzip.compress(json.dumps(events).encode())).json()["accepted"] == 200
     assert send(b"not gzip at all").status_code == 400
-    assert send(gzip.compress(json.dumps(events).encode())[:-12]).json()["error"] == "Content-Encoding gzip: the gzip data is cut short"
+    assert (
+        send(gzip.compress(json.dumps(events).encode())[:-12]).json()["error"]
+        == "Content-Encoding gzip: the gzip data is cut short"
+    )
     settings.MAX_BATCH_BODY = 100_000
     bomb = gzip.compress(b"[" + b" " * 10_000_000 + b"]")  # ~10 KB that inflate to 10 MB
     response = send(bomb)
@@ -262,15 +279,18 @@ def test_a_chunked_body_from_a_wsgi_server_is_read(keyed, rf):
     assert response.status_code == 200 and json.loads(response.content)["accepted"] == 1
 
 
-@pytest.mark.parametrize("sent, page", [
-    ("/%C3%BCber", "/über"),
-    ("/über", "/über"),
-    ("/caf%c3%a9/men%C3%BC", "/café/menü"),
-    ("/a%20b", "/a b"),
-    ("/a%2Fb%3Fc%23d%25e", "/a%2Fb%3Fc%23d%25e"),  # (they would change what the path says)
-    ("/bad%ff%fe", "/bad%FF%FE"),  # (no UTF-8: left escaped)
-    ("/line%0Abreak", "/line%0Abreak"),
-])
+@pytest.mark.parametrize(
+    "sent, page",
+    [
+        ("/%C3%BCber", "/über"),
+        ("/über", "/über"),
+        ("/caf%c3%a9/men%C3%BC", "/café/menü"),
+        ("/a%20b", "/a b"),
+        ("/a%2Fb%3Fc%23d%25e", "/a%2Fb%3Fc%23d%25e"),  # (they would change what the path says)
+        ("/bad%ff%fe", "/bad%FF%FE"),  # (no UTF-8: left escaped)
+        ("/line%0Abreak", "/line%0Abreak"),
+    ],
+)
 def test_a_path_is_counted_as_people_read_it(sent, page):
     from analytics.ingest.schemas import page_path
 
@@ -279,7 +299,18 @@ def test_a_path_is_counted_as_people_read_it(sent, page):
 
 def test_an_escaped_and_a_plain_path_are_one_page(client, keyed):
     _, key = keyed
-    assert post(client, key, [{"url": "https://example.com/%C3%BCber", "visitor": "a"},
-                               {"url": "https://example.com/über", "visitor": "b"}]).json()["accepted"] == 2
-    pages = client.get("/api/v1/stats/pages", {"site": "example.com"}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+    assert (
+        post(
+            client,
+            key,
+            [
+                {"url": "https://example.com/%C3%BCber", "visitor": "a"},
+                {"url": "https://example.com/über", "visitor": "b"},
+            ],
+        ).json()["accepted"]
+        == 2
+    )
+    pages = client.get("/api/v1/stats/pages", {"site": "example.com"}, HTTP_AUTHORIZATION=f"Bearer {key}").json()[
+        "results"
+    ]
     assert [(p["page"], p["visitors"]) for p in pages] == [("/über", 2)]

@@ -1,4 +1,5 @@
 """The read API over rolled-up data: exact WAU/MAU and retention, weeks and months."""
+
 import io
 from datetime import timedelta
 
@@ -19,7 +20,9 @@ def history(make_site, r):
 
 
 def get(client, key, path, **params):
-    response = client.get(f"/api/v1/stats/{path}", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    response = client.get(
+        f"/api/v1/stats/{path}", {"site": "example.com", **params}, HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
     return response
 
 
@@ -28,7 +31,9 @@ def test_retention_and_windows_match_brute_force(client, history, rolled):
     site, key, active = history
     today = SiteInfo.from_model(site).today()
     if rolled:
-        call_command("rollup", "--from", (today - timedelta(days=49)).isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            "rollup", "--from", (today - timedelta(days=49)).isoformat(), stdout=io.StringIO(), stderr=io.StringIO()
+        )
     new, union, week_active, week_new = brute_force(active)
     start = (today - timedelta(days=49)).isoformat()
 
@@ -49,7 +54,9 @@ def test_retention_and_windows_match_brute_force(client, history, rolled):
         assert cohort["size"] == len(week_new[w])
         assert cohort["retained"] == [len(week_new[w] & week_active[w + timedelta(weeks=n)]) for n in range(reach + 1)]
 
-    rows = get(client, key, "timeseries", metrics="dau,wau,mau,stickiness", **{"from": start, "to": today.isoformat()}).json()["results"]
+    rows = get(
+        client, key, "timeseries", metrics="dau,wau,mau,stickiness", **{"from": start, "to": today.isoformat()}
+    ).json()["results"]
     for row in rows:
         day = today.fromisoformat(row["date"])
         assert (row["dau"], row["wau"], row["mau"]) == (len(active[day]), len(union(day, 7)), len(union(day, 30)))
@@ -60,9 +67,13 @@ def test_retention_and_windows_match_brute_force(client, history, rolled):
 def test_weeks_and_months_are_true_unions(client, history, interval):
     site, key, active = history
     today = SiteInfo.from_model(site).today()
-    call_command("rollup", "--from", (today - timedelta(days=49)).isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "rollup", "--from", (today - timedelta(days=49)).isoformat(), stdout=io.StringIO(), stderr=io.StringIO()
+    )
     start = today - timedelta(days=49)
-    body = get(client, key, "timeseries", interval=interval, **{"from": start.isoformat(), "to": today.isoformat()}).json()
+    body = get(
+        client, key, "timeseries", interval=interval, **{"from": start.isoformat(), "to": today.isoformat()}
+    ).json()
     assert body["interval"] == interval
     for row in body["results"]:
         first = today.fromisoformat(row["date"])
@@ -129,8 +140,12 @@ def test_top_pages_over_weeks_match_brute_force(client, make_site, r, rolled):
             seen_on[page].add(day)
     record(r, info, hits)
     if rolled:
-        call_command("rollup", "--from", (today - timedelta(days=45)).isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
-    body = get(client, key, "pages", limit=30, **{"from": (today - timedelta(days=45)).isoformat(), "to": today.isoformat()}).json()
+        call_command(
+            "rollup", "--from", (today - timedelta(days=45)).isoformat(), stdout=io.StringIO(), stderr=io.StringIO()
+        )
+    body = get(
+        client, key, "pages", limit=30, **{"from": (today - timedelta(days=45)).isoformat(), "to": today.isoformat()}
+    ).json()
     assert {p["page"] for p in body["results"]} == set(views)
     bitmapped = {day: r.smembers(keys.dimension_bitmapped(site.pk, day)) for day in set().union(*seen_on.values())}
     exact = 0
@@ -142,5 +157,7 @@ def test_top_pages_over_weeks_match_brute_force(client, make_site, r, rolled):
             assert p["visitors"] == truth, p  # a bitmap each day it had visitors: exact
             exact += 1
     assert exact >= 3  # (the pages most visited each day)
-    top3 = get(client, key, "pages", limit=3, **{"from": (today - timedelta(days=45)).isoformat(), "to": today.isoformat()}).json()["results"]
+    top3 = get(
+        client, key, "pages", limit=3, **{"from": (today - timedelta(days=45)).isoformat(), "to": today.isoformat()}
+    ).json()["results"]
     assert top3 == body["results"][:3]

@@ -1,4 +1,5 @@
 """GET /api/v1/stats/*: auth, parameters, and the numbers."""
+
 from datetime import UTC, datetime
 
 import pytest
@@ -49,7 +50,11 @@ def test_pages_ranks_by_visitors(client, make_site):
 def test_realtime_counts_recent_visitors(client, make_site):
     _, key = make_site()
     send(client, key, [{"url": "https://example.com/", "visitor": str(n)} for n in range(3)])
-    assert get(client, "realtime", key, site="example.com").json() == {"site": "example.com", "visitors": 3, "minutes": 5}
+    assert get(client, "realtime", key, site="example.com").json() == {
+        "site": "example.com",
+        "visitors": 3,
+        "minutes": 5,
+    }
 
 
 def test_a_key_reads_only_its_own_site(client, make_site):

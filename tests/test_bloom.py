@@ -1,6 +1,7 @@
 """Scalable Bloom filters on plain Redis: no false negatives, scaling, the error rate; and
 the native backend (RedisBloom's BF.*) held to the same promises on Redis 8.2 with the
 module loaded (the `backend` fixture, conftest.py). The site's budget: test_bloom_budget.py."""
+
 import threading
 
 import pytest
@@ -67,7 +68,9 @@ def test_concurrent_adds_count_each_new_item_once(r):
 
     def worker(offset):
         mine = items[offset:] + items[:offset]
-        added.append(sum(bloom.add(r, 1, "c", mine[i : i + 25], config, native=False).count(True) for i in range(0, 300, 25)))
+        added.append(
+            sum(bloom.add(r, 1, "c", mine[i : i + 25], config, native=False).count(True) for i in range(0, 300, 25))
+        )
 
     threads = [threading.Thread(target=worker, args=(k * 71,)) for k in range(4)]
     for t in threads:
@@ -139,10 +142,17 @@ def test_ingest_marks_pages_seen_in_the_native_filter(native_redis, site):
     native_redis.flushall()
     s = SiteInfo.from_model(site)
     ann = identity_source("ann", None, None, None)
-    record(native_redis, s, [Hit(None, "/a", "pageview", ann, user="ann"), Hit(None, "/b", "pageview", ann, user="ann")])
+    record(
+        native_redis, s, [Hit(None, "/a", "pageview", ann, user="ann"), Hit(None, "/b", "pageview", ann, user="ann")]
+    )
     record(native_redis, s, [Hit(None, "/c", "pageview", ann, user="ann")])
     digest = bloom.user_digest(s.salt, "ann")
-    assert bloom.seen(native_redis, s.id, digest, ["/a", "/b", "/c", "/d"], s.bloom, native=True) == [True, True, True, False]
+    assert bloom.seen(native_redis, s.id, digest, ["/a", "/b", "/c", "/d"], s.bloom, native=True) == [
+        True,
+        True,
+        True,
+        False,
+    ]
     assert native_redis.type(keys.bloom(s.id, digest)) == b"MBbloom--"  # the module's type, not the script's string
 
 
@@ -157,7 +167,11 @@ def test_settings_past_the_size_limit_are_refused_naming_the_largest_allowed(db)
     largest = bloom.max_capacity(1e-9)
     message = " ".join(raised.value.message_dict["bloom_capacity"])
     assert "16 MB" in message and f"{largest:,}" in message
-    assert bloom.shape(BloomConfig(largest, 1e-9), 0)[1] <= bloom.MAX_FILTER_BITS < bloom.shape(BloomConfig(largest + 1, 1e-9), 0)[1]
+    assert (
+        bloom.shape(BloomConfig(largest, 1e-9), 0)[1]
+        <= bloom.MAX_FILTER_BITS
+        < bloom.shape(BloomConfig(largest + 1, 1e-9), 0)[1]
+    )
     Site(domain="edge.example", bloom_capacity=largest, bloom_error_rate=1e-9).full_clean()
     with pytest.raises(ValidationError):
         Site(domain="over.example", bloom_capacity=largest + 1, bloom_error_rate=1e-9).full_clean()
@@ -191,7 +205,9 @@ def test_a_scaling_filter_stops_growing_at_the_limit(r, monkeypatch):
     items = [f"i{n}" for n in range(300)]  # fills both
     bloom.add(r, 1, "g", items, config, native=False)
     with pytest.raises(FilterFull, match="size limit"):
-        bloom.add(r, 1, "g", [f"more{n}" for n in range(50)], config, native=False)  # (a false positive or two left room)
+        bloom.add(
+            r, 1, "g", [f"more{n}" for n in range(50)], config, native=False
+        )  # (a false positive or two left room)
     assert r.hget(keys.bloom_shape(1, "g"), "filters") == b"2"
     assert r.strlen(keys.bloom(1, "g")) * 8 <= two
     assert bloom.seen(r, 1, "g", items, config, native=False) == [True] * 300
@@ -205,7 +221,9 @@ def test_a_filter_that_fails_leaves_the_page_views_counted_and_no_error(r, site,
     ann = identity_source("ann", None, None, None)
     digest = bloom.user_digest(s.salt, "ann")
     r.lpush(keys.bloom_shape(s.id, digest), "not a filter")
-    recorded = record(r, s, [Hit(None, "/a", "pageview", ann, user="ann"), Hit(None, "/b", "pageview", ann, user="ann")])
+    recorded = record(
+        r, s, [Hit(None, "/a", "pageview", ann, user="ann"), Hit(None, "/b", "pageview", ann, user="ann")]
+    )
     assert recorded.accepted == 2
     assert int(r.get(keys.pageviews(s.id, s.today()))) == 2
     assert "marking pages seen for a visitor of site" in caplog.text

@@ -2,6 +2,7 @@
 within it on both backends (the Lua script on the session's server, RedisBloom on Redis
 8.2: the `backend` fixture), every page view is counted past it, the visitors who have a
 filter keep it, the books follow the filters as they expire, and an operator sees it."""
+
 import dataclasses
 import io
 import json
@@ -25,7 +26,10 @@ ROOM_FOR_ABOUT_20 = 20_000  # bytes: ~25 such filters on plain Redis, ~22 on Red
 
 
 def pageviews(users, path=None):
-    return [Hit(None, path or f"/p{n % 7}", "pageview", identity_source(u, None, None, None), user=u) for n, u in enumerate(users)]
+    return [
+        Hit(None, path or f"/p{n % 7}", "pageview", identity_source(u, None, None, None), user=u)
+        for n, u in enumerate(users)
+    ]
 
 
 def digest(info, user):
@@ -34,16 +38,26 @@ def digest(info, user):
 
 def filter_keys(r, site_id):
     """The filters Redis holds for the site (not their shape hashes)."""
-    return [k for k in site_client(r, site_id).scan_iter(match=keys.site_pattern(site_id, "bloom:*")) if not k.endswith(b":shape")]
+    return [
+        k
+        for k in site_client(r, site_id).scan_iter(match=keys.site_pattern(site_id, "bloom:*"))
+        if not k.endswith(b":shape")
+    ]
 
 
 def warnings(caplog):
-    return [rec.getMessage() for rec in caplog.records if rec.name == "analytics.dedup.bloom" and rec.levelno == logging.WARNING]
+    return [
+        rec.getMessage()
+        for rec in caplog.records
+        if rec.name == "analytics.dedup.bloom" and rec.levelno == logging.WARNING
+    ]
 
 
 def test_many_visitors_past_the_budget_are_counted_and_the_filters_stay_within_it(backend, site, caplog):
     r, native = backend
-    info = dataclasses.replace(SiteInfo.from_model(site), bloom=dataclasses.replace(SMALL, budget_bytes=ROOM_FOR_ABOUT_20))
+    info = dataclasses.replace(
+        SiteInfo.from_model(site), bloom=dataclasses.replace(SMALL, budget_bytes=ROOM_FOR_ABOUT_20)
+    )
     early = ["ann", "bob", "cy"]
     record(r, info, pageviews(early, "/welcome"))
     crowd = [f"crowd-{n}" for n in range(200)]  # one batch naming 200 new user ids: an attacker's, or a busy day
@@ -59,10 +73,17 @@ def test_many_visitors_past_the_budget_are_counted_and_the_filters_stay_within_i
     assert ROOM_FOR_ABOUT_20 - 2 * per_filter < stats.memory_bytes <= ROOM_FOR_ABOUT_20  # filled, and not past it
     assert 15 < stats.filters == len(filter_keys(r, info.id)) < 30  # the books are what Redis holds
     assert stats.full_since is not None and stats.refused == 203 - stats.filters + 50
-    assert len(warnings(caplog)) == 1 and "reached their budget" in warnings(caplog)[0] and "page views are still counted" in warnings(caplog)[0]
+    assert (
+        len(warnings(caplog)) == 1
+        and "reached their budget" in warnings(caplog)[0]
+        and "page views are still counted" in warnings(caplog)[0]
+    )
 
     for user in early:  # the visitors under the budget keep their filters, and they still take items
-        assert bloom.seen(r, info.id, digest(info, user), ["/welcome", "/elsewhere"], info.bloom, native) == [True, False]
+        assert bloom.seen(r, info.id, digest(info, user), ["/welcome", "/elsewhere"], info.bloom, native) == [
+            True,
+            False,
+        ]
         assert bloom.add(r, info.id, digest(info, user), ["/elsewhere"], info.bloom, native) == [True]
     last = crowd[-1]  # no filter: nothing seen, and the seen API says why
     assert bloom.seen(r, info.id, digest(info, last), ["/p3", "/again"], info.bloom, native) == [False, False]
@@ -73,7 +94,9 @@ def test_many_visitors_past_the_budget_are_counted_and_the_filters_stay_within_i
 
 def test_a_filter_does_not_grow_past_the_budget(backend):
     r, native = backend
-    config = dataclasses.replace(SMALL, budget_bytes=1000)  # the first sub-filter and its overhead fit, a second does not
+    config = dataclasses.replace(
+        SMALL, budget_bytes=1000
+    )  # the first sub-filter and its overhead fit, a second does not
     items = [f"/i{n}" for n in range(100)]
     assert sum(bloom.add(r, 1, "g", items, config, native)) >= 98  # (a false positive or two: room left for them)
     with pytest.raises(BudgetFull):
@@ -133,8 +156,11 @@ def keys_memory(r) -> int:
     """What the keys take, their tables included (MEMORY STATS): used_memory would count
     the clients' buffers and the scripts' caches too, which come and go between tests."""
     stats = r.memory_stats()
-    tables = sum(value.get("overhead.hashtable.main", 0) + value.get("overhead.hashtable.expires", 0)
-                 for name, value in stats.items() if name.startswith("db.") and isinstance(value, dict))
+    tables = sum(
+        value.get("overhead.hashtable.main", 0) + value.get("overhead.hashtable.expires", 0)
+        for name, value in stats.items()
+        if name.startswith("db.") and isinstance(value, dict)
+    )
     return stats["dataset.bytes"] + tables
 
 
@@ -185,19 +211,30 @@ def test_over_http_the_budget_answers_409_counts_every_event_and_shows(client, a
     response = client.post("/api/v1/events", data=json.dumps(events), content_type="application/json", **auth)
     assert response.json()["accepted"] == 700
     today = SiteInfo.from_model(site).today().isoformat()
-    totals = client.get("/api/v1/stats/timeseries", {"site": "example.com", "from": today, "to": today}, **auth).json()["results"][0]
+    totals = client.get("/api/v1/stats/timeseries", {"site": "example.com", "from": today, "to": today}, **auth).json()[
+        "results"
+    ][0]
     assert (totals["pageviews"], totals["visitors"]) == (700, 700)
 
     config = BloomConfig.for_site(site)
     stats = bloom.site_stats(r, site.pk, config)
     assert 2**20 - 2 * stats.memory_bytes / stats.filters < stats.memory_bytes <= 2**20 and 450 < stats.filters < 600
-    seen = lambda user, items: client.post("/api/v1/seen", data=json.dumps({"user": user, "items": items}), content_type="application/json", **auth)  # noqa: E731
+    seen = lambda user, items: client.post(
+        "/api/v1/seen", data=json.dumps({"user": user, "items": items}), content_type="application/json", **auth
+    )  # noqa: E731
     refused = seen("someone-new", ["/p1"])
     assert refused.status_code == 409 and "memory budget (1 MB)" in refused.json()["error"]
     assert seen("u0", ["/p1"]).json() == {"added": [True]}  # u0 has a filter (/p0); it takes more
-    unseen = client.post("/api/v1/unseen", data=json.dumps({"user": "u699", "items": ["/p0", "/p4"]}), content_type="application/json", **auth)
+    unseen = client.post(
+        "/api/v1/unseen",
+        data=json.dumps({"user": "u699", "items": ["/p0", "/p4"]}),
+        content_type="application/json",
+        **auth,
+    )
     assert unseen.json() == {"items": ["/p0", "/p4"]}  # no filter: nothing seen
-    recommend = lambda user: client.get("/api/v1/recommendations", {"site": "example.com", "user": user}, **auth).json()["pages"]  # noqa: E731
+    recommend = lambda user: client.get(
+        "/api/v1/recommendations", {"site": "example.com", "user": user}, **auth
+    ).json()["pages"]  # noqa: E731
     assert recommend("u699") == recommend("nobody")
 
     shown = admin_client.get("/dashboard/example.com/filters").json()
@@ -213,7 +250,9 @@ def test_the_budget_is_a_validated_setting_and_recount_bloom_reports_it(make_sit
     from analytics.models import Site
 
     site, _ = make_site()
-    assert site.bloom_max_memory_mb == bloom.DEFAULT_BUDGET_MB and BloomConfig.for_site(site).budget_bytes == 256 * 2**20
+    assert (
+        site.bloom_max_memory_mb == bloom.DEFAULT_BUDGET_MB and BloomConfig.for_site(site).budget_bytes == 256 * 2**20
+    )
     for wrong in (0, 2 * 1024 * 1024):
         with pytest.raises(ValidationError) as raised:
             Site(domain="w.example", bloom_max_memory_mb=wrong).full_clean()

@@ -12,6 +12,7 @@ writing a call's block leaves it torn at the file's end: the server is started a
 would keep half of it: this test failed 5 of 85 runs on Redis 8.2 without that).
 The Celery broker is another server, as production's would be.
 """
+
 import json
 import os
 import threading
@@ -65,7 +66,9 @@ class Chaos(threading.Thread):
 @pytest.mark.slow
 @pytest.mark.single_server
 @pytest.mark.django_db(transaction=True)
-def test_every_acknowledged_event_counts_exactly_once_through_kills_and_freezes(client, make_site, redis_server, eager_celery, settings, tmp_path):
+def test_every_acknowledged_event_counts_exactly_once_through_kills_and_freezes(
+    client, make_site, redis_server, eager_celery, settings, tmp_path
+):
     site, key = make_site()
     victim = RedisServer("--appendfsync", "always", appendonly=True)
     worker = None
@@ -91,7 +94,12 @@ def test_every_acknowledged_event_counts_exactly_once_through_kills_and_freezes(
         while chaos.is_alive():
             events = [{"url": f"https://example.com/p{i % 5}", "visitor": f"e{n + i}"} for i in range(100)]
             n += 100
-            response = client.post("/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+            response = client.post(
+                "/api/v1/events",
+                data=json.dumps(events),
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {key}",
+            )
             answers[response.status_code] = answers.get(response.status_code, 0) + 1
             if response.status_code == 200:
                 acknowledged += response.json()["accepted"]
@@ -112,8 +120,10 @@ def test_every_acknowledged_event_counts_exactly_once_through_kills_and_freezes(
         info = SiteInfo.from_model(site)
         row = queries.timeseries(connection.get_redis(), info, info.today(), info.today(), ("pageviews", "dau"))[0]
         assert answers.get(200, 0) > 10 and spooled > 0  # (the faults did hit)
-        print(f"chaos: {acknowledged:,} events acknowledged in {answers} answers, {spooled} batches spooled, "
-              f"torn transactions cut off the AOF at restarts: {victim.torn_cut}")
+        print(
+            f"chaos: {acknowledged:,} events acknowledged in {answers} answers, {spooled} batches spooled, "
+            f"torn transactions cut off the AOF at restarts: {victim.torn_cut}"
+        )
         assert row == {"date": info.today().isoformat(), "pageviews": acknowledged, "dau": acknowledged}, (
             f"acknowledged {acknowledged}, spooled batches {spooled}, answers {answers}, chaos {chaos.log}"
         )

@@ -1,4 +1,5 @@
 """System checks warn about dangerous setting combinations."""
+
 import ipaddress
 
 from config.checks import dangerous_combinations
@@ -32,10 +33,17 @@ def test_production_settings_pass_check_deploy(tmp_path):
     from pathlib import Path
 
     env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE")}
-    env.update(SECURE_COOKIES="true", ALLOWED_HOSTS="tally.example.net", SECRET_KEY=secrets.token_urlsafe(50),
-               TALLY_VAR_DIR=str(tmp_path), TRUSTED_PROXIES="10.0.0.5")
+    env.update(
+        SECURE_COOKIES="true",
+        ALLOWED_HOSTS="tally.example.net",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        TALLY_VAR_DIR=str(tmp_path),
+        TRUSTED_PROXIES="10.0.0.5",
+    )
     base = Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, "manage.py", "check", "--deploy"], cwd=base, env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"], cwd=base, env=env, capture_output=True, text=True
+    )
     assert out.returncode == 0 and "System check identified no issues" in out.stdout, out.stdout + out.stderr
 
 

@@ -4,6 +4,7 @@ The whole suite runs on a cluster with TALLY_TEST_CLUSTER=1 (CI does); these tes
 every `make test`: routing (a site's keys in one slot, sites spread over the masters, a
 pipeline over several sites), and a site end to end: HTTP ingest, rollup, reads, exactly
 against brute force."""
+
 import json
 import random
 from datetime import UTC, datetime, timedelta
@@ -38,14 +39,18 @@ def masters_of(client) -> dict[str, list[bytes]]:
 def info(site_id: int) -> SiteInfo:
     import zoneinfo
 
-    return SiteInfo(id=site_id, domain=f"s{site_id}.example", tz=zoneinfo.ZoneInfo("UTC"), daily_salt=False, salt=b"k" * 16)
+    return SiteInfo(
+        id=site_id, domain=f"s{site_id}.example", tz=zoneinfo.ZoneInfo("UTC"), daily_salt=False, salt=b"k" * 16
+    )
 
 
 def test_one_sites_keys_sit_in_one_slot_and_sites_spread_over_the_masters(cluster):
     now = datetime.now(UTC)
     for site_id in range(1, 31):
-        hits = [Hit(None, f"/p/{n % 7}", "pageview", identity_source(None, f"v{n}", None, None), attrs="source\x1fGoogle")
-                for n in range(20)]
+        hits = [
+            Hit(None, f"/p/{n % 7}", "pageview", identity_source(None, f"v{n}", None, None), attrs="source\x1fGoogle")
+            for n in range(20)
+        ]
         record(cluster, info(site_id), hits, now=now)
     slots_by_site, masters_by_site = {}, {}
     for master, names in masters_of(cluster).items():
@@ -61,7 +66,12 @@ def test_one_sites_keys_sit_in_one_slot_and_sites_spread_over_the_masters(cluste
 def test_a_pipeline_over_several_sites_answers_in_order(cluster):
     now = datetime.now(UTC)
     for site_id in (1, 2, 3):
-        record(cluster, info(site_id), [Hit(None, "/", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(site_id * 10)], now=now)
+        record(
+            cluster,
+            info(site_id),
+            [Hit(None, "/", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(site_id * 10)],
+            now=now,
+        )
     day = now.date()
     pipe = cluster.pipeline(transaction=False)
     for site_id in (1, 2, 3):
@@ -75,7 +85,9 @@ def test_a_pipeline_over_several_sites_answers_in_order(cluster):
 def test_a_script_the_masters_forgot_is_loaded_again(cluster):
     cluster.script_flush()
     record(cluster, info(7), [Hit(None, "/", "pageview", identity_source(None, "v", None, None))])
-    assert all(cluster.get_redis_connection(node).script_exists(RECORD_BATCH.sha)[0] for node in cluster.get_primaries())
+    assert all(
+        cluster.get_redis_connection(node).script_exists(RECORD_BATCH.sha)[0] for node in cluster.get_primaries()
+    )
 
 
 @pytest.mark.django_db
@@ -88,19 +100,32 @@ def test_a_site_end_to_end_on_the_cluster(client, make_site, cluster):
     for n in range(600):
         day = today - timedelta(days=n % 3)
         visitor, page = f"v{rng.randrange(150)}", f"/p/{rng.randrange(12)}"
-        events.append({"url": f"https://example.com{page}", "visitor": visitor,
-                       "ts": datetime.combine(day, datetime.min.time(), UTC).replace(hour=10, minute=n % 60).isoformat()})
+        events.append(
+            {
+                "url": f"https://example.com{page}",
+                "visitor": visitor,
+                "ts": datetime.combine(day, datetime.min.time(), UTC).replace(hour=10, minute=n % 60).isoformat(),
+            }
+        )
         seen.setdefault(day, set()).add(visitor)
-    response = client.post("/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    response = client.post(
+        "/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
     assert response.status_code == 200 and response.json()["accepted"] == 600
     jobs.roll_recent(cluster, site)
     start = today - timedelta(days=2)
-    answer = client.get("/api/v1/stats/timeseries", {"site": "example.com", "from": start.isoformat(), "to": today.isoformat()},
-                        HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    answer = client.get(
+        "/api/v1/stats/timeseries",
+        {"site": "example.com", "from": start.isoformat(), "to": today.isoformat()},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()
     rows = {row["date"]: row for row in answer["results"]}
     for day, visitors in seen.items():
         assert rows[day.isoformat()]["dau"] == len(visitors)  # exact: bitmaps on the site's master
         assert rows[day.isoformat()]["pageviews"] == sum(1 for e in events if e["ts"].startswith(day.isoformat()))
-    aggregate = client.get("/api/v1/stats/aggregate", {"site": "example.com", "from": start.isoformat(), "to": today.isoformat()},
-                           HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    aggregate = client.get(
+        "/api/v1/stats/aggregate",
+        {"site": "example.com", "from": start.isoformat(), "to": today.isoformat()},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()
     assert aggregate["results"]["pageviews"]["value"] == 600

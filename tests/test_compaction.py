@@ -1,5 +1,6 @@
 """Bitmap compaction (analytics/rollups/compaction.py): a day's bitmaps give back the room
 they reserved while growing, and not one bit changes."""
+
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -26,7 +27,15 @@ def day_of_new_visitors(r, site, n: int, days_ago: int = 0):
     hits = []
     for i in range(n):
         person = crowd.new()
-        hits.append(Hit(start - timedelta(seconds=(n - i) * span / n), f"/p{i % 20}", "pageview", person[0], attrs=crowd.visit(person, "/")))
+        hits.append(
+            Hit(
+                start - timedelta(seconds=(n - i) * span / n),
+                f"/p{i % 20}",
+                "pageview",
+                person[0],
+                attrs=crowd.visit(person, "/"),
+            )
+        )
     for at in range(0, n, 1000):
         record(r, info, hits[at : at + 1000], now=now)
     return day
@@ -34,7 +43,11 @@ def day_of_new_visitors(r, site, n: int, days_ago: int = 0):
 
 def bitmaps(r, site, day) -> list[str]:
     fields = sorted(f.decode() for f in r.smembers(keys.dimension_bitmapped(site.pk, day)))
-    return [keys.active(site.pk, day), keys.new_visitors(site.pk, day), *(keys.dimension_bitmap(site.pk, day, f) for f in fields)]
+    return [
+        keys.active(site.pk, day),
+        keys.new_visitors(site.pk, day),
+        *(keys.dimension_bitmap(site.pk, day, f) for f in fields),
+    ]
 
 
 def worth_a_copy(value: bytes, used: int) -> bool:
@@ -63,7 +76,9 @@ def test_a_days_bitmaps_shrink_to_their_length_and_keep_every_bit(site, r):
         assert r.get(name) == value  # every bit as it was
         after = node.memory_usage(name, samples=0)
         assert after <= used
-        assert after - len(value) < max(MIN_SLACK_BYTES, MIN_SLACK_SHARE * len(value)) + 64  # (what is left: under the threshold)
+        assert (
+            after - len(value) < max(MIN_SLACK_BYTES, MIN_SLACK_SHARE * len(value)) + 64
+        )  # (what is left: under the threshold)
     assert freed == sum(used for _, used in before.values()) - sum(node.memory_usage(n, samples=0) for n in names)
     assert 3500 < r.ttl(names[0]) <= 3600  # the TTL kept
     assert compact_days(r, site.pk, [day]) == (0, 0)  # nothing left worth a copy
@@ -83,4 +98,3 @@ def test_the_rollup_compacts_the_closed_days_it_rolls_and_counts_stay_exact(site
     assert after < used if any(worth_a_copy(*b) for b in before.values()) else after == used
     assert compact_days(r, site.pk, [day]) == (0, 0)  # the rollup did it
     assert compact_days(r, site.pk, [today])[0] > 0  # (not today's: they would grow their slack back)
-

@@ -1,4 +1,5 @@
 """The dashboard pages (server side): access, periods, numbers equal to the API, escaping."""
+
 import gzip
 import json
 import re
@@ -28,7 +29,10 @@ def data_site(make_site, r, owner):
     site.owners.add(owner)
     info = SiteInfo.from_model(site)
     now = datetime.now(UTC)
-    hits = [Hit(now - timedelta(days=n % 10), f"/p{n % 7}", "pageview", identity_source(None, f"v{n % 40}", None, None)) for n in range(300)]
+    hits = [
+        Hit(now - timedelta(days=n % 10), f"/p{n % 7}", "pageview", identity_source(None, f"v{n % 40}", None, None))
+        for n in range(300)
+    ]
     hits.append(Hit(None, XSS, "pageview", identity_source(None, "attacker", None, None)))
     record(r, info, hits)
     return site, key
@@ -36,7 +40,9 @@ def data_site(make_site, r, owner):
 
 def figures(response):
     html = response.content.decode()
-    start = html.index('<script id="figures" type="application/json">') + len('<script id="figures" type="application/json">')
+    start = html.index('<script id="figures" type="application/json">') + len(
+        '<script id="figures" type="application/json">'
+    )
     return json.loads(html[start : html.index("</script>", start)])
 
 
@@ -48,7 +54,12 @@ def test_the_dashboard_shows_cards_and_charts_equal_to_the_api(client, data_site
     cards = {c["key"]: c for c in response.context["cards"]}
     api = client.get(
         "/api/v1/stats/timeseries",
-        {"site": "example.com", "from": response.context["period"].start, "to": response.context["period"].end, "metrics": "pageviews,dau"},
+        {
+            "site": "example.com",
+            "from": response.context["period"].start,
+            "to": response.context["period"].end,
+            "metrics": "pageviews,dau",
+        },
         HTTP_AUTHORIZATION=f"Bearer {key}",
     ).json()["results"]
     assert cards["pageviews"]["value"] == sum(row["pageviews"] for row in api)
@@ -56,7 +67,11 @@ def test_the_dashboard_shows_cards_and_charts_equal_to_the_api(client, data_site
     assert set(figs) == {"visitors", "actives", "retention-day", "retention-week", "map"}
     bars = figs["visitors"]["data"][0]
     assert bars["y"] == [row["pageviews"] for row in api]
-    pages_api = client.get("/api/v1/stats/pages", {"site": "example.com", "from": api[0]["date"], "to": api[-1]["date"]}, HTTP_AUTHORIZATION=f"Bearer {key}").json()["results"]
+    pages_api = client.get(
+        "/api/v1/stats/pages",
+        {"site": "example.com", "from": api[0]["date"], "to": api[-1]["date"]},
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    ).json()["results"]
     assert [p["page"] for p in response.context["pages"]] == [p["page"] for p in pages_api]
 
 
@@ -83,8 +98,11 @@ def test_read_answers_are_never_kept_by_a_shared_cache(client, data_site, owner)
     site = Site.objects.get(domain="example.com")
     token, key = site.enable_sharing(), site.create_api_key("cache")
     client.force_login(owner)
-    answers = [client.get("/dashboard/example.com/"), client.get(f"/share/{token}/"),
-               client.get("/api/v1/stats/aggregate", {"site": "example.com"}, HTTP_AUTHORIZATION=f"Bearer {key}")]
+    answers = [
+        client.get("/dashboard/example.com/"),
+        client.get(f"/share/{token}/"),
+        client.get("/api/v1/stats/aggregate", {"site": "example.com"}, HTTP_AUTHORIZATION=f"Bearer {key}"),
+    ]
     for answer in answers:
         assert answer.status_code == 200 and answer["Cache-Control"].startswith("private"), answer
 
@@ -148,7 +166,10 @@ def test_empty_states_say_what_to_do(client, make_site, owner, admin_client):
     client.force_login(owner)
     html = client.get("/dashboard/quiet.example/").content.decode()
     assert "No data yet" in html and "data-domain=&quot;quiet.example&quot;" in html and "curl -X POST" in html
-    assert "No site yet" in admin_client.get("/").content.decode() or "quiet.example" in admin_client.get("/").content.decode()
+    assert (
+        "No site yet" in admin_client.get("/").content.decode()
+        or "quiet.example" in admin_client.get("/").content.decode()
+    )
 
 
 @pytest.mark.parametrize(
@@ -173,14 +194,22 @@ def test_periods(params, days, error):
 
 def test_last_month_and_this_month():
     today = datetime(2026, 3, 15).date()
-    assert (periods.parse({"period": "month"}, today).start.isoformat(), periods.parse({"period": "month"}, today).days) == ("2026-03-01", 15)
+    assert (
+        periods.parse({"period": "month"}, today).start.isoformat(),
+        periods.parse({"period": "month"}, today).days,
+    ) == ("2026-03-01", 15)
     last = periods.parse({"period": "last_month"}, today)
     assert (last.start.isoformat(), last.end.isoformat()) == ("2026-02-01", "2026-02-28")
 
 
 def test_the_recommendation_panel_reads_without_writing(client, data_site, owner, r):
     site, key = data_site
-    client.post("/api/v1/seen", data='{"user": "zoe", "items": ["/p0", "/p1"]}', content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    client.post(
+        "/api/v1/seen",
+        data='{"user": "zoe", "items": ["/p0", "/p1"]}',
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
     client.force_login(owner)
     shape_key = next(r.scan_iter(f"tally:{{{site.pk}}}:bloom:*:shape"))
     r.expire(shape_key, 1000)
@@ -203,7 +232,13 @@ def test_a_daily_salt_site_renders_without_retention(client, make_site, owner, r
     assert "cannot be followed across days" in response.content.decode()
     assert "new_visitors" not in {c["key"] for c in response.context["cards"]}
     export = client.get("/api/v1/reports/json", {"site": "private.example"}, HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert set(json.loads(export.content)["tables"]) == {"summary", "daily", "pages", "goals", *dimensions.ALL}  # no retention
+    assert set(json.loads(export.content)["tables"]) == {
+        "summary",
+        "daily",
+        "pages",
+        "goals",
+        *dimensions.ALL,
+    }  # no retention
 
 
 def test_a_custom_range_outside_the_datas_life_is_a_400_not_a_500(client, data_site):
@@ -228,18 +263,30 @@ def test_today_is_drawn_by_the_hour(client, data_site, owner):
     response = client.get("/dashboard/example.com/", {"period": "today"})
     bars = response.context["figures"]["visitors"]["data"][0]["x"]
     assert len(bars) == 24 and bars[0].endswith("T00:00") and bars[-1].endswith("T23:00")
-    assert len(client.get("/dashboard/example.com/", {"period": "7d"}).context["figures"]["visitors"]["data"][0]["x"]) == 7
+    assert (
+        len(client.get("/dashboard/example.com/", {"period": "7d"}).context["figures"]["visitors"]["data"][0]["x"]) == 7
+    )
 
 
 def test_tables_use_thousands_separators_and_unknown_pages_are_styled(client, data_site, owner, r):
     site, _ = data_site
     info = SiteInfo.from_model(site)
-    record(r, info, [Hit(None, "/busy", "pageview", identity_source(None, f"b{n % 1300}", None, None)) for n in range(2500)])
+    record(
+        r,
+        info,
+        [Hit(None, "/busy", "pageview", identity_source(None, f"b{n % 1300}", None, None)) for n in range(2500)],
+    )
     client.force_login(owner)
     html = client.get("/dashboard/example.com/pages").content.decode()
-    assert '2,500</td>' in html and re.search(r'<span class="count">1,[23]\d\d</span>', client.get("/dashboard/example.com/").content.decode())
+    assert "2,500</td>" in html and re.search(
+        r'<span class="count">1,[23]\d\d</span>', client.get("/dashboard/example.com/").content.decode()
+    )
     missing = client.get("/dashboard/nowhere.example/")
-    assert missing.status_code == 404 and "Back to your sites" in missing.content.decode() and "tally" in missing.content.decode().lower()
+    assert (
+        missing.status_code == 404
+        and "Back to your sites" in missing.content.decode()
+        and "tally" in missing.content.decode().lower()
+    )
 
 
 def test_search_suggestions_come_most_visited_first(client, data_site, owner, r):
@@ -261,31 +308,62 @@ def test_an_empty_site_is_one_waiting_state_until_its_first_event(client, make_s
     record(r, SiteInfo.from_model(site), [Hit(None, "/", "pageview", identity_source(None, "first", None, None))])
     html = client.get("/dashboard/quiet.example/").content.decode()
     assert "chart-visitors" in html and "waiting for the first event" not in html
-    old = client.get("/dashboard/quiet.example/", {"period": "custom", "from": "2020-01-01", "to": "2020-01-31"}).content.decode()
+    old = client.get(
+        "/dashboard/quiet.example/", {"period": "custom", "from": "2020-01-01", "to": "2020-01-31"}
+    ).content.decode()
     assert "No visits in this period." in old
 
 
 def test_all_pages_paged_and_searchable(client, data_site, owner, r):
     site, _ = data_site
     info = SiteInfo.from_model(site)
-    record(r, info, [Hit(None, f"/doc/{n}", "pageview", identity_source(None, f"d{n}-{k}", None, None)) for n in range(120) for k in range(1 + n % 3)])
+    record(
+        r,
+        info,
+        [
+            Hit(None, f"/doc/{n}", "pageview", identity_source(None, f"d{n}-{k}", None, None))
+            for n in range(120)
+            for k in range(1 + n % 3)
+        ],
+    )
     client.force_login(owner)
-    assert 'href="/dashboard/example.com/pages?period=30d" data-details' in client.get("/dashboard/example.com/").content.decode()
+    assert (
+        'href="/dashboard/example.com/pages?period=30d" data-details'
+        in client.get("/dashboard/example.com/").content.decode()
+    )
     first = client.get("/dashboard/example.com/pages", {"period": "30d"})
     assert first.status_code == 200 and len(first.context["rows"]) == 50 and first.context["last"] == 3
     third = client.get("/dashboard/example.com/pages", {"period": "30d", "page": "3"}).context
     assert third["number"] == 3 and len(third["rows"]) == third["total"] - 100
-    everything = [p["name"] for n in (1, 2, 3) for p in client.get("/dashboard/example.com/pages", {"period": "30d", "page": str(n)}).context["rows"]]
+    everything = [
+        p["name"]
+        for n in (1, 2, 3)
+        for p in client.get("/dashboard/example.com/pages", {"period": "30d", "page": str(n)}).context["rows"]
+    ]
     assert len(everything) == len(set(everything)) == first.context["total"]  # every page once, in rank order
     found = client.get("/dashboard/example.com/pages", {"period": "30d", "q": "/doc/11"}).context["rows"]
-    assert {p["name"] for p in found} == {"/doc/11", "/doc/110", "/doc/111", "/doc/112", "/doc/113", "/doc/114", "/doc/115", "/doc/116", "/doc/117", "/doc/118", "/doc/119"}
+    assert {p["name"] for p in found} == {
+        "/doc/11",
+        "/doc/110",
+        "/doc/111",
+        "/doc/112",
+        "/doc/113",
+        "/doc/114",
+        "/doc/115",
+        "/doc/116",
+        "/doc/117",
+        "/doc/118",
+        "/doc/119",
+    }
     shared = client.get(f"/share/{site.enable_sharing()}/pages", {"q": XSS})
     assert shared.status_code == 200 and "<img" not in shared.content.decode().split("<main>")[1]
 
 
 # Issue 12, item 12: the visit cards and the breakdown panels.
 TAG = "<img src=x onerror=alert(1)>"
-CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
+CHROME = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
+)
 FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
 
 
@@ -294,8 +372,13 @@ def visits(r, site, landings):
     info = SiteInfo.from_model(site)
     start = datetime.now(UTC) - timedelta(minutes=len(landings) + 1)
     hits = [
-        Hit(start + timedelta(minutes=n), "/" + url.split("/", 3)[3].split("?")[0], "pageview", identity_source(None, f"visitor-{n}", None, None),
-            attrs=visit_attrs("example.com", url, referrer, agent, ip, 1440))
+        Hit(
+            start + timedelta(minutes=n),
+            "/" + url.split("/", 3)[3].split("?")[0],
+            "pageview",
+            identity_source(None, f"visitor-{n}", None, None),
+            attrs=visit_attrs("example.com", url, referrer, agent, ip, 1440),
+        )
         for n, (url, referrer, agent, ip) in enumerate(landings)
     ]
     record(r, info, hits)
@@ -307,10 +390,20 @@ def sources_site(make_site, r, owner):
     (Firefox, Australia), one from Hacker News landing on a path that is markup."""
     site, key = make_site()
     site.owners.add(owner)
-    visits(r, site, [("https://example.com/", "https://www.google.com/", CHROME, "8.8.8.8")] * 3 + [
-        (f"https://example.com/launch?utm_source=newsletter&utm_medium=email&utm_campaign={quote(TAG)}", None, FIREFOX, "1.1.1.1"),
-        (f"https://example.com{XSS}", "https://news.ycombinator.com/item?id=1", FIREFOX, "8.8.8.8"),
-    ])
+    visits(
+        r,
+        site,
+        [("https://example.com/", "https://www.google.com/", CHROME, "8.8.8.8")] * 3
+        + [
+            (
+                f"https://example.com/launch?utm_source=newsletter&utm_medium=email&utm_campaign={quote(TAG)}",
+                None,
+                FIREFOX,
+                "1.1.1.1",
+            ),
+            (f"https://example.com{XSS}", "https://news.ycombinator.com/item?id=1", FIREFOX, "8.8.8.8"),
+        ],
+    )
     return site
 
 
@@ -318,12 +411,31 @@ def test_the_cards_show_visits_bounce_rate_and_duration(client, sources_site, ow
     client.force_login(owner)
     response = client.get("/dashboard/example.com/?period=7d")
     cards = {c["key"]: c for c in response.context["cards"]}
-    assert list(cards) == ["visitors", "visits", "pageviews", "views_per_visit", "bounce_rate", "visit_duration",
-                           "dau", "wau", "mau", "stickiness", "new_visitors"]
-    assert (cards["visits"]["value"], cards["bounce_rate"]["value"], cards["visit_duration"]["value"], cards["views_per_visit"]["value"]) == (5, 100, 0, 1.0)
+    assert list(cards) == [
+        "visitors",
+        "visits",
+        "pageviews",
+        "views_per_visit",
+        "bounce_rate",
+        "visit_duration",
+        "dau",
+        "wau",
+        "mau",
+        "stickiness",
+        "new_visitors",
+    ]
+    assert (
+        cards["visits"]["value"],
+        cards["bounce_rate"]["value"],
+        cards["visit_duration"]["value"],
+        cards["views_per_visit"]["value"],
+    ) == (5, 100, 0, 1.0)
     html = response.content.decode()
     for key, shown in (("visits", "5"), ("views_per_visit", "1.00"), ("bounce_rate", "100%"), ("visit_duration", "0s")):
-        assert re.search(rf'data-metric="{key}">\s*<div class="label">[^<]+</div>\s*<div class="value">{re.escape(shown)}</div>', html), key
+        assert re.search(
+            rf'data-metric="{key}">\s*<div class="label">[^<]+</div>\s*<div class="value">{re.escape(shown)}</div>',
+            html,
+        ), key
 
 
 def test_a_falling_bounce_rate_is_good_news():
@@ -339,7 +451,12 @@ def test_durations_and_rates_read_like_plausible():
     from dashboard.templatetags.humanize_tally import duration, metric
 
     assert [duration(s) for s in (0, 45, 83, 3599, 3720, None)] == ["0s", "45s", "1m 23s", "59m 59s", "1h 2m", "–"]
-    assert (metric(37, "bounce_rate"), metric(2.456, "views_per_visit"), metric(83, "visit_duration"), metric(None, "visits")) == ("37%", "2.46", "1m 23s", "–")
+    assert (
+        metric(37, "bounce_rate"),
+        metric(2.456, "views_per_visit"),
+        metric(83, "visit_duration"),
+        metric(None, "visits"),
+    ) == ("37%", "2.46", "1m 23s", "–")
 
 
 def test_the_panels_first_tabs_come_with_the_page_escaped(client, sources_site, owner):
@@ -347,15 +464,25 @@ def test_the_panels_first_tabs_come_with_the_page_escaped(client, sources_site, 
     html = client.get("/dashboard/example.com/?period=7d").content.decode()
     for panel in ("sources", "pages", "locations", "devices"):
         assert f'id="panel-{panel}"' in html
-    loaded = re.findall(r'<div class="list" data-property="([a-z_]+)" data-loaded>(.*?)</div>\s*<p class="more"', html, re.S)
+    loaded = re.findall(
+        r'<div class="list" data-property="([a-z_]+)" data-loaded>(.*?)</div>\s*<p class="more"', html, re.S
+    )
     assert [prop for prop, _ in loaded] == ["channel", "page", "country", "browser"]
-    names = {prop: re.findall(r'<(?:span|a) class="name[^"]*"[^>]*>([^<]*)</(?:span|a)>', rows) for prop, rows in loaded}
-    assert names["channel"] == ["Organic Search", "Email", "Organic Social"]  # (Hacker News is social, by Matomo's lists)
+    names = {
+        prop: re.findall(r'<(?:span|a) class="name[^"]*"[^>]*>([^<]*)</(?:span|a)>', rows) for prop, rows in loaded
+    }
+    assert names["channel"] == [
+        "Organic Search",
+        "Email",
+        "Organic Social",
+    ]  # (Hacker News is social, by Matomo's lists)
     assert names["country"] == ["United States", "Australia"]
     assert names["browser"] == ["Chrome", "Firefox"]
     assert "/&lt;script&gt;alert(1)&lt;/script&gt;" in names["page"]
     assert TAG not in html and XSS not in html
-    assert len(re.findall(r'<p class="more"><a href="[^"]+" data-details>', html)) == 4  # shown: the lists that came with rows
+    assert (
+        len(re.findall(r'<p class="more"><a href="[^"]+" data-details>', html)) == 4
+    )  # shown: the lists that came with rows
     assert 'data-topojson-url="/static/vendor/topojson/"' in html
 
 
@@ -363,15 +490,32 @@ def test_the_breakdown_endpoint_lists_a_tab(client, sources_site, owner):
     client.force_login(owner)
     body = client.get("/dashboard/example.com/breakdown", {"property": "utm_campaign", "period": "7d"}).json()
     row = body["rows"][0]
-    assert len(body["rows"]) == 1 and {k: row[k] for k in ("name", "value", "count", "bar")} == {"name": TAG, "value": TAG, "count": 1, "bar": 100.0}  # as text: the page sets it with textContent
-    assert parse_qs(urlsplit(row["href"]).query)["filters"] == [f"utm_campaign=={TAG}"]  # (the row's link filters by it, URL-encoded)
+    assert len(body["rows"]) == 1 and {k: row[k] for k in ("name", "value", "count", "bar")} == {
+        "name": TAG,
+        "value": TAG,
+        "count": 1,
+        "bar": 100.0,
+    }  # as text: the page sets it with textContent
+    assert parse_qs(urlsplit(row["href"]).query)["filters"] == [
+        f"utm_campaign=={TAG}"
+    ]  # (the row's link filters by it, URL-encoded)
     assert (body["column"], body["metric"], body["total"]) == ("Campaign", "visitors", 1)
     assert body["details"] == "/dashboard/example.com/details/utm_campaign?period=7d"
     sources = client.get("/dashboard/example.com/breakdown", {"property": "source", "period": "7d"}).json()["rows"]
-    assert [(row["name"], row["count"], row["bar"]) for row in sources] == [("Google", 3, 100.0), ("Hacker News", 1, 33.3), ("newsletter", 1, 33.3)]
+    assert [(row["name"], row["count"], row["bar"]) for row in sources] == [
+        ("Google", 3, 100.0),
+        ("Hacker News", 1, 33.3),
+        ("newsletter", 1, 33.3),
+    ]
     exits = client.get("/dashboard/example.com/breakdown", {"property": "exit_page"}).json()
-    assert exits["metric"] == "visits" and exits["path"] and {row["name"] for row in exits["rows"]} == {"/", "/launch", XSS}
-    assert client.get("/dashboard/example.com/breakdown", {"property": "region"}).json()["rows"] == []  # no city database here
+    assert (
+        exits["metric"] == "visits"
+        and exits["path"]
+        and {row["name"] for row in exits["rows"]} == {"/", "/launch", XSS}
+    )
+    assert (
+        client.get("/dashboard/example.com/breakdown", {"property": "region"}).json()["rows"] == []
+    )  # no city database here
     bad = client.get("/dashboard/example.com/breakdown", {"property": "password"})
     assert bad.status_code == 400 and "property must be one of" in bad.json()["error"]
 
@@ -383,16 +527,21 @@ def test_regions_and_cities_without_a_city_database_say_what_they_need(client, s
     client.force_login(owner)
     for prop in ("region", "city"):
         body = client.get("/dashboard/example.com/breakdown", {"property": prop, "period": "7d"}).json()
-        assert body["rows"] == [] and body["empty"].startswith("Regions and cities need a city database: set TALLY_GEO_CITY_DB to")
+        assert body["rows"] == [] and body["empty"].startswith(
+            "Regions and cities need a city database: set TALLY_GEO_CITY_DB to"
+        )
         html = client.get(f"/dashboard/example.com/details/{prop}", {"period": "7d"}).content.decode()
         assert "Regions and cities need a city database: set TALLY_GEO_CITY_DB" in html
-    assert client.get("/dashboard/example.com/breakdown", {"property": "utm_term", "period": "7d"}).json()["empty"] == ""  # (no data: no reason)
+    assert (
+        client.get("/dashboard/example.com/breakdown", {"property": "utm_term", "period": "7d"}).json()["empty"] == ""
+    )  # (no data: no reason)
     settings.GEO_CITY_DB = "/var/lib/geo/city.mmdb"  # configured: an empty list is just empty
     assert client.get("/dashboard/example.com/breakdown", {"property": "city", "period": "7d"}).json()["empty"] == ""
 
 
-def test_through_a_share_link_regions_and_cities_say_no_data_without_the_operators_remedy(client, sources_site, owner,
-                                                                                          admin_user, settings):
+def test_through_a_share_link_regions_and_cities_say_no_data_without_the_operators_remedy(
+    client, sources_site, owner, admin_user, settings
+):
     """A share link's public viewer read "set TALLY_GEO_CITY_DB to a ... .mmdb file", an
     instruction for whoever runs the server: they read a plain sentence; signed-in owners
     and staff keep the instruction."""
@@ -407,25 +556,50 @@ def test_through_a_share_link_regions_and_cities_say_no_data_without_the_operato
         client.force_login(user)
         body = client.get("/dashboard/example.com/breakdown", {"property": "city", "period": "7d"}).json()
         assert body["rows"] == [] and "TALLY_GEO_CITY_DB" in body["empty"], user
-        assert "TALLY_GEO_CITY_DB" in client.get("/dashboard/example.com/details/region", {"period": "7d"}).content.decode()
+        assert (
+            "TALLY_GEO_CITY_DB"
+            in client.get("/dashboard/example.com/details/region", {"period": "7d"}).content.decode()
+        )
 
 
 def test_details_pages_through_every_value_and_searches(client, make_site, r, owner):
     site, _ = make_site()
     site.owners.add(owner)
-    visits(r, site, [(f"https://example.com/doc/{n}?utm_campaign={quote(TAG) if n == 7 else f'c{n}'}", None, CHROME, "8.8.8.8") for n in range(120)])
+    visits(
+        r,
+        site,
+        [
+            (f"https://example.com/doc/{n}?utm_campaign={quote(TAG) if n == 7 else f'c{n}'}", None, CHROME, "8.8.8.8")
+            for n in range(120)
+        ],
+    )
     client.force_login(owner)
     first = client.get("/dashboard/example.com/details/entry_page", {"period": "7d"})
-    assert first.status_code == 200 and len(first.context["rows"]) == 50 and first.context["last"] == 3 and first.context["total"] == 120
-    assert [c["label"] for c in first.context["columns"]] == ["Visitors", "Visits", "Pageviews", "Bounce rate", "Visit duration"]
+    assert (
+        first.status_code == 200
+        and len(first.context["rows"]) == 50
+        and first.context["last"] == 3
+        and first.context["total"] == 120
+    )
+    assert [c["label"] for c in first.context["columns"]] == [
+        "Visitors",
+        "Visits",
+        "Pageviews",
+        "Bounce rate",
+        "Visit duration",
+    ]
     assert first.context["rows"][0]["cells"][3]["text"] == "100%"
-    everything = [row["name"] for n in (1, 2, 3) for row in client.get("/dashboard/example.com/details/entry_page", {"period": "7d", "page": n}).context["rows"]]
+    everything = [
+        row["name"]
+        for n in (1, 2, 3)
+        for row in client.get("/dashboard/example.com/details/entry_page", {"period": "7d", "page": n}).context["rows"]
+    ]
     assert sorted(everything) == sorted(f"/doc/{n}" for n in range(120))  # every value once
     assert client.get("/dashboard/example.com/details/entry_page", {"period": "7d", "page": 99}).context["number"] == 3
     found = client.get("/dashboard/example.com/details/entry_page", {"period": "7d", "q": "/doc/11"}).context["rows"]
     assert {row["name"] for row in found} == {"/doc/11", *(f"/doc/{n}" for n in range(110, 120))}
     html = client.get("/dashboard/example.com/details/utm_campaign", {"period": "7d", "q": "<img"}).content.decode()
-    assert "<td class=\"name\">&lt;img src=x onerror=alert(1)&gt;</td>" in html and TAG not in html
+    assert '<td class="name">&lt;img src=x onerror=alert(1)&gt;</td>' in html and TAG not in html
     exits = client.get("/dashboard/example.com/details/exit_page", {"period": "7d"}).context
     assert [c["label"] for c in exits["columns"]] == ["Visits"]
     assert client.get("/dashboard/example.com/details/nothing").status_code == 404
@@ -458,7 +632,9 @@ def test_the_maps_outlines_are_served_under_their_plain_name(client):
     from dashboard.views import topojson_folder
 
     assert "CompressedManifestStaticFilesStorage" in settings.STORAGES["staticfiles"]["BACKEND"]
-    assert re.fullmatch(r"/static/vendor/topojson/world_110m\.[0-9a-f]{12}\.json", static("vendor/topojson/world_110m.json"))
+    assert re.fullmatch(
+        r"/static/vendor/topojson/world_110m\.[0-9a-f]{12}\.json", static("vendor/topojson/world_110m.json")
+    )
     response = client.get(topojson_folder() + "world_110m.json", HTTP_ACCEPT_ENCODING="gzip")
     assert response.status_code == 200 and response["Content-Encoding"] == "gzip"
     topology = json.loads(gzip.decompress(b"".join(response.streaming_content)))
@@ -479,7 +655,9 @@ def test_yesterday_is_drawn_by_the_hour_with_every_hour_filled(client, data_site
 
 def test_a_filtered_view_shows_its_chips_escaped_and_keeps_them_in_every_link(client, sources_site, owner):
     client.force_login(owner)
-    html = client.get("/dashboard/example.com/", {"period": "7d", "filters": f"utm_campaign=={TAG};country!=AU"}).content.decode()
+    html = client.get(
+        "/dashboard/example.com/", {"period": "7d", "filters": f"utm_campaign=={TAG};country!=AU"}
+    ).content.decode()
     assert TAG not in html  # (the chip's label is escaped like every public string)
     assert "Utm campaign is &lt;img" in html and "Country is not Australia" in html
     chips = re.findall(r'<a class="chip" href="([^"]+)"', html)
@@ -504,7 +682,10 @@ def test_bad_filters_are_ignored_with_a_notice_and_compare_can_be_last_year(clie
 
 def test_the_visitors_chart_draws_the_compared_period_beside_this_one(client, data_site, owner):
     client.force_login(owner)
-    for params, label, offset in (({"period": "7d"}, "Visitors, previous period", 7), ({"period": "7d", "compare": "year"}, "Visitors, last year", None)):
+    for params, label, offset in (
+        ({"period": "7d"}, "Visitors, previous period", 7),
+        ({"period": "7d", "compare": "year"}, "Visitors, last year", None),
+    ):
         traces = client.get("/dashboard/example.com/", params).context["figures"]["visitors"]["data"]
         compared = next(t for t in traces if t["name"] == label)
         assert len(compared["x"]) == 7 and compared["x"] == traces[1]["x"]
@@ -523,8 +704,10 @@ def test_the_hourly_chart_draws_the_compared_period_by_the_hour(client, data_sit
     client.force_login(owner)
     today = SiteInfo.from_model(site).today()
     lines = {}
-    for params, label, compared in (({"period": "today"}, "Visitors, previous period", today - timedelta(days=1)),
-                                    ({"period": "yesterday", "compare": "year"}, "Visitors, last year", None)):
+    for params, label, compared in (
+        ({"period": "today"}, "Visitors, previous period", today - timedelta(days=1)),
+        ({"period": "yesterday", "compare": "year"}, "Visitors, last year", None),
+    ):
         response = client.get("/dashboard/example.com/", params)
         period = response.context["period"]
         traces = response.context["figures"]["visitors"]["data"]
@@ -532,10 +715,21 @@ def test_the_hourly_chart_draws_the_compared_period_by_the_hour(client, data_sit
         assert len(line["x"]) == 24 and line["x"] == traces[1]["x"]  # over this day's hours
         compared = compared or period.start.replace(year=period.start.year - 1)
         assert (line["customdata"][0], line["customdata"][-1]) == (f"{compared} 00:00", f"{compared} 23:00")
-        api = client.get("/api/v1/stats/timeseries", {"site": "example.com", "from": period.start, "to": period.end, "interval": "hour",
-                         "compare": params.get("compare", "previous_period")}, HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        api = client.get(
+            "/api/v1/stats/timeseries",
+            {
+                "site": "example.com",
+                "from": period.start,
+                "to": period.end,
+                "interval": "hour",
+                "compare": params.get("compare", "previous_period"),
+            },
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        ).json()
         assert line["y"] == [row["visitors"] for row in api["comparison"]["results"]]
-    assert sum(lines["Visitors, previous period"]["y"]) > 0 and sum(lines["Visitors, last year"]["y"]) == 0  # yesterday had visits
+    assert (
+        sum(lines["Visitors, previous period"]["y"]) > 0 and sum(lines["Visitors, last year"]["y"]) == 0
+    )  # yesterday had visits
 
 
 def test_the_actives_chart_names_its_axis_and_its_windows(client, data_site, owner):
@@ -559,10 +753,12 @@ def test_retention_labels_cohorts_of_no_one_and_leaves_out_those_before_the_firs
     """A day without new visitors was a row of 0% (its d0 too, beside everyone else's 100%)."""
     from dashboard import charts
 
-    cohorts = [{"cohort": "2026-11-01", "size": 0, "retained": [0, 0, 0, 0]},  # before the site's first visitor
-               {"cohort": "2026-11-02", "size": 4, "retained": [4, 2, 1]},
-               {"cohort": "2026-11-03", "size": 0, "retained": [0, 0]},
-               {"cohort": "2026-11-04", "size": 2, "retained": [2]}]
+    cohorts = [
+        {"cohort": "2026-11-01", "size": 0, "retained": [0, 0, 0, 0]},  # before the site's first visitor
+        {"cohort": "2026-11-02", "size": 4, "retained": [4, 2, 1]},
+        {"cohort": "2026-11-03", "size": 0, "retained": [0, 0]},
+        {"cohort": "2026-11-04", "size": 2, "retained": [2]},
+    ]
     heatmap = charts.retention(cohorts, "day")["data"][0]
     assert heatmap["y"] == ["2026-11-02 (4)", "2026-11-03 · no new visitors", "2026-11-04 (2)"]
     assert heatmap["z"][1] == [None, None, None] and heatmap["text"][1] == heatmap["customdata"][1] == ["", "", ""]
@@ -578,11 +774,15 @@ def test_a_share_link_computes_only_so_many_pages_a_minute_across_clients(client
 
     settings.SHARE_RENDERS_PER_MINUTE, settings.SHARE_RENDERS_BURST = 60, 3
     token = Site.objects.get(domain="example.com").enable_sharing()
-    codes = [client.get(f"/share/{token}/?period=7d&x={n}", REMOTE_ADDR=f"203.0.113.{n + 1}").status_code for n in range(5)]
+    codes = [
+        client.get(f"/share/{token}/?period=7d&x={n}", REMOTE_ADDR=f"203.0.113.{n + 1}").status_code for n in range(5)
+    ]
     assert codes == [200, 200, 200, 429, 429]
     refused = client.get(f"/share/{token}/?period=7d&x=9", REMOTE_ADDR="198.51.100.7")
     assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
-    assert client.get(f"/share/{token}/?period=7d&x=0", REMOTE_ADDR="198.51.100.7").status_code == 200  # (from the cache)
+    assert (
+        client.get(f"/share/{token}/?period=7d&x=0", REMOTE_ADDR="198.51.100.7").status_code == 200
+    )  # (from the cache)
 
 
 def test_a_hammered_share_link_is_answered_from_a_minutes_cache_and_limited_per_client(client, data_site, settings):

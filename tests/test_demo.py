@@ -1,4 +1,5 @@
 """manage.py demo: a site with history, rolled up, and plausible shapes."""
+
 import io
 
 import pytest
@@ -45,4 +46,6 @@ def test_demo_retention_decays_smoothly_and_today_is_counted(db, r):
     assert len(oldest) == 13 and all(n > 0 for n in oldest)  # no cliff
     days = queries.retention(r, info, "day", today - timedelta(days=6), today - timedelta(days=2), 30)
     assert sum(c["retained"][-1] for c in days) > 0  # recent cohorts show up today
-    assert Site.objects.get(domain="demo.example").pk and r.exists(f"tally:{{{info.id}}}:pv:{today - timedelta(days=1)}:page:/docs/getting-started")
+    assert Site.objects.get(domain="demo.example").pk and r.exists(
+        f"tally:{{{info.id}}}:pv:{today - timedelta(days=1)}:page:/docs/getting-started"
+    )

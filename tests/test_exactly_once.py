@@ -1,16 +1,17 @@
-import pytest
-
 """An acknowledged event is counted exactly once: retries, timeouts and spool replays.
 
 Two real faults: Redis frozen with `CLIENT PAUSE` against a client whose socket timeout
 is shorter than the pause, and a proxy that lets commands through but loses the replies
 (the client gives up on a call that Redis applied: the case that used to count twice).
 """
+
 import fcntl
 import json
 import os
 import time
 from datetime import UTC, datetime
+
+import pytest
 
 from analytics import queries
 from analytics.ingest import Hit, record, spool
@@ -31,7 +32,13 @@ def today(r, site):
 
 
 def batch(client, key, events, **headers):
-    return client.post("/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}", **headers)
+    return client.post(
+        "/api/v1/events",
+        data=json.dumps(events),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+        **headers,
+    )
 
 
 def freeze(r, seconds):
@@ -181,7 +188,9 @@ def test_the_mark_is_per_call_chunk(site, r):
 
 
 @pytest.mark.single_server
-def test_pages_answer_a_503_page_and_login_still_works_when_redis_is_frozen(client, site, settings, r, django_user_model):
+def test_pages_answer_a_503_page_and_login_still_works_when_redis_is_frozen(
+    client, site, settings, r, django_user_model
+):
     """A frozen Redis made the dashboard and its share page answer 500: they answer a 503
     page with Retry-After within the socket timeout; the login page checks the password
     in the database, its rate-limit buckets out of reach."""

@@ -5,6 +5,7 @@ duration is its last event's time less its first's). One filter on a visit dimen
 selects whole visits (a visit has one value of each): several values, `!=` and `~` are
 then exact, as one value was; a page filter's pageviews are its pages', its visits those that
 viewed the page (Plausible's), exact for one page and an upper bound, marked, for several."""
+
 import random
 from collections import defaultdict
 from datetime import date
@@ -25,8 +26,17 @@ def visits_of(events):
         if visit is None or (ts - visit["last"]).total_seconds() > TIMEOUT:
             if visit is not None:
                 done.append(visit)
-            visit = open_[v] = {"day": ts.date(), "source": source, "country": country, "first": ts, "last": ts,
-                                "pageviews": 0, "interactive": False, "pages": set(), "events": False}
+            visit = open_[v] = {
+                "day": ts.date(),
+                "source": source,
+                "country": country,
+                "first": ts,
+                "last": ts,
+                "pageviews": 0,
+                "interactive": False,
+                "pages": set(),
+                "events": False,
+            }
         visit["last"] = max(visit["last"], ts)
         if kind == "p":
             visit["pageviews"] += 1
@@ -34,17 +44,30 @@ def visits_of(events):
         else:
             visit["interactive"] = visit["events"] = True
     done += open_.values()
-    return [(x["day"], x["source"], x["country"], x["pageviews"], x["pageviews"] <= 1 and not x["interactive"],
-             int((x["last"] - x["first"]).total_seconds()), x["pages"] | ({"event:Signup"} if x["events"] else set())) for x in done]
+    return [
+        (
+            x["day"],
+            x["source"],
+            x["country"],
+            x["pageviews"],
+            x["pageviews"] <= 1 and not x["interactive"],
+            int((x["last"] - x["first"]).total_seconds()),
+            x["pages"] | ({"event:Signup"} if x["events"] else set()),
+        )
+        for x in done
+    ]
 
 
 def expected(visits, keep):
     chosen = [x for x in visits if keep(x)]
     n = len(chosen)
     pageviews = sum(x[3] for x in chosen)
-    return {"visits": n, "bounce_rate": round(100 * sum(x[4] for x in chosen) / n) if n else None,
-            "visit_duration": round(sum(x[5] for x in chosen) / n) if n else None,
-            "views_per_visit": round(pageviews / n, 2) if n else None}
+    return {
+        "visits": n,
+        "bounce_rate": round(100 * sum(x[4] for x in chosen) / n) if n else None,
+        "visit_duration": round(sum(x[5] for x in chosen) / n) if n else None,
+        "views_per_visit": round(pageviews / n, 2) if n else None,
+    }
 
 
 @pytest.fixture
@@ -74,13 +97,14 @@ def test_visit_metrics_of_one_visit_dimension_are_exact_for_any_values(world, r,
     assert summary["pageviews"] == pageviews  # (a visit's source and country are its first event's: these events' here)
 
 
-@pytest.mark.parametrize("text, paths, negate", [("page==/pricing|/signup", {"/pricing", "/signup"}, False),
-                                                 ("page!=/", {"/"}, True)])
+@pytest.mark.parametrize(
+    "text, paths, negate", [("page==/pricing|/signup", {"/pricing", "/signup"}, False), ("page!=/", {"/"}, True)]
+)
 def test_page_filters_have_their_pages_pageviews(world, r, text, paths, negate):
     info, _, days, events = world
     values, _ = filtered.daily_values(r, info, segments.parse(text), days[0], days[-1], windows=False)
     per_day = defaultdict(int)
-    for ts, v, kind, path, s, c in events:
+    for ts, _v, kind, path, _s, _c in events:
         if kind == "p" and (path in paths) != negate:
             per_day[ts.date()] += 1
     assert {day: values[day]["pageviews"] for day in days} == {day: per_day[day] for day in days}
@@ -99,9 +123,13 @@ def page_truth(events, visits, viewed):
     chosen = [x for x in visits if any(viewed(p) for p in x[6])]
     n = len(chosen)
     pageviews = sum(1 for ts, v, kind, path, s, c in events if kind == "p" and viewed(path))
-    return {"visits": n, "bounce_rate": round(100 * sum(x[4] for x in chosen) / n) if n else None,
-            "visit_duration": round(sum(x[5] for x in chosen) / n) if n else None,
-            "views_per_visit": round(pageviews / n, 2) if n else None, "pageviews": pageviews}
+    return {
+        "visits": n,
+        "bounce_rate": round(100 * sum(x[4] for x in chosen) / n) if n else None,
+        "visit_duration": round(sum(x[5] for x in chosen) / n) if n else None,
+        "views_per_visit": round(pageviews / n, 2) if n else None,
+        "pageviews": pageviews,
+    }
 
 
 @pytest.mark.parametrize("path", ["/pricing", "/", "/blog/a"])
@@ -112,10 +140,16 @@ def test_a_page_filter_has_the_visits_that_viewed_the_page_exactly(world, r, pat
     assert truth["visits"] > 0
     assert {m: summary[m] for m in truth} == truth
     assert not {m for m in truth if m in summary["estimates"]}
-    daily, _ = filtered.timeseries(r, info, segments.parse(f"page=={path}"), days[0], days[-1], ["visits", "bounce_rate"])
+    daily, _ = filtered.timeseries(
+        r, info, segments.parse(f"page=={path}"), days[0], days[-1], ["visits", "bounce_rate"]
+    )
     for row in daily:
         day = date.fromisoformat(row["date"])
-        one = page_truth([e for e in events if e[0].date() == day], [x for x in visits_of(events) if x[0] == day], lambda p: p == path)
+        one = page_truth(
+            [e for e in events if e[0].date() == day],
+            [x for x in visits_of(events) if x[0] == day],
+            lambda p: p == path,
+        )
         assert (row["visits"], row["bounce_rate"]) == (one["visits"], one["bounce_rate"]), row
 
 
@@ -132,35 +166,47 @@ def test_several_pages_are_an_upper_bound_marked_as_such(world, r):
 
 def test_a_page_goal_filter_has_its_pages_visits(world, r, site):
     from analytics.models import Goal
+
     Goal.objects.create(site=site, name="Pricing", page_pattern="/pricing")
     info, _, days, events = world
     summary, _ = filtered.summary(r, info, segments.parse("goal==Pricing"), days[0], days[-1])
     truth = page_truth(events, visits_of(events), lambda p: p == "/pricing")
-    assert {m: summary[m] for m in ("visits", "bounce_rate", "visit_duration")} == {m: truth[m] for m in ("visits", "bounce_rate", "visit_duration")}
+    assert {m: summary[m] for m in ("visits", "bounce_rate", "visit_duration")} == {
+        m: truth[m] for m in ("visits", "bounce_rate", "visit_duration")
+    }
 
 
 def test_page_visits_survive_the_rollup_and_the_keys_expiry(world, r, site, no_grace):
     """Sealed days: the rollup's stored rows answer, the same numbers."""
     from analytics.rollups import jobs
+
     info, _, days, events = world
     before, _ = filtered.summary(r, info, segments.parse("page==/pricing"), days[0], days[-1])
     jobs.rollup(r, site, days[0], days[-1])
     from analytics.models import DimensionDaily
+
     assert DimensionDaily.objects.filter(site=site, dimension="visit_page", value="/pricing").count() == len(days)
     for key in r.scan_iter(match=f"*{{{site.id}}}:dim:*"):
         r.delete(key)
     after, _ = filtered.summary(r, info, segments.parse("page==/pricing"), days[0], days[-1])
-    assert {m: after[m] for m in ("visits", "bounce_rate", "visit_duration")} == {m: before[m] for m in ("visits", "bounce_rate", "visit_duration")}
+    assert {m: after[m] for m in ("visits", "bounce_rate", "visit_duration")} == {
+        m: before[m] for m in ("visits", "bounce_rate", "visit_duration")
+    }
 
 
 @pytest.mark.parametrize("text", ["goal==Signed up", "goal==Signup"])  # (a goal's event, and an event's own name)
 def test_an_event_goal_filter_has_the_visits_that_sent_the_event(world, r, site, text):
     from analytics.models import Goal
+
     Goal.objects.create(site=site, name="Signed up", event_name="Signup")
     info, _, days, events = world
     summary, _ = filtered.summary(r, info, segments.parse(text), days[0], days[-1])
     truth = page_truth(events, visits_of(events), lambda p: p == "event:Signup")
     assert truth["visits"] > 0
-    assert {m: summary[m] for m in ("visits", "bounce_rate", "visit_duration")} == {m: truth[m] for m in ("visits", "bounce_rate", "visit_duration")}
+    assert {m: summary[m] for m in ("visits", "bounce_rate", "visit_duration")} == {
+        m: truth[m] for m in ("visits", "bounce_rate", "visit_duration")
+    }
     assert not {"visits", "bounce_rate", "visit_duration"} & set(summary["estimates"])
-    assert summary["pageviews"] is None and summary["views_per_visit"] is None  # (an event's visits: no pageviews of "those events")
+    assert (
+        summary["pageviews"] is None and summary["views_per_visit"] is None
+    )  # (an event's visits: no pageviews of "those events")

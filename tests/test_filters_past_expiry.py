@@ -9,6 +9,7 @@ keep_daily_days) has passed for some of the days:
 Visitor numbers are exact where the answer says exact; a day answered from stored rows is
 an estimate: one value's visitors are its stored row (within an HLL's error), several
 filters combined as if independent (within the loose bound asserted here)."""
+
 import io
 from datetime import UTC, datetime, time, timedelta
 
@@ -43,7 +44,9 @@ def aged(site, r):
     info, brute, days = history(r, site, 11, visitors=160)
     call_command("rollup", "--from", days[0].isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
     for day in days:  # (as if each day had been rolled up the night after it: no import's grace)
-        DailyMetrics.objects.filter(site=site, date=day).update(updated=datetime.combine(day + timedelta(days=1), time(1), tzinfo=UTC))
+        DailyMetrics.objects.filter(site=site, date=day).update(
+            updated=datetime.combine(day + timedelta(days=1), time(1), tzinfo=UTC)
+        )
     site.keep_page_days, site.keep_segment_days, site.keep_daily_days = 3, 6, 9
     site.save()
     today = datetime.now(UTC).date()
@@ -158,7 +161,9 @@ def test_each_number_says_whether_it_is_an_estimate_and_why(aged, r):
     info, _, days, today = aged
     young = [day for day in days if _age(today, day) < 7]
     filters = segments.parse("page==/pricing")
-    exact, _ = filtered.aggregate(r, info, filters, young[0], young[-1], ("visitors", "pageviews", "dau", "new_visitors"))
+    exact, _ = filtered.aggregate(
+        r, info, filters, young[0], young[-1], ("visitors", "pageviews", "dau", "new_visitors")
+    )
     assert not any("estimate" in number for number in exact.values())
     mixed, _ = filtered.aggregate(r, info, filters, days[0], days[-1], ("visitors", "pageviews", "dau", "new_visitors"))
     assert "stored daily rows" in mixed["visitors"]["estimate"] and "estimate" in mixed["dau"]
@@ -178,7 +183,11 @@ def test_the_dashboard_marks_the_estimated_cards_alone(aged, r, client, django_u
     url = f"/dashboard/{info.domain}/?period=custom&from={days[0]}&to={days[-1]}&filters=page==/pricing"
     html = client.get(url).content.decode()
     cards = html.split('<section class="cards">', 1)[1].split("</section>", 1)[0]
-    marked = [chunk.split('"', 1)[0] for chunk in cards.split('data-metric="')[1:] if 'class="approx"' in chunk.split("</div>\n  </div>")[0]]
+    marked = [
+        chunk.split('"', 1)[0]
+        for chunk in cards.split('data-metric="')[1:]
+        if 'class="approx"' in chunk.split("</div>\n  </div>")[0]
+    ]
     assert "visitors" in marked and "pageviews" not in marked
 
 
@@ -190,7 +199,9 @@ def test_filtered_breakdowns_and_goals_count_the_expired_days_too(aged, r, text)
     info, brute, days, _ = aged
     filters = segments.parse(text)
     truth_visitors = len(set().union(*(brute.segment(day, filters) for day in days)))
-    rows, estimated = filtered.breakdown(r, info, filters, days[0], days[-1], "source", ["Google", "Hacker News", "Direct / None", "newsletter"])
+    rows, estimated = filtered.breakdown(
+        r, info, filters, days[0], days[-1], "source", ["Google", "Hacker News", "Direct / None", "newsletter"]
+    )
     assert estimated
     for row in rows:
         truth = len(set().union(*(brute.by[day, "source", row["value"]] & brute.segment(day, filters) for day in days)))
@@ -205,7 +216,10 @@ def test_a_goal_filters_own_goal_is_all_of_its_visitors(aged, r):
     filters = segments.parse("goal==Signup")
     summary, _ = filtered.summary(r, info, filters, days[0], days[-1])
     goals, _ = filtered.goals(r, info, filters, days[0], days[-1], summary["visitors"])
-    assert goals[0]["visitors"] == summary["visitors"] or abs(goals[0]["visitors"] - summary["visitors"]) <= 0.1 * summary["visitors"]
+    assert (
+        goals[0]["visitors"] == summary["visitors"]
+        or abs(goals[0]["visitors"] - summary["visitors"]) <= 0.1 * summary["visitors"]
+    )
 
 
 def test_filtered_retention_cohorts_of_expired_days_are_estimated_not_empty(aged, r):
@@ -256,7 +270,9 @@ def test_each_row_of_a_filtered_series_says_whether_it_is_an_estimate(aged, r, c
     """Per row, not per answer: the days still exact are unmarked, the days answered from
     stored rows say why (the API passes the rows through)."""
     info, _, days, today = aged
-    rows, estimated = filtered.timeseries(r, info, segments.parse("country==DE"), days[0], days[-1], ("visitors", "pageviews"))
+    rows, estimated = filtered.timeseries(
+        r, info, segments.parse("country==DE"), days[0], days[-1], ("visitors", "pageviews")
+    )
     assert estimated
     for row in rows:
         age = _age(today, date_of(row))

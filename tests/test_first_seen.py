@@ -1,4 +1,5 @@
 """New visitors follow the first day seen, whatever the order the days arrive in."""
+
 import random
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -50,9 +51,16 @@ def test_a_backfill_of_an_earlier_day_moves_new_visitors_there(site, r):
     r.delete(keys.dirty_days(site.pk))
     record(r, info, visits(d - timedelta(days=2), range(500)))  # the older day comes in late
     assert (new_on(r, site, d - timedelta(days=2)), new_on(r, site, d)) == (500, 0)
-    assert r.smembers(keys.dirty_days(site.pk)) == {d.isoformat().encode(), (d - timedelta(days=2)).isoformat().encode()}
+    assert r.smembers(keys.dirty_days(site.pk)) == {
+        d.isoformat().encode(),
+        (d - timedelta(days=2)).isoformat().encode(),
+    }
     record(r, info, visits(d - timedelta(days=1), range(500)))  # a day between changes nothing
-    assert (new_on(r, site, d - timedelta(days=2)), new_on(r, site, d - timedelta(days=1)), new_on(r, site, d)) == (500, 0, 0)
+    assert (new_on(r, site, d - timedelta(days=2)), new_on(r, site, d - timedelta(days=1)), new_on(r, site, d)) == (
+        500,
+        0,
+        0,
+    )
 
     rollups.roll_recent(r, site)  # the dirty days are rolled again
     assert DailyMetrics.objects.get(site=site, date=d).new_visitors == 0
@@ -73,8 +81,17 @@ def test_it_names_older_days_right_across_leap_years_and_centuries(site, r):
     """record_batch.lua turns a day number back into an ISO date to name the older day's
     bitmap: check it on the calendar's awkward days."""
     info = SiteInfo.from_model(site)
-    awkward = [date(2000, 1, 1), date(2000, 2, 29), date(2000, 3, 1), date(2004, 12, 31), date(2023, 2, 28),
-               date(2024, 2, 29), date(2024, 3, 1), date(2099, 12, 31), date(2100, 3, 1)]
+    awkward = [
+        date(2000, 1, 1),
+        date(2000, 2, 29),
+        date(2000, 3, 1),
+        date(2004, 12, 31),
+        date(2023, 2, 28),
+        date(2024, 2, 29),
+        date(2024, 3, 1),
+        date(2099, 12, 31),
+        date(2100, 3, 1),
+    ]
     awkward = [d for d in awkward if d <= info.today()]
     later = info.today()
     for n, day in enumerate(awkward):
@@ -112,7 +129,9 @@ def test_moved_first_days_stay_in_small_hashes(site, r):
     info = SiteInfo.from_model(site)
     today = info.today()
     record(r, info, visits(today, range(3000)))
-    record(r, info, visits(today - timedelta(days=1), range(0, 3000, 2)))  # (every other visitor was there the day before)
+    record(
+        r, info, visits(today - timedelta(days=1), range(0, 3000, 2))
+    )  # (every other visitor was there the day before)
     assert new_on(r, site, today - timedelta(days=1)) == 1500 and new_on(r, site, today) == 1500
     node = site_client(r, site.pk)
     names = list(node.scan_iter(match=keys.first_days(site.pk) + ":moved:*"))
@@ -164,7 +183,9 @@ def test_a_backfill_of_few_visitors_across_many_runs_reads_each_ones_run(site, r
 def first_day_read(node, site_id: int, visitor_id: int) -> int:
     """A visitor id's first day the way lib/firstdays.lua reads it: a moved entry, else its
     run, else earlier versions' string."""
-    moved = node.hget(keys.first_days_moved(site_id, visitor_id // keys.FIRST_DAYS_MOVED), visitor_id % keys.FIRST_DAYS_MOVED)
+    moved = node.hget(
+        keys.first_days_moved(site_id, visitor_id // keys.FIRST_DAYS_MOVED), visitor_id % keys.FIRST_DAYS_MOVED
+    )
     if moved is not None:
         return int(moved)
     run = node.zrevrangebyscore(keys.first_days_runs(site_id), visitor_id, "-inf", start=0, num=1)
@@ -196,7 +217,9 @@ def test_earlier_first_days_move_into_runs_and_moved_ids_with_every_day_kept(sit
     r.set(keys.first_days(site.pk), b"".join(d.to_bytes(2, "big") for d in days[: n - 100]))  # (the last 100: unknown)
     expected = days[: n - 100] + [0] * 100
     backfilled = 1234
-    node.hset(keys.first_days_moved(site.pk, backfilled // keys.FIRST_DAYS_MOVED), backfilled % keys.FIRST_DAYS_MOVED, 42)
+    node.hset(
+        keys.first_days_moved(site.pk, backfilled // keys.FIRST_DAYS_MOVED), backfilled % keys.FIRST_DAYS_MOVED, 42
+    )
     expected[backfilled] = 42
     before = [first_day_read(node, site.pk, i) for i in range(n)]
     assert before == expected

@@ -1,6 +1,7 @@
 """Funnels (analytics.queries.funnels) against brute force: a visitor reaches step k when
 they did it on a day of the range no earlier than the first day they reached step k-1;
 pinned steps stay exact past the day's first values; the API and the admin's checks."""
+
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -18,12 +19,15 @@ STEPS = "/\n/pricing\nevent:Signup\n/blog/*"
 
 def brute_funnel(brute, steps, days, filters=()):
     """Per visitor, the first day they reached each step, the slow way."""
+
     def did(k, day):
         kind, value = steps[k]
         if kind == "event":
             people = brute.by[day, "goal", value]
         elif value.endswith("*"):
-            people = set().union(*(s for (d, p, path), s in brute.by.items() if d == day and p == "page" and path.startswith(value[:-1])))
+            people = set().union(
+                *(s for (d, p, path), s in brute.by.items() if d == day and p == "page" and path.startswith(value[:-1]))
+            )
         else:
             people = brute.by[day, "page", value]
         return people & brute.segment(day, filters) if filters else people
@@ -100,8 +104,14 @@ def test_the_api_answers_a_funnel_and_names_the_sites_funnels_when_asked_for_ano
     assert response.status_code == 400 and "it has: Signup" in response.json()["error"]
 
 
-@pytest.mark.parametrize("steps, problem", [("/only", "2 to 8 steps"), ("\n".join(f"/p{n}" for n in range(9)), "2 to 8 steps"),
-                                            ("/a\npricing", "starts with /")])
+@pytest.mark.parametrize(
+    "steps, problem",
+    [
+        ("/only", "2 to 8 steps"),
+        ("\n".join(f"/p{n}" for n in range(9)), "2 to 8 steps"),
+        ("/a\npricing", "starts with /"),
+    ],
+)
 def test_a_funnel_needs_two_to_eight_steps_of_pages_or_events(site, steps, problem):
     with pytest.raises(ValidationError, match=problem):
         Funnel(site=site, name="x", steps=steps).full_clean()

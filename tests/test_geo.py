@@ -1,4 +1,5 @@
 """Country from the packaged registry data; region, city and coordinates from a city .mmdb."""
+
 import os
 import subprocess
 import sys
@@ -30,10 +31,37 @@ KNOWN = {
     "2001:200::1": "JP",  # WIDE project
     "::ffff:8.8.8.8": "US",  # IPv4-mapped, as a dual-stack socket reports it
 }
-NOT_PUBLIC = ["10.0.0.1", "172.16.5.4", "192.168.1.1", "127.0.0.1", "100.64.0.1", "169.254.1.1", "192.0.2.1", "0.0.0.0",
-              "255.255.255.255", "224.0.0.1", "::1", "fe80::1", "fc00::1", "2001:db8::1", "::ffff:10.0.0.1"]
-GARBAGE = [None, "", "garbage", "1.2.3", "010.1.1.1", "8.8.8.8 ", "8.8.8.8/32", "256.1.1.1", "1.1.1.1\x00", "::ffff:nope",
-           "\ud800", "x" * 100_000]
+NOT_PUBLIC = [
+    "10.0.0.1",
+    "172.16.5.4",
+    "192.168.1.1",
+    "127.0.0.1",
+    "100.64.0.1",
+    "169.254.1.1",
+    "192.0.2.1",
+    "0.0.0.0",
+    "255.255.255.255",
+    "224.0.0.1",
+    "::1",
+    "fe80::1",
+    "fc00::1",
+    "2001:db8::1",
+    "::ffff:10.0.0.1",
+]
+GARBAGE = [
+    None,
+    "",
+    "garbage",
+    "1.2.3",
+    "010.1.1.1",
+    "8.8.8.8 ",
+    "8.8.8.8/32",
+    "256.1.1.1",
+    "1.1.1.1\x00",
+    "::ffff:nope",
+    "\ud800",
+    "x" * 100_000,
+]
 
 
 @pytest.fixture(autouse=True)
@@ -140,5 +168,7 @@ def test_the_city_database_is_opened_once_by_concurrent_first_calls(city_db, mon
 def test_a_city_database_path_that_is_no_file_stops_startup(tmp_path):
     env = {**os.environ, "TALLY_GEO_CITY_DB": str(tmp_path / "missing.mmdb"), "TALLY_VAR_DIR": str(tmp_path)}
     base = Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, "-c", "import config.settings"], cwd=base, env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", "import config.settings"], cwd=base, env=env, capture_output=True, text=True
+    )
     assert out.returncode != 0 and "TALLY_GEO_CITY_DB must be the path of an .mmdb file" in out.stderr

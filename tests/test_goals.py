@@ -1,4 +1,5 @@
 """manage.py addgoal and the Goal model's rules."""
+
 import io
 
 import pytest
@@ -13,14 +14,20 @@ def test_it_adds_event_and_page_goals(db):
     out = io.StringIO()
     call_command("addgoal", "example.com", "--event", "Signup", stdout=out)
     call_command("addgoal", "example.com", "--page", "/docs/**", stdout=out)
-    assert [(g.name, g.event_name, g.page_pattern) for g in Goal.objects.all()] == [("Signup", "Signup", ""), ("Visit /docs/**", "", "/docs/**")]
+    assert [(g.name, g.event_name, g.page_pattern) for g in Goal.objects.all()] == [
+        ("Signup", "Signup", ""),
+        ("Visit /docs/**", "", "/docs/**"),
+    ]
     assert "Added goal 'Signup'" in out.getvalue()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["nope.example", "--event", "Signup"], "no site"),
-    (["example.com", "--page", "blog/*"], "starts with /"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nope.example", "--event", "Signup"], "no site"),
+        (["example.com", "--page", "blog/*"], "starts with /"),
+    ],
+)
 def test_it_says_what_is_wrong(db, args, message):
     Site.objects.create(domain="example.com")
     with pytest.raises(CommandError, match=message):

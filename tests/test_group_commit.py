@@ -1,6 +1,7 @@
 """Group commit (analytics/ingest/group_commit.py) and the inbox (ingest/inbox.py):
 concurrent single events share one Redis call, none is answered before it is in Redis,
 and none is lost or counted twice, whatever fails in between."""
+
 import asyncio
 import io
 import json
@@ -66,7 +67,9 @@ def pageviews(r, site, path=None) -> int:
     """Counted today or yesterday (a test that runs across midnight sent some events yesterday)."""
     today = SiteInfo.from_model(site).today()
     days = (today, today - timedelta(days=1))
-    return sum(int(r.get(keys.page_pageviews(site.pk, d, path) if path else keys.pageviews(site.pk, d)) or 0) for d in days)
+    return sum(
+        int(r.get(keys.page_pageviews(site.pk, d, path) if path else keys.pageviews(site.pk, d)) or 0) for d in days
+    )
 
 
 def servers(r) -> list:
@@ -186,7 +189,9 @@ def test_a_drain_that_fails_gives_its_claim_up_and_the_next_counts_it(site, r, m
 
 
 @pytest.mark.single_server
-def test_a_claim_left_by_an_outage_is_taken_over_at_once_when_redis_is_back(site, r, redis_server, settings, monkeypatch):
+def test_a_claim_left_by_an_outage_is_taken_over_at_once_when_redis_is_back(
+    site, r, redis_server, settings, monkeypatch
+):
     """Redis goes away mid-batch (or is killed, and comes back from its AOF with the claim
     in it): the drainer could not give its claim up. Its next drain must not wait out the
     lease (CI saw a read miss two events right after a restart)."""
@@ -223,7 +228,9 @@ def test_a_claim_taken_before_redis_restarted_is_taken_over_at_once(site):
         data = redis.Redis.from_url(server.url)
         inbox.push(data, info, [entry.hit for entry in entries(10)])
         claim, claimed, counter = keys.inbox_claim(site.pk)
-        taken = INBOX_CLAIM.run(data, [keys.inbox(site.pk), claim, claimed, counter], [int(time.time() * 1000), inbox.LEASE_MS, 250])
+        taken = INBOX_CLAIM.run(
+            data, [keys.inbox(site.pk), claim, claimed, counter], [int(time.time() * 1000), inbox.LEASE_MS, 250]
+        )
         assert len(taken) == 1 + 10  # a drainer took the batch; then, before it counted it:
         server.kill()
         server.start()
@@ -308,7 +315,9 @@ def test_the_inbox_keeps_no_ip_address_or_user_agent(site, r):
 
 
 @pytest.mark.single_server
-def test_a_group_whose_replies_are_lost_is_spooled_whole_and_counted_once(site, r, redis_server, settings, tmp_path, in_loop):
+def test_a_group_whose_replies_are_lost_is_spooled_whole_and_counted_once(
+    site, r, redis_server, settings, tmp_path, in_loop
+):
     settings.VAR_DIR = tmp_path
     batch = entries(40)
     proxy = ReplyDroppingProxy(redis_server.port)
@@ -366,8 +375,14 @@ def test_concurrent_requests_are_grouped_and_each_answered_after_its_write(site,
     def client(k):
         for i in range(k, n, clients):
             request = urllib.request.Request(
-                front_server + "/api/event", data=body(f"/p/{i}"), method="POST",
-                headers={"Content-Type": "text/plain", "User-Agent": CHROME, "X-Forwarded-For": f"10.0.{i // 250}.{i % 250 + 1}"},
+                front_server + "/api/event",
+                data=body(f"/p/{i}"),
+                method="POST",
+                headers={
+                    "Content-Type": "text/plain",
+                    "User-Agent": CHROME,
+                    "X-Forwarded-For": f"10.0.{i // 250}.{i % 250 + 1}",
+                },
             )
             with urllib.request.urlopen(request, timeout=30) as response:
                 statuses.append(response.status)

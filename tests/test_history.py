@@ -3,14 +3,13 @@ and their raw keys then expire (a grace period after the rollup for days their p
 passed), so old history costs rows in the database, not Redis memory; a day sealed since
 (its keys expired after its rollup) refuses more events by name; a day whose page keys
 alone expired adds late page views to its stored rows once. Against brute force."""
-import io
+
 import random
 from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
 
 import orjson
 import pytest
-from django.core.management import call_command
 
 from analytics import queries, rollups
 from analytics.ingest import Hit, record
@@ -39,7 +38,9 @@ def log_lines(first: date, days: int, seed: int = 3, people: int = 120):
         for d in range(joined, days):
             if d != joined and rng.random() < 0.7:
                 continue
-            t = datetime.combine(first + timedelta(days=d), time(2), tzinfo=UTC) + timedelta(seconds=rng.randrange(18 * 3600))
+            t = datetime.combine(first + timedelta(days=d), time(2), tzinfo=UTC) + timedelta(
+                seconds=rng.randrange(18 * 3600)
+            )
             for _ in range(rng.randint(1, 3)):
                 out.append((t, ip, agent, rng.choice(PAGES)))
                 t += timedelta(seconds=rng.choice([20, 300]))
@@ -71,7 +72,9 @@ def write_log(path, lines):
 def assert_days_exact(r, site, truth, days):
     info = SiteInfo.from_model(site)
     rows = {row.date: row for row in DailyMetrics.objects.filter(site=site, date__in=days)}
-    series = {row["date"]: row for row in queries.timeseries(r, info, days[0], days[-1], ("pageviews", "dau", "new_visitors"))}
+    series = {
+        row["date"]: row for row in queries.timeseries(r, info, days[0], days[-1], ("pageviews", "dau", "new_visitors"))
+    }
     for day in days:
         expected = (truth.pageviews[day], len(truth.active[day]), len(truth.new[day]))
         assert (rows[day].pageviews, rows[day].dau, rows[day].new_visitors) == expected, day
@@ -100,8 +103,12 @@ def test_a_year_old_access_log_gives_exact_days_and_leaves_no_key_without_an_exp
     ttls = raw_keys_of(r, site.id, days)
     assert ttls and all(ttl > 0 for ttl in ttls.values()), [k for k, t in ttls.items() if t <= 0][:5]
     passed = [d.isoformat() for d in days if d < datetime.now(UTC).date() - timedelta(days=site.keep_daily_days)]
-    late = {k: t for k, t in ttls.items() if any(f":{d}" in k for d in passed) and "-week:" not in k and ":uv-" not in k}  # (weeks and months follow their last day)
-    assert late and max(late.values()) <= 48 * 3600 + 60  # (their policy has passed: the grace after the rollup, then gone)
+    late = {
+        k: t for k, t in ttls.items() if any(f":{d}" in k for d in passed) and "-week:" not in k and ":uv-" not in k
+    }  # (weeks and months follow their last day)
+    assert (
+        late and max(late.values()) <= 48 * 3600 + 60
+    )  # (their policy has passed: the grace after the rollup, then gone)
     assert queries.has_events(r, SiteInfo.from_model(site))
 
 
@@ -110,9 +117,16 @@ def test_the_same_history_through_the_batch_api_is_rolled_up_by_the_next_rollup(
     first = datetime.now(UTC).date() - timedelta(days=site.keep_daily_days + 10)
     days = days_between(first, first + timedelta(days=19))
     lines = log_lines(first, len(days), seed=5)
-    body = [{"url": f"https://example.com{page}", "ts": ts.isoformat(), "ip": ip, "user_agent": agent} for ts, ip, agent, page in lines]
-    response = client.post("/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert response.status_code == 200 and response.json()["accepted"] == len(lines), response.json().get("rejected", [])[:3]
+    body = [
+        {"url": f"https://example.com{page}", "ts": ts.isoformat(), "ip": ip, "user_agent": agent}
+        for ts, ip, agent, page in lines
+    ]
+    response = client.post(
+        "/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
+    assert response.status_code == 200 and response.json()["accepted"] == len(lines), response.json().get(
+        "rejected", []
+    )[:3]
     assert queries.has_events(r, SiteInfo.from_model(site))  # (before any rollup: not "waiting for the first event")
     roll_recent(r, site)  # (the five-minute job: the dirty days, however old)
     assert_days_exact(r, site, Truth(lines), days)
@@ -124,7 +138,9 @@ def test_a_second_file_of_the_same_days_within_the_grace_adds_exactly(site, r, t
     days = days_between(first, first + timedelta(days=9))
     lines = log_lines(first, len(days), seed=9)
     import_("--site", site.domain, write_log(tmp_path / "a.log", lines[::2]))
-    import_("--site", site.domain, write_log(tmp_path / "b.log", lines[1::2]))  # (log rotation: the same days in two files)
+    import_(
+        "--site", site.domain, write_log(tmp_path / "b.log", lines[1::2])
+    )  # (log rotation: the same days in two files)
     assert_days_exact(r, site, Truth(lines), days)
 
 
@@ -136,8 +152,13 @@ def test_a_sealed_day_refuses_more_events_by_name(client, make_site, r, tmp_path
     assert not raw_keys_of(r, site.id, days_between(first, first + timedelta(days=2)))  # (no grace: sealed at once)
     before = DailyMetrics.objects.get(site=site, date=first).pageviews
     late = datetime.combine(first, time(12), tzinfo=UTC)
-    body = [{"url": "https://example.com/", "visitor": "late", "ts": late.isoformat()}, {"url": "https://example.com/", "visitor": "now"}]
-    answer = client.post("/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}").json()
+    body = [
+        {"url": "https://example.com/", "visitor": "late", "ts": late.isoformat()},
+        {"url": "https://example.com/", "visitor": "now"},
+    ]
+    answer = client.post(
+        "/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    ).json()
     assert answer["accepted"] == 1 and answer["rejected"][0]["index"] == 0
     assert f"{first} was rolled up and its raw keys have expired" in answer["rejected"][0]["error"]
     out = import_("--site", site.domain, write_log(tmp_path / "b.log", [(late, "198.51.100.9", AGENTS[0], "/")]))
@@ -149,11 +170,20 @@ def _aged_day(r, site, age: int) -> date:
     """A day `age` days ago with traffic, rolled up the night after it; its page keys then
     expire (keep_page_days 3), its other keys stay."""
     day = datetime.now(UTC).date() - timedelta(days=age)
-    hits = [Hit(datetime.combine(day, time(9), tzinfo=UTC) + timedelta(minutes=n), PAGES[n % 3], "pageview",
-                identity_source(None, f"v{n % 7}", None, None)) for n in range(30)]
+    hits = [
+        Hit(
+            datetime.combine(day, time(9), tzinfo=UTC) + timedelta(minutes=n),
+            PAGES[n % 3],
+            "pageview",
+            identity_source(None, f"v{n % 7}", None, None),
+        )
+        for n in range(30)
+    ]
     record(r, SiteInfo.from_model(site), hits)
     rollups.rollup(r, site, day, day)
-    DailyMetrics.objects.filter(site=site, date=day).update(updated=datetime.combine(day + timedelta(days=1), time(1), tzinfo=UTC))
+    DailyMetrics.objects.filter(site=site, date=day).update(
+        updated=datetime.combine(day + timedelta(days=1), time(1), tzinfo=UTC)
+    )
     site.keep_page_days = 3
     site.save()
     expiry.apply_all(r, site, datetime.now(UTC).date())
@@ -164,8 +194,12 @@ def _aged_day(r, site, age: int) -> date:
 def test_late_page_views_on_a_day_whose_page_keys_expired_are_added_to_its_rows_once(site, r):
     day = _aged_day(r, site, 10)
     before = {p.path: (p.visitors, p.pageviews) for p in PageDaily.objects.filter(site=site, date=day)}
-    late = [Hit(datetime.combine(day, time(20), tzinfo=UTC), path, "pageview", identity_source(None, f"late{n}", None, None))
-            for n, path in enumerate(["/pricing", "/pricing", "/new"])]
+    late = [
+        Hit(
+            datetime.combine(day, time(20), tzinfo=UTC), path, "pageview", identity_source(None, f"late{n}", None, None)
+        )
+        for n, path in enumerate(["/pricing", "/pricing", "/new"])
+    ]
     record(r, SiteInfo.from_model(site), late)
     roll_recent(r, site)
     roll_recent(r, site)  # (nothing left to add: the page keys were taken with the first)
@@ -173,20 +207,36 @@ def test_late_page_views_on_a_day_whose_page_keys_expired_are_added_to_its_rows_
     after = {p.path: (p.visitors, p.pageviews) for p in PageDaily.objects.filter(site=site, date=day)}
     assert after["/pricing"] == (before["/pricing"][0] + 2, before["/pricing"][1] + 2)
     assert after["/new"] == (1, 1)
-    assert {k: v for k, v in after.items() if k not in ("/pricing", "/new")} == {k: v for k, v in before.items() if k != "/pricing"}
+    assert {k: v for k, v in after.items() if k not in ("/pricing", "/new")} == {
+        k: v for k, v in before.items() if k != "/pricing"
+    }
     assert DailyMetrics.objects.get(site=site, date=day).pageviews == sum(v for _, v in before.values()) + 3
-    values, _ = queries.filtered.daily_values(r, SiteInfo.from_model(site), queries.segments.parse("page==/pricing"), day, day, windows=False)
+    values, _ = queries.filtered.daily_values(
+        r, SiteInfo.from_model(site), queries.segments.parse("page==/pricing"), day, day, windows=False
+    )
     assert values[day]["pageviews"] == before["/pricing"][1] + 2
 
 
 def test_a_page_merge_cut_short_after_its_rows_were_added_is_not_added_twice(site, r):
     day = _aged_day(r, site, 10)
-    record(r, SiteInfo.from_model(site), [Hit(datetime.combine(day, time(21), tzinfo=UTC), "/pricing", "pageview",
-                                              identity_source(None, "late", None, None))])
+    record(
+        r,
+        SiteInfo.from_model(site),
+        [
+            Hit(
+                datetime.combine(day, time(21), tzinfo=UTC),
+                "/pricing",
+                "pageview",
+                identity_source(None, "late", None, None),
+            )
+        ],
+    )
     before = PageDaily.objects.get(site=site, date=day, path="/pricing").pageviews
     expiry.merge_sealed_pages(r, site, [day])
     DailyMetrics.objects.filter(site=site, date=day).update(page_merge_token="0123")
-    r.hset(keys.page_merge(site.id, day), mapping={b"\0token": b"0123", b"/pricing": b"1 1"})  # (a crash between the rows' transaction and the hash's removal)
+    r.hset(
+        keys.page_merge(site.id, day), mapping={b"\0token": b"0123", b"/pricing": b"1 1"}
+    )  # (a crash between the rows' transaction and the hash's removal)
     expiry.merge_sealed_pages(r, site, [day])
     assert PageDaily.objects.get(site=site, date=day, path="/pricing").pageviews == before + 1
     assert not r.exists(keys.page_merge(site.id, day))
@@ -214,19 +264,35 @@ def test_a_day_being_rolled_up_late_is_not_sealed_before_its_rollup_says_when_it
     from analytics import sites
 
     day = datetime.now(UTC).date() - timedelta(days=site.keep_daily_days + 50)
-    DailyMetrics.objects.create(site=site, date=day, dau=3, visitors=3, pageviews=5, final=True)  # (as _store_days leaves it)
+    DailyMetrics.objects.create(
+        site=site, date=day, dau=3, visitors=3, pageviews=5, final=True
+    )  # (as _store_days leaves it)
     assert not sites.sealed_days(SiteInfo.from_model(site), [day])
     old = datetime.now(UTC).date() - timedelta(days=site.keep_daily_days + 60)
     DailyMetrics.objects.create(site=site, date=old, dau=3, visitors=3, pageviews=5, final=True)
-    DailyMetrics.objects.filter(site=site, date=old).update(updated=datetime.combine(old + timedelta(days=1), time(1), tzinfo=UTC))
-    assert sites.sealed_days(SiteInfo.from_model(site), [old]) == {old}  # (a row from before the expiries were recorded)
+    DailyMetrics.objects.filter(site=site, date=old).update(
+        updated=datetime.combine(old + timedelta(days=1), time(1), tzinfo=UTC)
+    )
+    assert sites.sealed_days(SiteInfo.from_model(site), [old]) == {
+        old
+    }  # (a row from before the expiries were recorded)
 
 
 def test_late_page_views_are_kept_for_their_merge_by_the_nightly_expiry(site, r):
     day = _aged_day(r, site, 10)
     before = PageDaily.objects.get(site=site, date=day, path="/pricing").pageviews
-    record(r, SiteInfo.from_model(site), [Hit(datetime.combine(day, time(22), tzinfo=UTC), "/pricing", "pageview",
-                                              identity_source(None, "late", None, None))])
+    record(
+        r,
+        SiteInfo.from_model(site),
+        [
+            Hit(
+                datetime.combine(day, time(22), tzinfo=UTC),
+                "/pricing",
+                "pageview",
+                identity_source(None, "late", None, None),
+            )
+        ],
+    )
     expiry.apply_all(r, site, datetime.now(UTC).date())  # (the nightly policy job, before the next rollup)
     assert r.ttl(keys.page_pageviews(site.id, day, "/pricing")) > 0
     roll_recent(r, site)
@@ -245,7 +311,18 @@ def test_a_late_bitmap_on_a_day_whose_filter_bitmaps_expired_is_not_taken_for_th
     info = SiteInfo.from_model(site)
     filters = segments.parse("page==/pricing")
     stored_value = filtered.daily_values(r, info, filters, day, day, windows=False)[0][day]["dau"]
-    record(r, info, [Hit(datetime.combine(day, time(22), tzinfo=UTC), "/pricing", "pageview", identity_source(None, "late", None, None))])
+    record(
+        r,
+        info,
+        [
+            Hit(
+                datetime.combine(day, time(22), tzinfo=UTC),
+                "/pricing",
+                "pageview",
+                identity_source(None, "late", None, None),
+            )
+        ],
+    )
     assert r.exists(keys.dimension_bitmap(site.id, day, "page\x1f/pricing"))
     assert filtered.daily_values(r, info, filters, day, day, windows=False)[0][day]["dau"] == stored_value
     roll_recent(r, site)
@@ -253,7 +330,9 @@ def test_a_late_bitmap_on_a_day_whose_filter_bitmaps_expired_is_not_taken_for_th
     assert filtered.daily_values(r, info, filters, day, day, windows=False)[0][day]["dau"] == stored_value + 1
 
 
-def test_a_pages_visitors_over_history_whose_week_and_month_hlls_are_gone_come_from_their_stored_rows(site, r, tmp_path, no_grace):
+def test_a_pages_visitors_over_history_whose_week_and_month_hlls_are_gone_come_from_their_stored_rows(
+    site, r, tmp_path, no_grace
+):
     """Once a period's merged page HLLs expire (keep_page_period_days), a page's visitors
     over it are its stored row (PagePeriod): exact to the HLL's error over a whole month,
     an estimate over several periods (the rows summed, times the site's share of distinct
@@ -265,8 +344,13 @@ def test_a_pages_visitors_over_history_whose_week_and_month_hlls_are_gone_come_f
     import_("--site", site.domain, write_log(tmp_path / "a.log", lines))
     assert not r.exists(keys.period_visitors(site.id, "month", first, "/pricing"))  # (the policy let it go)
     info = SiteInfo.from_model(site)
-    for start, end, bound in ((first, month_end, 0.03), (days[0], days[-1], 0.45)):  # (several periods: an estimate, no stated bound)
+    for start, end, bound in (
+        (first, month_end, 0.03),
+        (days[0], days[-1], 0.45),
+    ):  # (several periods: an estimate, no stated bound)
         rows, _ = queries.ranked_pages(r, info, start, end, limit=5)
         for row in rows:
-            truth = len({(ip, agent) for ts, ip, agent, page in lines if page == row["page"] and start <= ts.date() <= end})
+            truth = len(
+                {(ip, agent) for ts, ip, agent, page in lines if page == row["page"] and start <= ts.date() <= end}
+            )
             assert abs(row["visitors"] - truth) <= max(3, bound * truth), (start, end, row, truth)

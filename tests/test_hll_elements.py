@@ -2,6 +2,7 @@
 stand in for a day HLL and be folded into one (record_batch.lua); a site whose id map
 existed before keeps digests, so unions over days on both sides of the upgrade never
 count a returning visitor twice."""
+
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -125,7 +126,9 @@ def test_a_fold_beside_ingest_keeps_every_visitor(site, r):
     send(r, site, events)
     f = field(SOURCE, "Google")
     assert f in _only(r, site.pk, [day.date()])[day.date()]
-    r.smove(keys.dimension_bitmap_only(site.pk, day.date()), keys.dimension_folding(site.pk, day.date()), f)  # (a fold begun...)
+    r.smove(
+        keys.dimension_bitmap_only(site.pk, day.date()), keys.dimension_folding(site.pk, day.date()), f
+    )  # (a fold begun...)
     send(r, site, [(day + timedelta(hours=1, seconds=n), 1000 + n, "p", "/", "Google", "DE") for n in range(200)])
     assert f in _only(r, site.pk, [day.date()])[day.date()]  # (...and not ended: readers count the bitmap)
     assert dimension_days(r, site.pk, [day.date()])[day.date()][f]["visitors"] == 500
@@ -133,7 +136,9 @@ def test_a_fold_beside_ingest_keeps_every_visitor(site, r):
     assert f not in _only(r, site.pk, [day.date()])[day.date()]
     assert abs(r.pfcount(keys.dimension_visitors(site.pk, day.date(), f)) - 500) <= hll_tolerance(500)
     send(r, site, [(day + timedelta(hours=2, seconds=n), 2000 + n, "p", "/", "Google", "DE") for n in range(100)])
-    assert abs(r.pfcount(keys.dimension_visitors(site.pk, day.date(), f)) - 600) <= hll_tolerance(600)  # (ingest adds to it now)
+    assert abs(r.pfcount(keys.dimension_visitors(site.pk, day.date(), f)) - 600) <= hll_tolerance(
+        600
+    )  # (ingest adds to it now)
 
 
 def test_a_value_given_its_bitmap_after_its_first_visitors_keeps_its_hll(site, r):

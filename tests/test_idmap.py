@@ -1,6 +1,7 @@
 """The stable visitor-id map in buckets (lib/idmap.lua): exact ids, packed string
 buckets, bytes per visitor, and the maps of earlier layouts (one big hash; small hash
 buckets keyed by 10 or 7 digest bytes) moved as their visitors return, or all at once."""
+
 import random
 from datetime import UTC, datetime
 
@@ -50,7 +51,9 @@ def test_the_buckets_are_packed_strings_within_the_byte_budget(site, r):
     answers = pipe.execute()
     types, buckets, usage = set(answers[0::3]), answers[1::3], sum(answers[2::3])
     assert types == {b"string"}
-    assert all(bucket[0] == 16 + 3 for bucket in buckets)  # (ids below 2^24 take 3 bytes; past 256 buckets, short fields)
+    assert all(
+        bucket[0] == 16 + 3 for bucket in buckets
+    )  # (ids below 2^24 take 3 bytes; past 256 buckets, short fields)
     assert sum(len(idmap.unpack(bucket, k)) for k, bucket in enumerate(buckets)) == n
     assert usage / n <= 13, f"{usage / n:.1f} bytes per visitor"  # (measured ~10: 9-byte records, a share of the key)
     assert usage / n <= BUDGET

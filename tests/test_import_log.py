@@ -1,4 +1,5 @@
 """manage.py import_log: the parser on tricky lines, gzip, static and bots, idempotence."""
+
 import gzip
 import io
 from datetime import UTC, datetime, timedelta
@@ -39,7 +40,9 @@ def test_the_parser_on_tricky_lines():
         line("198.51.100.6", moment, "/style.css"),
         line("198.51.100.7", moment, "/robots.txt"),
         line("198.51.100.8", moment, "/page?utm=1#x", status=304),
-        line("66.249.66.1", moment, "/", agent="Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"),
+        line(
+            "66.249.66.1", moment, "/", agent="Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+        ),
         f'198.51.100.9 - - [99/Xyz/2026:00:00:00 +0000] "GET /badtime HTTP/1.1" 200 1 "-" "{FIREFOX}"',
     ]
     summary = logs.Summary()
@@ -47,7 +50,14 @@ def test_the_parser_on_tricky_lines():
     assert [h.path for h in hits] == ["/ipv6", "/quoted", "/common", "/page"]
     assert hits[2].ts == datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # +0100 converted
     assert hits[1].identity.endswith(b'Agent "with quotes" 1.0')
-    assert (summary.lines, summary.imported, summary.static, summary.bots, summary.not_pages, summary.unparsable) == (11, 4, 2, 1, 2, 2)
+    assert (summary.lines, summary.imported, summary.static, summary.bots, summary.not_pages, summary.unparsable) == (
+        11,
+        4,
+        2,
+        1,
+        2,
+        2,
+    )
     assert summary.unparsable_lines == [4, 11]
 
 
@@ -75,7 +85,9 @@ def test_import_counts_like_brute_force_and_refuses_a_second_time(site, r, tmp_p
     zipped = tmp_path / "access.log.gz"  # the same content, compressed: still the same log
     zipped.write_bytes(gzip.compress(plain.read_bytes()))
     assert "already imported" in import_("--site", "example.com", str(zipped))
-    assert [row["pageviews"] for row in queries.timeseries(r, info, today - timedelta(days=2), today, ["pageviews"])] == [200, 200, 200]
+    assert [
+        row["pageviews"] for row in queries.timeseries(r, info, today - timedelta(days=2), today, ["pageviews"])
+    ] == [200, 200, 200]
 
 
 def test_gzip_logs_import(site, r, tmp_path):
@@ -107,12 +119,17 @@ def test_lines_dated_past_the_hour_ahead_are_skipped_and_the_summary_names_the_d
     now = datetime.now(UTC)
     yesterday = now - timedelta(days=1)
     log = tmp_path / "mixed.log"
-    log.write_text("\n".join([
-        line("8.8.8.8", datetime(2030, 11, 20, 10, 0, tzinfo=UTC), "/future"),
-        line("8.8.8.8", now + timedelta(hours=2), "/two-hours-ahead"),  # the batch API refuses it too
-        line("8.8.8.8", datetime(1999, 11, 20, 10, 0, tzinfo=UTC), "/ancient"),
-        line("8.8.8.8", yesterday, "/new"),
-    ]) + "\n")
+    log.write_text(
+        "\n".join(
+            [
+                line("8.8.8.8", datetime(2030, 11, 20, 10, 0, tzinfo=UTC), "/future"),
+                line("8.8.8.8", now + timedelta(hours=2), "/two-hours-ahead"),  # the batch API refuses it too
+                line("8.8.8.8", datetime(1999, 11, 20, 10, 0, tzinfo=UTC), "/ancient"),
+                line("8.8.8.8", yesterday, "/new"),
+            ]
+        )
+        + "\n"
+    )
     out = import_("--site", site.domain, str(log))
     assert "imported 1 pageviews" in out and "1 dated before 2000" in out and "2 dated in the future" in out
     day = yesterday.astimezone(SiteInfo.from_model(site).tz).date()
@@ -130,10 +147,13 @@ def _day_keys(r, site):
     return [key for key in r.scan_iter(match=f"tally:{{{site.pk}}}:*")]
 
 
-@pytest.mark.parametrize("damage, reason", [
-    (lambda data: data[: len(data) // 2], "cut short"),
-    (lambda data: b"plain text, not gzip\n", "not valid gzip data"),
-])
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda data: data[: len(data) // 2], "cut short"),
+        (lambda data: b"plain text, not gzip\n", "not valid gzip data"),
+    ],
+)
 def test_a_damaged_gz_is_one_clear_error_and_nothing_is_counted(site, r, tmp_path, damage, reason):
     from analytics.models import ImportedLog
 

@@ -1,4 +1,5 @@
 """The engine (ingest.record + queries) against brute force over the same events."""
+
 import random
 import threading
 from collections import defaultdict
@@ -44,7 +45,7 @@ def test_it_counts_dau_new_visitors_and_pageviews_exactly(site, r):
         pageviews[day] += 1
         first_day.setdefault(v, day)
     new = defaultdict(int)
-    for v, day in first_day.items():
+    for _v, day in first_day.items():
         new[day] += 1
 
     rows = queries.timeseries(r, s, start, start + timedelta(days=11))

@@ -1,5 +1,6 @@
 """The key browser (analytics.keybrowser): one site's keys paged with SCAN, described,
 ranked by size, unlinked one by one or all at once, and never another site's."""
+
 import io
 from datetime import date
 
@@ -40,7 +41,9 @@ def test_it_pages_through_every_key_of_a_site_and_none_of_another(r):
 def test_a_pattern_narrows_the_site_and_cannot_reach_another(r):
     fill(r, 1, pages=20)
     fill(r, 2, pages=20)
-    assert set(all_pages(r, 1, "pv:*:page:/p/1*")) == {keys.page_pageviews(1, DAY, p) for p in ["/p/1", *(f"/p/1{n}" for n in range(10))]}
+    assert set(all_pages(r, 1, "pv:*:page:/p/1*")) == {
+        keys.page_pageviews(1, DAY, p) for p in ["/p/1", *(f"/p/1{n}" for n in range(10))]
+    }
     assert all_pages(r, 1, "*{2}*") == []
 
 
@@ -200,7 +203,12 @@ def test_unlink_asks_then_needs_a_post_with_csrf(csrf_admin, site, make_site, r)
     theirs = keys.pageviews(other.pk, DAY)
     r.set(theirs, 1)
     assert csrf_admin.get(keys_url(site, "unlink/"), {"key": theirs}).status_code == 404
-    assert csrf_admin.post(keys_url(site, "unlink/"), {"key": theirs, "csrfmiddlewaretoken": csrf_token(confirm)}).status_code == 404
+    assert (
+        csrf_admin.post(
+            keys_url(site, "unlink/"), {"key": theirs, "csrfmiddlewaretoken": csrf_token(confirm)}
+        ).status_code
+        == 404
+    )
     assert r.exists(theirs)
 
 
@@ -216,7 +224,9 @@ def test_purge_asks_then_needs_a_post_with_csrf_and_says_how_many(csrf_admin, si
     assert r.exists(*mine) == 0 and r.exists(*theirs) == 3
 
 
-@pytest.mark.parametrize("cursor", ["99999999999999999999999999", "18446744073709551616", "-1", "abc", "1e3", "\u0661\u0662", ""])
+@pytest.mark.parametrize(
+    "cursor", ["99999999999999999999999999", "18446744073709551616", "-1", "abc", "1e3", "\u0661\u0662", ""]
+)
 def test_a_cursor_that_is_no_scan_cursor_starts_over_with_a_message(admin_client, site, r, cursor):
     """Redis answers "invalid cursor" past 64 bits: the page starts over and says why."""
     fill(r, site.pk, pages=3)
@@ -224,7 +234,11 @@ def test_a_cursor_that_is_no_scan_cursor_starts_over_with_a_message(admin_client
     assert response.status_code == 200 and response.context["cursor"] == 0
     assert len(response.context["rows"]) == 3
     said = [str(m) for m in response.context["messages"]]
-    assert said == ([] if cursor == "" else ["Not a SCAN cursor (a whole number from 0 to 18446744073709551615): started from the first page."])
+    assert said == (
+        []
+        if cursor == ""
+        else ["Not a SCAN cursor (a whole number from 0 to 18446744073709551615): started from the first page."]
+    )
 
 
 def test_the_largest_cursor_is_still_one(admin_client, site, r):

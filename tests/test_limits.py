@@ -1,4 +1,5 @@
 """Rate limits (GCRA in Lua): per client IP and per site at ingest, failed logins."""
+
 import json
 import time
 
@@ -13,7 +14,9 @@ CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/124.0 Safari
 def event(client, ip=None, **extra):
     body = {"name": "pageview", "url": "https://example.com/", "domain": "example.com"}
     headers = {"HTTP_X_FORWARDED_FOR": ip} if ip else {}
-    return client.post("/api/event", data=json.dumps(body), content_type="text/plain", HTTP_USER_AGENT=CHROME, **headers, **extra)
+    return client.post(
+        "/api/event", data=json.dumps(body), content_type="text/plain", HTTP_USER_AGENT=CHROME, **headers, **extra
+    )
 
 
 def pageviews(r, site):
@@ -47,7 +50,9 @@ def test_a_sites_limit_covers_its_batches(client, make_site, r):
     site.ingest_rate_per_minute = 100
     site.save()
     events = [{"url": "https://example.com/b", "visitor": str(n)} for n in range(150)]
-    post = lambda: client.post("/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    post = lambda: client.post(
+        "/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
     assert post().status_code == 200  # a fresh bucket lets one big batch in (and owes for it)
     second = post()
     assert second.status_code == 429 and int(second["Retry-After"]) >= 30
@@ -98,9 +103,13 @@ def test_nobody_can_lock_someone_elses_account_out(client, django_user_model, se
     settings.LOGIN_FAILURES_PER_ACCOUNT = 3
     for _ in range(4):
         client.post("/accounts/login/", {"username": "ann", "password": "wrong"}, REMOTE_ADDR="198.51.100.7")
-    guesser = client.post("/accounts/login/", {"username": "ann", "password": "right-password-1"}, REMOTE_ADDR="198.51.100.7")
+    guesser = client.post(
+        "/accounts/login/", {"username": "ann", "password": "right-password-1"}, REMOTE_ADDR="198.51.100.7"
+    )
     assert guesser.status_code == 429
-    owner = client.post("/accounts/login/", {"username": "ann", "password": "right-password-1"}, REMOTE_ADDR="203.0.113.9")
+    owner = client.post(
+        "/accounts/login/", {"username": "ann", "password": "right-password-1"}, REMOTE_ADDR="203.0.113.9"
+    )
     assert owner.status_code == 302  # logged in
 
 

@@ -1,4 +1,5 @@
 """The live counter's engine: one subscription per site and process, fanned out."""
+
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor

@@ -1,4 +1,5 @@
 """The job lock: one holder, owner-only release, TTL on death, renewal while slow."""
+
 import threading
 import time
 

@@ -1,6 +1,7 @@
 """The event loop's lean Redis client (analytics/store/loop_client.py), on a real server:
 replies in order, AUTH and SELECT from the URL, TCP and Unix sockets, redis-py's
 exception classes, and a connection that recovers from a frozen or killed server."""
+
 import pytest
 import redis
 
@@ -23,8 +24,10 @@ def test_it_answers_pipelined_commands_in_order_with_the_url_password_and_databa
     for url in (f"redis://:s3cret@127.0.0.1:{server.port}/3", f"unix://:s3cret@{server.socket}?db=3"):
         client = LoopClient.for_url(url, timeout=5)
 
-        async def go():
-            return await client.execute(("DEL", "k"), ("SET", "k", b"v\x00"), ("GET", "k"), ("INCR", "k"), ("RPUSH", "l", 1, 2.5))
+        async def go(client=client):
+            return await client.execute(
+                ("DEL", "k"), ("SET", "k", b"v\x00"), ("GET", "k"), ("INCR", "k"), ("RPUSH", "l", 1, 2.5)
+            )
 
         deleted, ok, value, error, length = run(go)
         assert (ok, value) == (b"OK", b"v\x00")

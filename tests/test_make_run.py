@@ -1,6 +1,7 @@
 """`make run`'s supervisor end to end: embedded Redis, migrations, the web server, real
 HTTP (slow clients, chunked and gzip bodies), the embedded Redis killed and restarted on
 its port, then Ctrl-C stops everything and the data survives a restart (append-only file)."""
+
 import gzip
 import json
 import os
@@ -70,8 +71,10 @@ def half_sent_request(port):
     """A client that sends its headers and half its body, then waits."""
     body = json.dumps({"name": "pageview", "url": "https://example.com/", "domain": "example.com"}).encode()
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"POST /api/event HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 Firefox/128.0\r\n"
-              b"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body[: len(body) // 2])
+    s.sendall(
+        b"POST /api/event HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 Firefox/128.0\r\n"
+        b"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body[: len(body) // 2]
+    )
     return s
 
 
@@ -80,8 +83,11 @@ def raw_post(port, path, body: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port)) as s:
         half = len(body) // 2
         chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:half], body[half:])) + b"0\r\n\r\n"
-        s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 Firefox/128.0\r\n".encode()
-                  + b"Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunks)
+        s.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 Firefox/128.0\r\n".encode()
+            + b"Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            + chunks
+        )
         s.settimeout(10)
         answer = b""
         while data := s.recv(65536):
@@ -120,7 +126,11 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
         assert int(limits["maxmemory"]) > 0 and limits["maxmemory-policy"] == "noeviction"
         out = subprocess.run(
             [sys.executable, "manage.py", "addsite", "example.com"],
-            cwd=BASE, env={**os.environ, "TALLY_VAR_DIR": str(tmp_path)}, capture_output=True, text=True, check=True,
+            cwd=BASE,
+            env={**os.environ, "TALLY_VAR_DIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            check=True,
         )
         key = out.stdout.strip().splitlines()[-1]
         events = [{"url": f"https://example.com/p{n % 7}", "visitor": f"v{n % 1500}"} for n in range(3000)]
@@ -161,11 +171,24 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
         # The dashboard's Plotly bundle and the map's outlines: plotly.js asks for
         # <topojsonURL>world_110m.json, a plain name, in the folder the page names.
         out = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c",
-             "from analytics.models import Site; print(Site.objects.get(domain='example.com').enable_sharing())"],
-            cwd=BASE, env={**os.environ, "TALLY_VAR_DIR": str(tmp_path)}, capture_output=True, text=True, check=True,
+            [
+                sys.executable,
+                "manage.py",
+                "shell",
+                "-c",
+                "from analytics.models import Site; print(Site.objects.get(domain='example.com').enable_sharing())",
+            ],
+            cwd=BASE,
+            env={**os.environ, "TALLY_VAR_DIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            check=True,
         )
-        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/share/{out.stdout.strip().splitlines()[-1]}/", timeout=10).read().decode()
+        page = (
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/share/{out.stdout.strip().splitlines()[-1]}/", timeout=10)
+            .read()
+            .decode()
+        )
         bundle = re.search(r'src="(/static/vendor/plotly-tally\.min\.[0-9a-f]{12}\.js)"', page).group(1)
         folder = re.search(r'data-topojson-url="([^"]+)"', page).group(1)
         for url in (bundle, folder + "world_110m.json"):
@@ -176,11 +199,21 @@ def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
         assert "countries" in json.loads(body)["objects"]
 
         # Chunked and gzip bodies are read.
-        chunked = raw_post(port, "/api/event", json.dumps({"name": "pageview", "url": "https://example.com/c", "domain": "example.com"}).encode())
+        chunked = raw_post(
+            port,
+            "/api/event",
+            json.dumps({"name": "pageview", "url": "https://example.com/c", "domain": "example.com"}).encode(),
+        )
         assert chunked.startswith(b"HTTP/1.1 202"), chunked
         events = [{"url": "https://example.com/z", "visitor": f"z{n}"} for n in range(100)]
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/events", data=gzip.compress(json.dumps(events).encode()), method="POST")
-        for name, value in (("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Authorization", f"Bearer {key}")):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/v1/events", data=gzip.compress(json.dumps(events).encode()), method="POST"
+        )
+        for name, value in (
+            ("Content-Type", "application/json"),
+            ("Content-Encoding", "gzip"),
+            ("Authorization", f"Bearer {key}"),
+        ):
             request.add_header(name, value)
         with urllib.request.urlopen(request, timeout=10) as response:
             assert json.loads(response.read())["accepted"] == 100

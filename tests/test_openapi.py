@@ -1,5 +1,6 @@
 """The OpenAPI document is valid, covers every API route, and says what the read API
 answers: real answers are checked against the documented ones."""
+
 import jsonschema
 import pytest
 from django.urls import get_resolver
@@ -35,17 +36,35 @@ def test_every_api_route_is_documented(client):
 # keys and allows no others, so a key added to an answer must be documented, and a
 # documented key must be what the answer holds.
 ASKED = {
-    "timeseries": [{}, {"metrics": "visitors,visits,bounce_rate,visit_duration,views_per_visit"}, {"interval": "week"},
-                   {"interval": "month", "metrics": "visitors,new_visitors,bounce_rate"}, {"period": "day", "interval": "hour"},
-                   {"period": "day", "interval": "hour", "compare": "previous_period"},
-                   {"filters": "source==Google"}, {"compare": "previous_period"},
-                   {"filters": "source==Google;country!=FR", "compare": "year", "metrics": "visitors,visits"}],
-    "aggregate": [{}, {"compare": "previous_period"}, {"period": "day", "compare": "previous_period"}, {"filters": "source==Google"},
-                  {"filters": "country==DE;country==DE", "compare": "year"}],
-    "breakdown": [{"property": "source"}, {"property": "country", "metrics": "visitors,bounce_rate"}, {"property": "page"},
-                  {"property": "goal"}, {"property": "event:props:plan"}, {"property": "exit_page"},
-                  {"property": "source", "filters": "country==DE"}, {"property": "page", "filters": "source!=Google"},
-                  {"property": "goal", "filters": "source==Google"}],
+    "timeseries": [
+        {},
+        {"metrics": "visitors,visits,bounce_rate,visit_duration,views_per_visit"},
+        {"interval": "week"},
+        {"interval": "month", "metrics": "visitors,new_visitors,bounce_rate"},
+        {"period": "day", "interval": "hour"},
+        {"period": "day", "interval": "hour", "compare": "previous_period"},
+        {"filters": "source==Google"},
+        {"compare": "previous_period"},
+        {"filters": "source==Google;country!=FR", "compare": "year", "metrics": "visitors,visits"},
+    ],
+    "aggregate": [
+        {},
+        {"compare": "previous_period"},
+        {"period": "day", "compare": "previous_period"},
+        {"filters": "source==Google"},
+        {"filters": "country==DE;country==DE", "compare": "year"},
+    ],
+    "breakdown": [
+        {"property": "source"},
+        {"property": "country", "metrics": "visitors,bounce_rate"},
+        {"property": "page"},
+        {"property": "goal"},
+        {"property": "event:props:plan"},
+        {"property": "exit_page"},
+        {"property": "source", "filters": "country==DE"},
+        {"property": "page", "filters": "source!=Google"},
+        {"property": "goal", "filters": "source==Google"},
+    ],
     "pages": [{}, {"filters": "source==Google"}],
     "retention": [{}, {"unit": "week"}, {"filters": "source==Google"}],
     "funnel": [{"funnel": "Tour"}, {"funnel": "Tour", "filters": "country==DE"}],

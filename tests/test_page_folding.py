@@ -1,6 +1,7 @@
 """Closed days' page HLLs fold into stored rows and week/month HLLs (issue 13, item 8):
 once a day's page keys expire (keep_page_days), top pages, a page's days and page goals
 over old ranges still agree with brute force, from the rows and the merged HLLs."""
+
 import io
 import random
 from collections import defaultdict

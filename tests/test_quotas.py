@@ -1,5 +1,6 @@
 """Quotas per site and day: past them, new pages and event names count under "(other)",
 so one site (or one attacker) cannot fill Redis with names; totals stay exact."""
+
 import random
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -66,9 +67,13 @@ def test_the_page_search_index_keeps_the_most_visited_paths(site, r, settings):
     record(r, info, [Hit(NOW, f"/first/{n}", "pageview", who(n)) for n in range(5)], now=NOW)  # one view each
     popular = [Hit(NOW, f"/popular/{n}", "pageview", who(v)) for n in range(5) for v in range(n + 2)]
     record(r, info, popular, now=NOW)
-    assert queries.search_pages(r, info, "/", limit=20) == [f"/popular/{n}" for n in reversed(range(5))]  # most visited first
+    assert queries.search_pages(r, info, "/", limit=20) == [
+        f"/popular/{n}" for n in reversed(range(5))
+    ]  # most visited first
     record(r, info, [Hit(NOW, "/new", "pageview", who(1))], now=NOW)  # one view: least visited, leaves at once
-    assert queries.search_pages(r, info, "/", limit=20) == [f"/popular/{n}" for n in reversed(range(5))]  # most visited first
+    assert queries.search_pages(r, info, "/", limit=20) == [
+        f"/popular/{n}" for n in reversed(range(5))
+    ]  # most visited first
     assert r.zcard(keys.page_rank(site.pk)) == 5
 
 
@@ -137,7 +142,9 @@ def test_the_days_properties_and_values_together_are_capped(site, r):
     site.save()
     info = SiteInfo.from_model(site)
     rng = random.Random(3)
-    hits = [Hit(NOW, "/", f"E{n % 7}", who(n % 40), props=((f"k{n % 13}", f"v{rng.randrange(10**6)}"),)) for n in range(600)]
+    hits = [
+        Hit(NOW, "/", f"E{n % 7}", who(n % 40), props=((f"k{n % 13}", f"v{rng.randrange(10**6)}"),)) for n in range(600)
+    ]
     for i in range(0, len(hits), 50):
         record(r, info, hits[i : i + 50], now=NOW)
     day = NOW.date()
@@ -166,9 +173,14 @@ def test_properties_of_events_past_the_names_quota_count_under_the_other_events(
     groups = {m.decode() for m in r.smembers(keys.props_index(info.id, day))}
     assert {g.split("\x1f")[0] for g in groups} == events  # (no group of an event past the quota)
     prop_keys = sum(1 for _ in r.scan_iter(match=keys.prop_count(info.id, day, "*")))
-    assert prop_keys <= 5 * 2 * 2 + 5 + 1, prop_keys  # (the kept events' properties with a value each, their "(other)"s, the other event's)
-    counted = sum(sum(row["events"] for row in properties(r, info, day, day, name, event, limit=100)[0])
-                  for event in events for name in {g.split("\x1f")[1] for g in groups if g.startswith(event + "\x1f")})
+    assert prop_keys <= 5 * 2 * 2 + 5 + 1, (
+        prop_keys
+    )  # (the kept events' properties with a value each, their "(other)"s, the other event's)
+    counted = sum(
+        sum(row["events"] for row in properties(r, info, day, day, name, event, limit=100)[0])
+        for event in events
+        for name in {g.split("\x1f")[1] for g in groups if g.startswith(event + "\x1f")}
+    )
     assert counted == 2 * 300  # (every event's two properties count somewhere)
 
 
@@ -196,12 +208,19 @@ def _junk_flood(r, info, rng, events: int, now: datetime):
     for _ in range(0, events, 100):
         hits = []
         for _ in range(100):
-            attrs = visit_attrs("example.com", f"https://example.com/{junk()}?utm_source={junk()}&utm_campaign={junk()}",
-                                f"https://{junk()}.example/{junk()}", "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0", None,
-                                rng.randrange(300, 4000))
+            attrs = visit_attrs(
+                "example.com",
+                f"https://example.com/{junk()}?utm_source={junk()}&utm_campaign={junk()}",
+                f"https://{junk()}.example/{junk()}",
+                "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0",
+                None,
+                rng.randrange(300, 4000),
+            )
             name = "pageview" if rng.random() < 0.5 else f"e{junk()}"
             props = tuple((f"p{junk()}", junk()) for _ in range(10)) if name != "pageview" else ()
-            hits.append(Hit(now, f"/{junk()}", name, identity_source(None, junk(), None, None), attrs=attrs, props=props))
+            hits.append(
+                Hit(now, f"/{junk()}", name, identity_source(None, junk(), None, None), attrs=attrs, props=props)
+            )
         record(r, info, hits, now=now)
 
 
@@ -210,7 +229,10 @@ def _rolled_up(r, site, day) -> dict[str, int]:
     from analytics.rollups.jobs import rollup
 
     rollup(r, site, day, day)
-    return {model.__name__: model.objects.filter(site=site, date=day).count() for model in (PageDaily, EventDaily, DimensionDaily)}
+    return {
+        model.__name__: model.objects.filter(site=site, date=day).count()
+        for model in (PageDaily, EventDaily, DimensionDaily)
+    }
 
 
 def _used(r) -> int:

@@ -1,4 +1,5 @@
 """manage.py rollup: ranges, catch-up, bad input."""
+
 import io
 from datetime import timedelta
 

@@ -1,4 +1,5 @@
 """Rollups against brute force over the same events: WAU/MAU and retention exact."""
+
 import random
 from collections import defaultdict
 from datetime import UTC, datetime, time, timedelta
@@ -83,7 +84,9 @@ def test_rollup_matches_brute_force(site, r):
 
     for cohort in Retention.objects.filter(site=site, unit="day"):
         c = cohort.cohort
-        expected = [len(new[c] & active.get(c + timedelta(days=n), set())) for n in range(min(30, (today - c).days) + 1)]
+        expected = [
+            len(new[c] & active.get(c + timedelta(days=n), set())) for n in range(min(30, (today - c).days) + 1)
+        ]
         assert cohort.size == len(new[c])
         assert cohort.retained == expected, c
         assert cohort.retained[0] == cohort.size
@@ -115,7 +118,11 @@ def test_rerunning_a_rollup_writes_the_same_rows(site, r):
 
     def snapshot():
         return (
-            list(DailyMetrics.objects.order_by("date").values("date", "visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "final")),
+            list(
+                DailyMetrics.objects.order_by("date").values(
+                    "date", "visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "final"
+                )
+            ),
             list(Retention.objects.order_by("unit", "cohort").values("unit", "cohort", "size", "retained")),
             list(PeriodVisitors.objects.order_by("unit", "start").values("unit", "start", "visitors")),
         )
@@ -262,9 +269,22 @@ def test_no_key_of_a_final_day_lives_forever(site, r):
     day = info.today() - timedelta(days=2)
     agent = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
     hits = [
-        Hit(at(day, 10 + n % 5), f"/p{n % 3}", "pageview" if n % 4 else "Signup", identity_source(None, f"v{n}", None, None),
-            attrs=visit_attrs(site.domain, f"https://{site.domain}/?utm_source=s{n % 3}", "https://news.ycombinator.com/", agent, "8.8.8.8", 1280),
-            props=(("plan", f"p{n % 2}"),), revenue=("EUR", 1250) if n % 4 == 0 else None)
+        Hit(
+            at(day, 10 + n % 5),
+            f"/p{n % 3}",
+            "pageview" if n % 4 else "Signup",
+            identity_source(None, f"v{n}", None, None),
+            attrs=visit_attrs(
+                site.domain,
+                f"https://{site.domain}/?utm_source=s{n % 3}",
+                "https://news.ycombinator.com/",
+                agent,
+                "8.8.8.8",
+                1280,
+            ),
+            props=(("plan", f"p{n % 2}"),),
+            revenue=("EUR", 1250) if n % 4 == 0 else None,
+        )
         for n in range(40)
     ]
     record(r, info, hits)
@@ -272,7 +292,9 @@ def test_no_key_of_a_final_day_lives_forever(site, r):
     forever = [key for key in r.scan_iter(match=f"*{day.isoformat()}*", count=1000) if r.ttl(key) == -1]
     assert forever == []
     field = "referrer\x1fnews.ycombinator.com"  # (its bitmap stands in for its HLL: counts/fold.py)
-    assert r.sismember(keys.dimension_bitmap_only(site.pk, day), field) and r.exists(keys.dimension_bitmap(site.pk, day, field))
+    assert r.sismember(keys.dimension_bitmap_only(site.pk, day), field) and r.exists(
+        keys.dimension_bitmap(site.pk, day, field)
+    )
 
 
 def test_a_rollup_writes_its_rows_a_chunk_a_transaction(site, r, monkeypatch):
@@ -287,7 +309,12 @@ def test_a_rollup_writes_its_rows_a_chunk_a_transaction(site, r, monkeypatch):
     monkeypatch.setattr(rollups, "UPSERT_ROWS", 40)
     info = SiteInfo.from_model(site)
     now = datetime.now(UTC)
-    record(r, info, [Hit(now, f"/p{n}", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(300)], now=now)
+    record(
+        r,
+        info,
+        [Hit(now, f"/p{n}", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(300)],
+        now=now,
+    )
     chunks = []
     bulk_create = QuerySet.bulk_create
 

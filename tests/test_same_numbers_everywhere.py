@@ -1,6 +1,7 @@
 """The read API, the dashboard, its share link and the exports give the same numbers for the
 same query, filtered or not, over days inside and past each raw-key expiry (the history of
 tests/test_filters_past_expiry.py), and mark the same ones as estimates."""
+
 import json
 import re
 
@@ -24,7 +25,9 @@ def _cards(html: str) -> dict:
     return found
 
 
-@pytest.mark.parametrize("filters", ["", "page==/pricing", "source==Google|Direct / None", "source==Google;country!=DE"])
+@pytest.mark.parametrize(
+    "filters", ["", "page==/pricing", "source==Google|Direct / None", "source==Google;country!=DE"]
+)
 def test_the_api_the_dashboard_the_share_link_and_the_exports_agree(aged, r, client, django_user_model, filters):  # noqa: F811
     info, _, days, _ = aged
     site = Site.objects.get(pk=info.id)
@@ -33,7 +36,9 @@ def test_the_api_the_dashboard_the_share_link_and_the_exports_agree(aged, r, cli
     query = {"from": days[0].isoformat(), "to": days[-1].isoformat(), **({"filters": filters} if filters else {})}
     auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
 
-    api = client.get("/api/v1/stats/aggregate", {"site": site.domain, "metrics": ",".join(METRICS), **query}, **auth).json()["results"]
+    api = client.get(
+        "/api/v1/stats/aggregate", {"site": site.domain, "metrics": ",".join(METRICS), **query}, **auth
+    ).json()["results"]
     report = json.loads(client.get("/api/v1/reports/json", {"site": site.domain, **query}, **auth).content)
     summary = {row[0]: (row[1], row[3]) for row in report["tables"]["summary"]["rows"]}
 
@@ -56,7 +61,9 @@ def test_the_api_the_dashboard_the_share_link_and_the_exports_agree(aged, r, cli
         assert all(api[m]["value"] is not None for m in METRICS), api
 
     # A breakdown: the API's rows, the dashboard's panel (its endpoint), the export's table.
-    rows = client.get("/api/v1/stats/breakdown", {"site": site.domain, "property": "country", "limit": 100, **query}, **auth).json()
+    rows = client.get(
+        "/api/v1/stats/breakdown", {"site": site.domain, "property": "country", "limit": 100, **query}, **auth
+    ).json()
     by_api = {row["country"]: row["visitors"] for row in rows["results"]}
     by_export = {row[0]: row[1] for row in report["tables"]["country"]["rows"]}
     panel = client.get(f"/share/{token}/breakdown", {"property": "country", **page}).json()

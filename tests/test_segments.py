@@ -2,6 +2,7 @@
 events: filtered visitors, DAU, WAU, MAU, new visitors, breakdowns, goals and retention
 are exact where every value named has its day bitmap; `!=` is exact with BITOP DIFF and
 without it; values past the day's bitmaps are estimated, and say so."""
+
 import random
 from collections import defaultdict
 from datetime import UTC, datetime, time, timedelta
@@ -48,9 +49,16 @@ def send(r, site, events, batch=50):
     info = SiteInfo.from_model(site)
     now = datetime.now(UTC)  # (one half hour of open visits for the whole test: visits end by their events' times)
     for i in range(0, len(events), batch):
-        hits = [Hit(ts, path, "pageview" if kind == "p" else "Signup", identity_source(None, f"v{v}", None, None),
-                    attrs=FIELD_SEP.join([field("source", s), field("country", c)]))
-                for ts, v, kind, path, s, c in events[i : i + batch]]
+        hits = [
+            Hit(
+                ts,
+                path,
+                "pageview" if kind == "p" else "Signup",
+                identity_source(None, f"v{v}", None, None),
+                attrs=FIELD_SEP.join([field("source", s), field("country", c)]),
+            )
+            for ts, v, kind, path, s, c in events[i : i + batch]
+        ]
         record(r, info, hits, now=now)
     return SiteInfo.from_model(site)
 
@@ -90,8 +98,13 @@ class Brute:
         for f in filters:
             matching = set().union(*(self.by[day, f.prop, value] for value in f.values)) if f.op != "~" else set()
             if f.op == "~":
-                matching = set().union(*(s for (d, p, value), s in self.by.items()
-                                         if d == day and p == f.prop and any(n.lower() in value.lower() for n in f.values)))
+                matching = set().union(
+                    *(
+                        s
+                        for (d, p, value), s in self.by.items()
+                        if d == day and p == f.prop and any(n.lower() in value.lower() for n in f.values)
+                    )
+                )
             people = people - matching if f.op == "!=" else people & matching
         return people
 
@@ -149,7 +162,9 @@ def test_a_breakdown_under_a_filter_is_exact_per_day(world, r):
     filters = segments.parse("source==Google")
     rows, estimated = filtered.breakdown(r, site, filters, days[0], days[-1], "country", COUNTRIES)
     assert not estimated
-    expected = {c: len(set().union(*(brute.by[d, "country", c] & brute.segment(d, filters) for d in days))) for c in COUNTRIES}
+    expected = {
+        c: len(set().union(*(brute.by[d, "country", c] & brute.segment(d, filters) for d in days))) for c in COUNTRIES
+    }
     assert {row["value"]: row["visitors"] for row in rows} == {c: n for c, n in expected.items() if n}
     pages, _ = filtered.breakdown(r, site, segments.parse("country==FR"), days[0], days[-1], "page", PAGES)
     fr = segments.parse("country==FR")
@@ -167,7 +182,9 @@ def test_goals_under_a_filter_count_converters_exactly(world, r):
     got = {row["goal"]: row["visitors"] for row in rows}
     union = lambda sets: len(set().union(*sets))  # noqa: E731
     assert got["Signup"] == union(brute.by[d, "goal", "Signup"] & brute.segment(d, filters) for d in days)
-    assert got["Read the blog"] == union((brute.by[d, "page", "/blog/a"] | brute.by[d, "page", "/blog/b"]) & brute.segment(d, filters) for d in days)
+    assert got["Read the blog"] == union(
+        (brute.by[d, "page", "/blog/a"] | brute.by[d, "page", "/blog/b"]) & brute.segment(d, filters) for d in days
+    )
     # a goal as a filter: its page pattern
     converted = segments.parse("goal==Read the blog")
     values, _ = filtered.daily_values(r, site, converted, days[0], days[-1], windows=False)
@@ -184,11 +201,18 @@ def test_retention_of_a_filtered_cohort_is_exact(world, r):
         day = datetime.fromisoformat(row["cohort"]).date()
         cohort = brute.new[day] & brute.segment(day, filters)
         assert row["size"] == len(cohort)
-        assert row["retained"] == [len(cohort & brute.active[day + timedelta(days=n)]) for n in range(len(row["retained"]))]
+        assert row["retained"] == [
+            len(cohort & brute.active[day + timedelta(days=n)]) for n in range(len(row["retained"]))
+        ]
     weeks, _ = filtered.retention(r, site, filters, "week", days[0], days[-1], 12)
     for row in weeks:
         monday = datetime.fromisoformat(row["cohort"]).date()
-        cohort = set().union(*(brute.new[monday + timedelta(days=n)] & brute.segment(monday + timedelta(days=n), filters) for n in range(7)))
+        cohort = set().union(
+            *(
+                brute.new[monday + timedelta(days=n)] & brute.segment(monday + timedelta(days=n), filters)
+                for n in range(7)
+            )
+        )
         assert row["size"] == len(cohort)
         for n, kept in enumerate(row["retained"]):
             week = set().union(*(brute.active[monday + timedelta(days=7 * n + k)] for k in range(7)))
@@ -211,8 +235,12 @@ def test_retention_of_a_cohort_on_estimated_days_is_scaled_to_the_estimate(site,
     sizes, kept_sum, truth_sizes, truth_kept = 0, 0, 0, 0
     for row in rows:
         start = datetime.fromisoformat(row["cohort"]).date()
-        members = set().union(*(brute.new[start + timedelta(days=k)] & brute.segment(start + timedelta(days=k), filters)
-                                for k in range(width)))
+        members = set().union(
+            *(
+                brute.new[start + timedelta(days=k)] & brute.segment(start + timedelta(days=k), filters)
+                for k in range(width)
+            )
+        )
         sizes, truth_sizes = sizes + row["size"], truth_sizes + len(members)
         for n, kept in enumerate(row["retained"][1:], start=1):
             active = set().union(*(brute.active[start + n * step + timedelta(days=k)] for k in range(width)))
@@ -291,21 +319,29 @@ def test_windows_and_new_visitors_over_estimated_days_are_estimated_not_cut_shor
             assert row["dau"] <= row["wau"] <= row["mau"], (text, day, row)
             assert abs(row["wau"] - len(week)) <= max(4, 0.15 * len(week)), (text, day, row["wau"], len(week))
             assert abs(row["mau"] - len(month)) <= max(4, 0.15 * len(month)), (text, day, row["mau"], len(month))
-            assert abs(row["new_visitors"] - len(new)) <= max(6, 0.5 * len(new)), (text, day, row["new_visitors"], len(new))
+            assert abs(row["new_visitors"] - len(new)) <= max(6, 0.5 * len(new)), (
+                text,
+                day,
+                row["new_visitors"],
+                len(new),
+            )
 
 
 def test_a_filter_given_twice_counts_as_once():
     assert segments.parse("country==DE;source==Google;country==DE") == segments.parse("country==DE;source==Google")
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("source", "expected property==value"),
-    ("colour==red", "unknown property"),
-    ("source==", "a value is empty"),
-    ("goal~Sign", "goals are matched by name"),
-    (";".join(f"source==a{n}" for n in range(7)), "at most 6 filters"),
-    ("source==a\\", "ends with a lone backslash"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("source", "expected property==value"),
+        ("colour==red", "unknown property"),
+        ("source==", "a value is empty"),
+        ("goal~Sign", "goals are matched by name"),
+        (";".join(f"source==a{n}" for n in range(7)), "at most 6 filters"),
+        ("source==a\\", "ends with a lone backslash"),
+    ],
+)
 def test_bad_filters_are_refused_with_the_reason(text, problem):
     with pytest.raises(ValueError, match=problem):
         segments.parse(text)
@@ -315,16 +351,22 @@ def test_values_holding_the_separators_round_trip_escaped():
     f = segments.Filter("utm_campaign", "==", ("a;b", "c|d", "e\\f"))
     assert segments.parse(str(f)) == (f,)
     assert segments.parse("source==Google;country==DE|FR") == (
-        segments.Filter("source", "==", ("Google",)), segments.Filter("country", "==", ("DE", "FR")))
+        segments.Filter("source", "==", ("Google",)),
+        segments.Filter("country", "==", ("DE", "FR")),
+    )
 
 
 def test_a_goal_without_its_bitmaps_says_its_converters_are_estimated(site, r):
     info, _, days = history(r, site, 13, visitors=200, segment_values=1)
-    Goal.objects.create(site_id=site.id, name="Blog", page_pattern="/blog/*")  # (made after the events: nothing was pinned)
+    Goal.objects.create(
+        site_id=site.id, name="Blog", page_pattern="/blog/*"
+    )  # (made after the events: nothing was pinned)
     _, estimated = filtered.goals(r, info, (), days[0], days[-1], visitors=100)
     assert estimated
     Goal.objects.filter(site_id=site.id).delete()
-    Goal.objects.create(site_id=site.id, name="Signup", event_name="Signup")  # (one event name a day: its bitmap, first come)
+    Goal.objects.create(
+        site_id=site.id, name="Signup", event_name="Signup"
+    )  # (one event name a day: its bitmap, first come)
     _, estimated = filtered.goals(r, info, (), days[0], days[-1], visitors=100)
     assert not estimated
 
@@ -345,7 +387,9 @@ def test_the_last_rolled_up_days_top_values_keep_their_bitmaps_when_junk_comes_f
     assert "source\x1fGoogle" in {m.decode() for m in r.smembers(keys.pinned_fields(site.id))}
     now = datetime.combine(today, time(0, 5), tzinfo=UTC)
     junk = [(now + timedelta(seconds=n), 200 + n, "p", "/", f"junk{n}", "ZZ") for n in range(5)]
-    send(r, site, junk + [(now + timedelta(minutes=1), 300, "p", "/", "Google", "DE")], batch=1)  # (junk first, call by call)
+    send(
+        r, site, junk + [(now + timedelta(minutes=1), 300, "p", "/", "Google", "DE")], batch=1
+    )  # (junk first, call by call)
     bitmapped = {m.decode() for m in r.smembers(keys.dimension_bitmapped(site.id, today))}
     assert "source\x1fGoogle" in bitmapped and "source\x1fjunk0" in bitmapped and "source\x1fjunk1" not in bitmapped
 
@@ -378,8 +422,15 @@ def test_a_batch_gives_its_bitmaps_to_its_most_visited_values_not_the_first_name
     hits, n = [], 0
     for country, people in crowd.items():
         for _ in range(people):
-            hits.append(Hit(day + timedelta(seconds=n), "/", "pageview", identity_source(None, f"c{n}", None, None),
-                            attrs=field("country", country)))
+            hits.append(
+                Hit(
+                    day + timedelta(seconds=n),
+                    "/",
+                    "pageview",
+                    identity_source(None, f"c{n}", None, None),
+                    attrs=field("country", country),
+                )
+            )
             n += 1
     record(r, info, hits)
     bitmapped = {m.decode() for m in r.smembers(keys.dimension_bitmapped(site.pk, day.date()))}

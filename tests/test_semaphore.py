@@ -1,5 +1,6 @@
 """The export semaphore: the limit holds under concurrency, dead holders free their slot,
 first come first served."""
+
 import threading
 import time
 

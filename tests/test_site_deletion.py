@@ -1,6 +1,7 @@
 """Deleting a site deletes its Redis keys too (everything under `tally:{<site id>}:`), by
 Site.delete(), the admin's delete page and its bulk action, and never another site's; with
 Redis out, the delete still happens and `purgesite --site-id` finishes the job later."""
+
 import io
 import json
 import logging
@@ -20,9 +21,18 @@ def site_keys(r, site_id):
 
 def ingest(client, key, n=30):
     """Real events, so every family of keys a site has is there (ids, bitmaps, HLLs, visits...)."""
-    events = [{"url": f"https://example.com/p{i % 7}?utm_source=news", "visitor": f"v{i}", "user_id": f"u{i % 3}",
-               "props": {"plan": "team"}} for i in range(n)]
-    response = client.post("/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    events = [
+        {
+            "url": f"https://example.com/p{i % 7}?utm_source=news",
+            "visitor": f"v{i}",
+            "user_id": f"u{i % 3}",
+            "props": {"plan": "team"},
+        }
+        for i in range(n)
+    ]
+    response = client.post(
+        "/api/v1/events", data=json.dumps(events), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
     assert response.json()["accepted"] == n
 
 
@@ -54,7 +64,9 @@ def test_no_key_goes_before_the_delete_is_committed(two_sites, r, django_capture
     assert len(callbacks) == 1
 
 
-def test_the_admin_says_the_redis_data_goes_and_purges_it(admin_client, two_sites, r, django_capture_on_commit_callbacks):
+def test_the_admin_says_the_redis_data_goes_and_purges_it(
+    admin_client, two_sites, r, django_capture_on_commit_callbacks
+):
     gone, kept, theirs = two_sites
     page = admin_client.get(f"/admin/analytics/site/{gone.pk}/delete/").content.decode()
     assert "Redis data" in page and f"tally:{{{gone.pk}}}:" in page
@@ -64,7 +76,9 @@ def test_the_admin_says_the_redis_data_goes_and_purges_it(admin_client, two_site
     assert site_keys(r, gone.pk) == set() and site_keys(r, kept.pk) == theirs
 
 
-def test_the_admins_bulk_delete_purges_each_site(admin_client, two_sites, make_site, r, django_capture_on_commit_callbacks):
+def test_the_admins_bulk_delete_purges_each_site(
+    admin_client, two_sites, make_site, r, django_capture_on_commit_callbacks
+):
     gone, kept, theirs = two_sites
     other, _ = make_site("other.example")
     r.set(f"tally:{{{other.pk}}}:x", 1)
@@ -76,7 +90,9 @@ def test_the_admins_bulk_delete_purges_each_site(admin_client, two_sites, make_s
 
 
 @pytest.mark.single_server  # (Redis made unreachable by pointing REDIS_URL elsewhere)
-def test_with_redis_out_the_site_goes_and_purgesite_by_id_finishes_later(two_sites, r, caplog, django_capture_on_commit_callbacks):
+def test_with_redis_out_the_site_goes_and_purgesite_by_id_finishes_later(
+    two_sites, r, caplog, django_capture_on_commit_callbacks
+):
     gone, kept, theirs = two_sites
     gone_id, mine = gone.pk, site_keys(r, gone.pk)
     url = settings.REDIS_URL
@@ -115,7 +131,9 @@ def test_the_late_pass_leaves_a_live_site_alone(two_sites, r):
     assert site_keys(r, kept.pk) == theirs
 
 
-def test_the_delete_request_queues_the_purge_and_a_worker_does_it(two_sites, r, redis_server, eager_celery, django_capture_on_commit_callbacks):
+def test_the_delete_request_queues_the_purge_and_a_worker_does_it(
+    two_sites, r, redis_server, eager_celery, django_capture_on_commit_callbacks
+):
     """SCAN walks the site's whole server: a big keyspace takes seconds, so the delete only
     queues the purge (now, and once more later) and answers."""
     import redis
@@ -139,9 +157,12 @@ def test_the_delete_request_queues_the_purge_and_a_worker_does_it(two_sites, r, 
     assert site_keys(r, gone_id) == set() and site_keys(r, kept.pk) == theirs
 
 
-def test_with_the_broker_out_the_request_purges_itself(two_sites, r, eager_celery, caplog, django_capture_on_commit_callbacks):
+def test_with_the_broker_out_the_request_purges_itself(
+    two_sites, r, eager_celery, caplog, django_capture_on_commit_callbacks
+):
     gone, kept, theirs = two_sites
     gone_id = gone.pk
+
     def connect_to(url):  # (the app keeps its connections in pools made for one broker)
         eager_celery.conf.broker_url = url
         eager_celery._pool, eager_celery.amqp._producer_pool = None, None

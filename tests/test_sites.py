@@ -1,4 +1,5 @@
 """Sites and API keys: addsite, hashed keys shown once, the admin."""
+
 import io
 
 import pytest
@@ -57,7 +58,11 @@ def test_the_admin_shows_the_expiry_policy_and_todays_memory(admin_client, site,
     from analytics.ingest.identity import identity_source
     from analytics.sites import SiteInfo
 
-    record(r, SiteInfo.from_model(site), [Hit(None, f"/p{n}", "pageview", identity_source(None, str(n), None, None)) for n in range(50)])
+    record(
+        r,
+        SiteInfo.from_model(site),
+        [Hit(None, f"/p{n}", "pageview", identity_source(None, str(n), None, None)) for n in range(50)],
+    )
     page = admin_client.get(f"/admin/analytics/site/{site.pk}/change/").content.decode()
     assert "Key expiry policy" in page and 'name="keep_page_days"' in page
     assert "daily pages" in page and "realtime minutes" in page
@@ -81,7 +86,10 @@ def test_the_realtime_retention_moves_to_minutes_and_a_chosen_one_is_kept():
     executor = MigrationExecutor(connection)
     executor.migrate(after)
     new = executor.loader.project_state(after).apps.get_model("analytics", "Site")
-    assert {s.domain: s.keep_realtime_minutes for s in new.objects.all()} == {"default.example": 10, "chosen.example": 180}
+    assert {s.domain: s.keep_realtime_minutes for s in new.objects.all()} == {
+        "default.example": 10,
+        "chosen.example": 180,
+    }
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
 

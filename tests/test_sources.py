@@ -1,4 +1,5 @@
 """Where a visit came from: analytics.ingest.sources (pure functions, no Redis)."""
+
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -103,7 +104,10 @@ def test_it_is_direct_with_no_referrer_and_no_tags():
     assert from_referrer("") == from_referrer(None)
 
 
-@pytest.mark.parametrize("referrer", ["https://docs.google.com/document/d/1", "https://sites.google.com/view/x", "https://developer.duckduckgo.com/"])
+@pytest.mark.parametrize(
+    "referrer",
+    ["https://docs.google.com/document/d/1", "https://sites.google.com/view/x", "https://developer.duckduckgo.com/"],
+)
 def test_it_counts_a_search_engines_other_subdomains_as_referrals(referrer):
     got = from_referrer(referrer)
     assert (got.source, got.channel) == (got.referrer, "Referral")
@@ -127,7 +131,9 @@ def test_it_takes_utm_tags_from_the_page_url():
 
 
 def test_it_lets_utm_source_name_the_source_over_the_referrer():
-    got = from_referrer("https://www.google.com/", page="https://example.com/?utm_source=Spring+Mailing&utm_medium=e-mail")
+    got = from_referrer(
+        "https://www.google.com/", page="https://example.com/?utm_source=Spring+Mailing&utm_medium=e-mail"
+    )
     assert (got.referrer, got.source, got.channel) == ("google.com", "Spring Mailing", "Email")
 
 
@@ -138,7 +144,10 @@ def test_it_reads_ref_and_source_as_utm_source():
     assert from_referrer(None, page="https://example.com/?ref=a&source=b&utm_source=c").utm_source == "c"
 
 
-@pytest.mark.parametrize("medium", ["cpc", "PPC", "paid", "paidsearch", "paid_social", "display", "banner", "cpm", "cpa", "affiliate", "paid-video"])
+@pytest.mark.parametrize(
+    "medium",
+    ["cpc", "PPC", "paid", "paidsearch", "paid_social", "display", "banner", "cpm", "cpa", "affiliate", "paid-video"],
+)
 def test_it_counts_paid_media_as_paid(medium):
     got = from_referrer("https://www.google.com/", page=f"https://example.com/?utm_source=google&utm_medium={medium}")
     assert (got.source, got.channel) == ("Google", "Paid")  # (a known source tag shows as the list spells it)
@@ -181,19 +190,34 @@ def test_it_counts_webmail_as_email(referrer, source):
 
 def test_it_names_android_apps_by_package():
     known = from_referrer("android-app://com.google.android.googlequicksearchbox/https/www.google.com")
-    assert (known.referrer, known.source, known.channel) == ("com.google.android.googlequicksearchbox", "Google", "Organic Search")
+    assert (known.referrer, known.source, known.channel) == (
+        "com.google.android.googlequicksearchbox",
+        "Google",
+        "Organic Search",
+    )
     unknown = from_referrer("android-app://com.Example.Reader/")
-    assert (unknown.referrer, unknown.source, unknown.channel) == ("com.example.reader", "com.example.reader", "Referral")
+    assert (unknown.referrer, unknown.source, unknown.channel) == (
+        "com.example.reader",
+        "com.example.reader",
+        "Referral",
+    )
 
 
 def test_it_decodes_utm_values():
     page = "https://example.com/?utm_campaign=Spring%20Sale+2024&utm_source=%E2%9C%89%20mail&utm_term=%zz&utm_content=caf%C3%A9"
     got = from_referrer(None, page=page)
-    assert (got.utm_campaign, got.utm_source, got.utm_term, got.utm_content) == ("Spring Sale 2024", "✉ mail", "%zz", "café")
+    assert (got.utm_campaign, got.utm_source, got.utm_term, got.utm_content) == (
+        "Spring Sale 2024",
+        "✉ mail",
+        "%zz",
+        "café",
+    )
 
 
 def test_it_strips_caps_and_drops_empty_utm_values():
-    got = from_referrer(None, page=f"https://example.com/?utm_source=+%20+&utm_medium=&utm_campaign=%20{'x' * 500}&utm_term")
+    got = from_referrer(
+        None, page=f"https://example.com/?utm_source=+%20+&utm_medium=&utm_campaign=%20{'x' * 500}&utm_term"
+    )
     assert (got.utm_source, got.utm_medium, got.utm_term) == (None, None, None)
     assert got.utm_campaign == "x" * MAX_TAG
     assert from_referrer(None, page="https://example.com/?utm_source=&utm_source=second").utm_source == "second"
@@ -229,7 +253,12 @@ def test_it_knows_every_host_in_the_lists():
     """Every host of every list, placeholders filled in, comes out under its own name."""
     ours = yaml.safe_load((DATA / "Tally.yml").read_text())
     renames = ours["names"]
-    lists = [ours["email"], ours["ai"], yaml.safe_load((DATA / "AIAssistants.yml").read_text()), yaml.safe_load((DATA / "Socials.yml").read_text())]
+    lists = [
+        ours["email"],
+        ours["ai"],
+        yaml.safe_load((DATA / "AIAssistants.yml").read_text()),
+        yaml.safe_load((DATA / "Socials.yml").read_text()),
+    ]
     engines = yaml.safe_load((DATA / "SearchEngines.yml").read_text())
     lists.append({name: [url for config in configs for url in config["urls"]] for name, configs in engines.items()})
     checked = 0

@@ -1,4 +1,5 @@
 """Celery: the schedule names real tasks, tasks run as functions, and a real worker runs them."""
+
 import os
 import time
 from datetime import UTC, datetime, timedelta

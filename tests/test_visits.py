@@ -1,5 +1,6 @@
 """Visits (sessions) and the visit dimensions, written at ingest by lib/visits.lua, against
 brute force over the same events: Plausible's definitions, across midnight, in batches."""
+
 import random
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -88,8 +89,14 @@ def send(r, site, events, batch, daily_salt_source=None):
     info = SiteInfo.from_model(site)
     for i in range(0, len(events), batch):
         hits = [
-            Hit(ts, path, "pageview" if kind == "p" else "Signup", identity_source(None, f"v{v}", None, None),
-                attrs=a, interactive=kind != "n")
+            Hit(
+                ts,
+                path,
+                "pageview" if kind == "p" else "Signup",
+                identity_source(None, f"v{v}", None, None),
+                attrs=a,
+                interactive=kind != "n",
+            )
             for ts, v, kind, path, a in events[i : i + batch]
         ]
         record(r, info, hits, now=NOW)
@@ -141,7 +148,9 @@ def test_a_day_of_many_values_keeps_its_counts_in_a_hash_table_and_counts_like_b
     field) to a hash table (lib/visits.lua, widen_counts); every count stays the brute
     force's, the padded total's too, and a day of few values stays a listpack."""
     rng = random.Random(5)
-    events = [(ts, v, kind, path, attrs(f"source {v % 150}", "DE")) for ts, v, kind, path, _ in make_events(rng, visitors=400)]
+    events = [
+        (ts, v, kind, path, attrs(f"source {v % 150}", "DE")) for ts, v, kind, path, _ in make_events(rng, visitors=400)
+    ]
     send(r, site, events, 37)
     counts, visitors = brute_force(events)
     got = stored(r, site.id, counts, visitors)
@@ -159,7 +168,9 @@ def test_a_restart_loads_a_wide_day_as_a_listpack_and_the_next_big_call_widens_i
     one key): the next call counting many fields widens the day's counts again, though it
     brings no value new to the day, and the counts stay the brute force's."""
     rng = random.Random(6)
-    events = [(ts, v, kind, path, attrs(f"source {v % 150}", "DE")) for ts, v, kind, path, _ in make_events(rng, visitors=400)]
+    events = [
+        (ts, v, kind, path, attrs(f"source {v % 150}", "DE")) for ts, v, kind, path, _ in make_events(rng, visitors=400)
+    ]
     busiest = max({ts.date() for ts, *_ in events}, key=lambda d: sum(1 for ts, *_ in events if ts.date() == d))
     events = [e for e in events if e[0].date() <= busiest]
     name, fields = keys.dimension_counts(site.id, busiest), keys.dimension_fields(site.id, busiest)
@@ -191,10 +202,20 @@ def test_a_visit_goes_on_across_midnight_in_the_site_time_zone(site, r):
     ]
     send(r, site, events, 1)
     day1, day2 = midnight.date(), (midnight + timedelta(days=1)).date()
-    assert table(r, site.id, day1, "visits") == {"source\x1fGoogle": 1, "country\x1fDE": 1, "entry_page\x1f/a": 1, "total\x1fall": 1,
-                                                  "visit_page\x1f/a": 1, "visit_page\x1f/b": 1}  # (the pages it viewed, on its first day)
+    assert table(r, site.id, day1, "visits") == {
+        "source\x1fGoogle": 1,
+        "country\x1fDE": 1,
+        "entry_page\x1f/a": 1,
+        "total\x1fall": 1,
+        "visit_page\x1f/a": 1,
+        "visit_page\x1f/b": 1,
+    }  # (the pages it viewed, on its first day)
     assert table(r, site.id, day1, "duration")["source\x1fGoogle"] == 900
-    assert table(r, site.id, day1, "duration")["visit_page\x1f/a"] == table(r, site.id, day1, "duration")["visit_page\x1f/b"] == 900
+    assert (
+        table(r, site.id, day1, "duration")["visit_page\x1f/a"]
+        == table(r, site.id, day1, "duration")["visit_page\x1f/b"]
+        == 900
+    )
     assert "source\x1fGoogle" not in table(r, site.id, day1, "bounces")
     assert table(r, site.id, day2, "pageviews")["source\x1fGoogle"] == 1
     assert table(r, site.id, day1, "exits") == {"exit_page\x1f/b": 1}
@@ -205,8 +226,10 @@ def test_a_daily_salt_visit_survives_the_salt_change(site, r):
     site.identity_mode = "daily"
     site.save()
     midnight = datetime(2026, 11, 21, 0, 0, tzinfo=UTC)
-    events = [(midnight - timedelta(minutes=3), 1, "p", "/a", attrs("Google", "DE")),
-              (midnight + timedelta(minutes=3), 1, "p", "/b", attrs("Google", "DE"))]
+    events = [
+        (midnight - timedelta(minutes=3), 1, "p", "/a", attrs("Google", "DE")),
+        (midnight + timedelta(minutes=3), 1, "p", "/b", attrs("Google", "DE")),
+    ]
     send(r, site, events, 1)
     assert table(r, site.id, midnight.date() - timedelta(days=1), "visits")["source\x1fGoogle"] == 1
     assert "source\x1fGoogle" not in table(r, site.id, midnight.date(), "visits")
@@ -242,7 +265,12 @@ def test_values_past_the_daily_quota_count_as_other(site, r):
     events = [(ts + timedelta(hours=v), v, "p", "/", attrs(f"source-{v}", "DE")) for v in range(5)]
     send(r, site, events, 2)
     visits = table(r, site.id, ts.date(), "visits")
-    assert {k for k in visits if k.startswith("source")} == {"source\x1fsource-0", "source\x1fsource-1", "source\x1fsource-2", "source\x1f(other)"}
+    assert {k for k in visits if k.startswith("source")} == {
+        "source\x1fsource-0",
+        "source\x1fsource-1",
+        "source\x1fsource-2",
+        "source\x1f(other)",
+    }
     assert visits["source\x1f(other)"] == 2
     assert r.pfcount(keys.dimension_visitors(site.id, ts.date(), "source\x1f(other)")) == 2
 
@@ -252,7 +280,16 @@ def test_a_replayed_call_counts_its_visits_once(site, r):
 
     info = SiteInfo.from_model(site)
     ts = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
-    hits = [Hit(ts + timedelta(minutes=n), "/", "pageview", identity_source(None, "v", None, None), attrs=attrs("Google", "DE")) for n in range(3)]
+    hits = [
+        Hit(
+            ts + timedelta(minutes=n),
+            "/",
+            "pageview",
+            identity_source(None, "v", None, None),
+            attrs=attrs("Google", "DE"),
+        )
+        for n in range(3)
+    ]
     mark = new_mark(info, NOW)
     record(r, info, hits, now=NOW, mark=mark)
     record(r, info, hits, now=NOW, mark=mark)
@@ -264,8 +301,14 @@ def test_a_batch_bigger_than_luas_unpack_limit_counts(site, r):
     """9,000 visits in one call (1,000 visitors, 9 visits each, one day): every list the
     script hands to a Redis command is cut in slices (Lua's unpack() stops near 8,000)."""
     start = datetime(2026, 6, 1, 1, 0, tzinfo=UTC)
-    events = sorted(((start + timedelta(minutes=31 * n), v, "p", "/", attrs("Google", "DE")) for n in range(9) for v in range(1000)),
-                    key=lambda e: (e[0], e[1]))
+    events = sorted(
+        (
+            (start + timedelta(minutes=31 * n), v, "p", "/", attrs("Google", "DE"))
+            for n in range(9)
+            for v in range(1000)
+        ),
+        key=lambda e: (e[0], e[1]),
+    )
     send(r, site, events, 9000)
     assert table(r, site.id, start.date(), "visits")["source\x1fGoogle"] == 9000
     assert day_visitors(r, site.id, start.date(), "source\x1fGoogle") == 1000  # (a bitmap: exact)
@@ -342,7 +385,7 @@ def test_a_visit_open_across_the_upgrade_that_added_ids_to_states_goes_on(site, 
     record(r, info, [hit_at(start, "v", "/a")], now=start)
     generation = int(start.timestamp()) // TIMEOUT
     states = keys.sessions(site.id, generation)
-    (digest, raw), = r.hgetall(states).items()
+    ((digest, raw),) = r.hgetall(states).items()
     assert raw[0] == 2
     # the same visit as the state before the upgrade wrote it: no version byte, no id
     r.hset(states, digest, raw[1:32] + raw[36:])
@@ -384,8 +427,12 @@ def test_timeseries_gives_each_days_and_weeks_visit_metrics_like_brute_force(cli
         bounces = sum(counts[d, "bounces"][dimensions.TOTAL] for d in members)
         duration = sum(counts[d, "duration"][dimensions.TOTAL] for d in members)
         views = sum(counts[d, "pageviews"][dimensions.TOTAL] for d in members)
-        return {"visits": visits, "bounce_rate": round(100 * bounces / visits), "visit_duration": round(duration / visits),
-                "views_per_visit": round(views / visits, 2)}
+        return {
+            "visits": visits,
+            "bounce_rate": round(100 * bounces / visits),
+            "visit_duration": round(duration / visits),
+            "views_per_visit": round(views / visits, 2),
+        }
 
     metrics = "visitors,visits,bounce_rate,visit_duration,views_per_visit"
     auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
@@ -408,7 +455,9 @@ def test_timeseries_gives_each_days_and_weeks_visit_metrics_like_brute_force(cli
 
 def other_event_at(ts, who):
     """A custom event that is not interactive: it never ends a bounce."""
-    return Hit(ts, "/", "Scroll", identity_source(None, who, None, None), attrs=attrs("Google", "DE"), interactive=False)
+    return Hit(
+        ts, "/", "Scroll", identity_source(None, who, None, None), attrs=attrs("Google", "DE"), interactive=False
+    )
 
 
 def test_a_bounce_lasts_0_seconds_until_it_ends(site, r):
@@ -417,23 +466,31 @@ def test_a_bounce_lasts_0_seconds_until_it_ends(site, r):
     bounce, and the visit then lasts from its first event to its last."""
     info = SiteInfo.from_model(site)
     t = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
-    record(r, info, [hit_at(t, "v", "/a"), other_event_at(t + timedelta(minutes=10), "v")], now=t + timedelta(minutes=10))
-    numbers = lambda: {n: table(r, site.id, t.date(), n).get(dimensions.TOTAL, 0) for n in ("visits", "bounces", "duration")}  # noqa: E731
+    record(
+        r, info, [hit_at(t, "v", "/a"), other_event_at(t + timedelta(minutes=10), "v")], now=t + timedelta(minutes=10)
+    )
+    numbers = lambda: {
+        n: table(r, site.id, t.date(), n).get(dimensions.TOTAL, 0) for n in ("visits", "bounces", "duration")
+    }  # noqa: E731
     assert numbers() == {"visits": 1, "bounces": 1, "duration": 0}
     record(r, info, [hit_at(t + timedelta(minutes=15), "v", "/b")], now=t + timedelta(minutes=15))
     assert numbers() == {"visits": 1, "bounces": 0, "duration": 900}
 
 
-@pytest.mark.parametrize("then, expected", [("pageview", {"bounces": 0, "duration": 900}), ("other", {"bounces": 1, "duration": 0})])
+@pytest.mark.parametrize(
+    "then, expected", [("pageview", {"bounces": 0, "duration": 900}), ("other", {"bounces": 1, "duration": 0})]
+)
 def test_a_bounce_timed_before_the_upgrade_is_set_right_by_its_next_event(site, r, then, expected):
     """States of version 1 come from before a bounce's duration was 0: the day's totals
     hold their bounce's time; the visit's next event counts it under the new rule."""
     info = SiteInfo.from_model(site)
     t = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
-    record(r, info, [hit_at(t, "v", "/a"), other_event_at(t + timedelta(minutes=10), "v")], now=t + timedelta(minutes=10))
+    record(
+        r, info, [hit_at(t, "v", "/a"), other_event_at(t + timedelta(minutes=10), "v")], now=t + timedelta(minutes=10)
+    )
     # as the older script left it: version 1, and the bounce's ten minutes counted
     states = keys.sessions(site.id, int(t.timestamp()) // TIMEOUT)
-    (digest, raw), = r.hgetall(states).items()
+    ((digest, raw),) = r.hgetall(states).items()
     r.hset(states, digest, b"\x01" + raw[1:])
     counts = keys.dimension_counts(site.id, t.date())
     slot = dimensions.TABLES.index("duration")

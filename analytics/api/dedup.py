@@ -1,5 +1,6 @@
 """Recommendation dedup API: `POST /api/v1/seen`, `POST /api/v1/unseen`,
 `GET /api/v1/recommendations`. Bearer key of the site; bad input is a 4xx JSON error."""
+
 from typing import Annotated
 
 from django.conf import settings
@@ -71,5 +72,6 @@ def recommendations(request):
         raise ApiError(400, "user: required, at most 256 characters")
     limit = int_param(request, "limit", 10, 1, 100)
     days = int_param(request, "days", 7, 1, 90)
-    return json_response({"site": site.domain, "user": user, "pages": unseen_top_pages(get_redis(), site, user, limit, days)})
-
+    return json_response(
+        {"site": site.domain, "user": user, "pages": unseen_top_pages(get_redis(), site, user, limit, days)}
+    )

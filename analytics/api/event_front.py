@@ -13,6 +13,7 @@ The site lookup is cached per process (sites.py); on a miss it reads the databas
 Django does not allow inside an event loop, so that one check runs in the Django thread
 pool instead.
 """
+
 import asyncio
 
 import orjson
@@ -75,7 +76,9 @@ class EventFront:
             try:
                 accepted = single_event(body, user_agent, ip)
             except SynchronousOnlyOperation:  # a site not in this process's cache: read it in a thread
-                accepted = await asyncio.get_running_loop().run_in_executor(self.django_pool, single_event, body, user_agent, ip)
+                accepted = await asyncio.get_running_loop().run_in_executor(
+                    self.django_pool, single_event, body, user_agent, ip
+                )
             if len(accepted.targets) == 1:  # (the usual case: no gather, no tasks of its own)
                 try:
                     outcomes = [await self.commit.submit(Entry(*accepted.targets[0]))]
@@ -88,7 +91,7 @@ class EventFront:
                 )
         except ApiError as e:
             return _error(e.status, e.message, e.headers)
-        extra = []
+        extra: list[tuple[str, str]] = []
         for outcome in outcomes:
             if isinstance(outcome, Limited):
                 return _error(429, str(outcome), {"Retry-After": str(outcome.retry_after)})

@@ -3,6 +3,7 @@
 Every failure a client can cause ends here as a 4xx JSON `{"error": "..."}`; the views
 raise `ApiError` and never build error responses by hand.
 """
+
 import functools
 import ipaddress
 import zlib

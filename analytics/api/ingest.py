@@ -3,7 +3,9 @@
 Both validate at the edge (`schemas.py`), then hand hits to `ingest.record()`: one Redis
 round trip per request, whatever the batch size.
 """
+
 import hashlib
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -90,8 +92,12 @@ def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
     accepted = []
     for site in targets.values():
         limits = [*_site_limit(site, 1), *_client_limit(site, ip)]
-        attrs = "" if bot else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
-        accepted.append((site, Hit(None, path, payload.name, source, bot, None, attrs, payload.interactive, props, revenue), limits))
+        attrs = (
+            "" if bot else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
+        )
+        accepted.append(
+            (site, Hit(None, path, payload.name, source, bot, None, attrs, payload.interactive, props, revenue), limits)
+        )
     return SingleEvent(accepted, bot, datetime.now(UTC))
 
 
@@ -105,10 +111,12 @@ def _client_limit(site, ip: str) -> list[Bucket]:
     if not settings.RATE_LIMIT_PER_IP:
         return []
     digest = hashlib.blake2b(ip.encode(), key=site.salt, digest_size=8).hexdigest()  # no raw IP in Redis
-    return [Bucket(keys.rate_client(site.id, digest), Rate(settings.RATE_LIMIT_PER_IP, settings.RATE_LIMIT_PER_IP_BURST))]
+    return [
+        Bucket(keys.rate_client(site.id, digest), Rate(settings.RATE_LIMIT_PER_IP, settings.RATE_LIMIT_PER_IP_BURST))
+    ]
 
 
-def _record_or_spool(site, hits, now: datetime, mark: Mark, limits: list[Bucket] = ()):
+def _record_or_spool(site, hits, now: datetime, mark: Mark, limits: Sequence[Bucket] = ()):
     """spool.record_or_spool(): the Recorded answer, or None when spooled. Over a rate
     limit: 429, nothing counted; no Redis and no spool either: 503."""
     try:
@@ -141,8 +149,10 @@ def events(request):
             rejected.append({"index": index, "error": str(e)})
     # Any day from 2000 on counts, but a day sealed since its rollup (analytics.sites.sealed_days).
     today = site.today()  # (today cannot have been sealed)
-    sealed = sites.sealed_days(site, {day for _, hit in parsed if hit.ts is not None for day in [hit.ts.astimezone(site.tz).date()]
-                                      if day < today})
+    sealed = sites.sealed_days(
+        site,
+        {day for _, hit in parsed if hit.ts is not None for day in [hit.ts.astimezone(site.tz).date()] if day < today},
+    )
     hits = []
     for index, hit in parsed:
         day = hit.ts.astimezone(site.tz).date() if hit.ts is not None else None
@@ -155,7 +165,9 @@ def events(request):
     headers = {}
     if hits:
         key = request.headers.get("Idempotency-Key", "").strip()
-        if "idempotency-key" in request.META.get(UNREADABLE, ()):  # (else a retry would count again: ignored is not honoured)
+        if "idempotency-key" in request.META.get(
+            UNREADABLE, ()
+        ):  # (else a retry would count again: ignored is not honoured)
             raise ApiError(400, "Idempotency-Key: has bytes outside visible ASCII; send an ASCII key (a UUID, say)")
         if len(key) > 255:
             raise ApiError(400, "Idempotency-Key: at most 255 characters")
@@ -188,7 +200,11 @@ def _same_body_as_before(site, idempotency_key: str, body: bytes):
     except OUTAGE:
         return
     if first is not None and first.decode() != fingerprint:
-        raise ApiError(422, "Idempotency-Key: already used with another body (a retry must send the same body; use a new key for new events)")
+        raise ApiError(
+            422,
+            "Idempotency-Key: already used with another body (a retry must send the same body; "
+            "use a new key for new events)",
+        )
 
 
 def _parse_batch(body: bytes):

@@ -3,6 +3,7 @@
 Written by hand next to the code it describes; a test checks that every API route is in
 it and that it is a valid OpenAPI document.
 """
+
 from django.views.decorators.http import require_GET
 
 from ..dimensions import ALL as DIMENSIONS
@@ -21,7 +22,10 @@ from .http import json_response
 
 
 def _error(description):
-    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
 
 
 def _param(name, description, schema, required=False):
@@ -29,8 +33,16 @@ def _param(name, description, schema, required=False):
 
 
 SITE = _param("site", "The site's domain.", {"type": "string"}, required=True)
-FROM = _param("from", "First day, the site's local date (default: 30 days before `to`); 2000-01-01 at the earliest.", {"type": "string", "format": "date"})
-TO = _param("to", "Last day, inclusive (default: today in the site's time zone); tomorrow at the latest. At most 731 days in all.", {"type": "string", "format": "date"})
+FROM = _param(
+    "from",
+    "First day, the site's local date (default: 30 days before `to`); 2000-01-01 at the earliest.",
+    {"type": "string", "format": "date"},
+)
+TO = _param(
+    "to",
+    "Last day, inclusive (default: today in the site's time zone); tomorrow at the latest. At most 731 days in all.",
+    {"type": "string", "format": "date"},
+)
 PERIOD = _param(
     "period",
     "Instead of from/to, a named period as Plausible's Stats API v1 takes it: `day`, `7d`, `30d` (the days up to `date`), "
@@ -38,7 +50,11 @@ PERIOD = _param(
     "`today`, `yesterday`, `90d` and `last_month` too. Not with from or to.",
     {"type": "string", "enum": [*NAMED_PERIODS, "custom"]},
 )
-DATE = _param("date", "With `period`: the day it ends on or around (default today); with `period=custom`, `FROM,TO`.", {"type": "string"})
+DATE = _param(
+    "date",
+    "With `period`: the day it ends on or around (default today); with `period=custom`, `FROM,TO`.",
+    {"type": "string"},
+)
 RANGE = (FROM, TO, PERIOD, DATE)
 FILTERS = _param(
     "filters",
@@ -49,7 +65,7 @@ FILTERS = _param(
     "Visitor numbers (visitors, DAU, WAU, MAU, new visitors, retention, converters) are counted exactly from per-day visitor "
     "bitmaps of each dimension's first values of the day (the site's `segment_values`, and its pinned goals and funnel "
     "steps); a value without its bitmap that day is estimated from HyperLogLogs, and the answer then says "
-    "`\"estimate\": true`. Visits, pageviews, bounce rate and visit duration exist per value, not per combination: "
+    '`"estimate": true`. Visits, pageviews, bounce rate and visit duration exist per value, not per combination: '
     "under one filter on a visit property (any values, `!=`, `~`) they are exact; under one page (`==`, `~`) or goal "
     "filter they are those of the visits that viewed the page or sent the goal's event (several pages: an upper bound, "
     "marked); else null. A filtered answer carries "
@@ -64,12 +80,16 @@ INGEST_ERRORS = {
     "503": _error("Redis is unavailable and the local spool could not be written; retry later."),
 }
 
-PERIOD_ANSWER = {"site": {"type": "string"}, "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}}
+PERIOD_ANSWER = {
+    "site": {"type": "string"},
+    "from": {"type": "string", "format": "date"},
+    "to": {"type": "string", "format": "date"},
+}
 FILTERED_ANSWER = {
     "filters": {
         "type": "string",
         "description": "With `filters` (the funnel: always): the filters as applied, `;`-separated (duplicates kept once, "
-        "Plausible's prefixes dropped; \"\" for none).",
+        'Plausible\'s prefixes dropped; "" for none).',
     },
     "estimate": {
         "type": "boolean",
@@ -77,9 +97,20 @@ FILTERED_ANSWER = {
         "visitor bitmap on a day of the range, so HyperLogLogs answer for it).",
     },
 }
-DAY_RUNS = {"type": "array", "items": {"type": "object", "additionalProperties": False, "required": ["from", "to"], "properties": {
-    "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}}}}
-ROW_ESTIMATE = {"type": "boolean", "const": True, "description": "Present (true) on a row whose visitors are an estimate."}
+DAY_RUNS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["from", "to"],
+        "properties": {"from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}},
+    },
+}
+ROW_ESTIMATE = {
+    "type": "boolean",
+    "const": True,
+    "description": "Present (true) on a row whose visitors are an estimate.",
+}
 
 
 def _answer(description: str, properties: dict, required=("site", "from", "to")) -> dict:
@@ -89,7 +120,10 @@ def _answer(description: str, properties: dict, required=("site", "from", "to"))
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-SEEN_BODY = {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}}}
+SEEN_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SeenRequest"}}},
+}
 SEEN_ERRORS = {
     "400": _error("Empty user, items not a list of strings, ..."),
     "401": _error("No valid API key."),
@@ -111,7 +145,7 @@ DOCUMENT = {
         "description": (
             "Ingest visit events and read the numbers. Visitors are HyperLogLog estimates "
             "(0.81% standard error); pageviews, DAU, WAU, MAU, new visitors and retention are exact. "
-            "Every error is a JSON body {\"error\": \"...\"}."
+            'Every error is a JSON body {"error": "..."}.'
         ),
     },
     "components": {
@@ -125,13 +159,35 @@ DOCUMENT = {
                 "properties": {
                     "name": {"type": "string", "maxLength": 120, "examples": ["pageview"]},
                     "url": {"type": "string", "maxLength": 2048, "examples": ["https://example.com/pricing"]},
-                    "domain": {"type": "string", "description": "The site's domain; several, comma-separated, count the event for each."},
+                    "domain": {
+                        "type": "string",
+                        "description": "The site's domain; several, comma-separated, count the event for each.",
+                    },
                     "referrer": {"type": ["string", "null"]},
-                    "props": {"type": "object", "description": "Custom properties (short name p): broken down by breakdown?property=event:props:NAME."},
-                    "revenue": {"type": "object", "description": "Short name $: {\"currency\": ISO 4217 code, \"amount\": number or decimal text}, summed per goal."},
-                    "interactive": {"type": "boolean", "default": True, "description": "Short name i; false: a custom event that does not end a bounce."},
-                    "w": {"type": "integer", "minimum": 0, "maximum": 100000, "description": "Screen width in CSS pixels (the screen breakdown)."},
-                    "user_id": {"type": "string", "maxLength": 256, "description": "Extension: a stable id from the site's login."},
+                    "props": {
+                        "type": "object",
+                        "description": "Custom properties (short name p): broken down by breakdown?property=event:props:NAME.",
+                    },
+                    "revenue": {
+                        "type": "object",
+                        "description": 'Short name $: {"currency": ISO 4217 code, "amount": number or decimal text}, summed per goal.',
+                    },
+                    "interactive": {
+                        "type": "boolean",
+                        "default": True,
+                        "description": "Short name i; false: a custom event that does not end a bounce.",
+                    },
+                    "w": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": 100000,
+                        "description": "Screen width in CSS pixels (the screen breakdown).",
+                    },
+                    "user_id": {
+                        "type": "string",
+                        "maxLength": 256,
+                        "description": "Extension: a stable id from the site's login.",
+                    },
                 },
             },
             "BatchEvent": {
@@ -140,17 +196,35 @@ DOCUMENT = {
                 "description": "One of visitor, user_id or ip is required.",
                 "properties": {
                     "url": {"type": "string", "maxLength": 2048},
-                    "ts": {"type": ["string", "null"], "format": "date-time", "description": "ISO-8601; no offset means UTC; default now. Any day from 2000 on, however old, but a day sealed since its rollup (its raw keys expired), which is rejected by name."},
+                    "ts": {
+                        "type": ["string", "null"],
+                        "format": "date-time",
+                        "description": "ISO-8601; no offset means UTC; default now. Any day from 2000 on, however old, but a day sealed since its rollup (its raw keys expired), which is rejected by name.",
+                    },
                     "visitor": {"type": ["string", "null"], "maxLength": 256},
                     "user_id": {"type": ["string", "null"], "maxLength": 256},
-                    "ip": {"type": ["string", "null"], "maxLength": 64, "description": "An IPv4 or IPv6 address: identity and country; never stored."},
+                    "ip": {
+                        "type": ["string", "null"],
+                        "maxLength": 64,
+                        "description": "An IPv4 or IPv6 address: identity and country; never stored.",
+                    },
                     "user_agent": {"type": ["string", "null"], "maxLength": 2048},
                     "referrer": {"type": ["string", "null"], "maxLength": 2048},
                     "name": {"type": "string", "default": "pageview", "maxLength": 120},
-                    "props": {"type": "object", "description": "Custom properties: names and values as text (see /api/event)."},
-                    "revenue": {"type": "object", "description": "{\"currency\": ISO 4217 code, \"amount\": number or decimal text}."},
+                    "props": {
+                        "type": "object",
+                        "description": "Custom properties: names and values as text (see /api/event).",
+                    },
+                    "revenue": {
+                        "type": "object",
+                        "description": '{"currency": ISO 4217 code, "amount": number or decimal text}.',
+                    },
                     "screen_width": {"type": "integer", "minimum": 0, "maximum": 100000},
-                    "interactive": {"type": "boolean", "default": True, "description": "false: a custom event that does not end a bounce."},
+                    "interactive": {
+                        "type": "boolean",
+                        "default": True,
+                        "description": "false: a custom event that does not end a bounce.",
+                    },
                 },
             },
             "BatchResult": {
@@ -160,7 +234,10 @@ DOCUMENT = {
                     "bots_dropped": {"type": "integer"},
                     "rejected": {
                         "type": "array",
-                        "items": {"type": "object", "properties": {"index": {"type": "integer"}, "error": {"type": "string"}}},
+                        "items": {
+                            "type": "object",
+                            "properties": {"index": {"type": "integer"}, "error": {"type": "string"}},
+                        },
                     },
                 },
             },
@@ -170,7 +247,12 @@ DOCUMENT = {
                 "additionalProperties": False,
                 "properties": {
                     "user": {"type": "string", "minLength": 1, "maxLength": 256},
-                    "items": {"type": "array", "minItems": 1, "maxItems": 10000, "items": {"type": "string", "minLength": 1, "maxLength": 2048}},
+                    "items": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 10000,
+                        "items": {"type": "string", "minLength": 1, "maxLength": 2048},
+                    },
                 },
             },
             "ExportJob": {
@@ -190,8 +272,12 @@ DOCUMENT = {
                 "required": ["date"],
                 "description": "{date, <metric>: number, or null where it has no value (hours to come, or whose hour keys "
                 "have expired on a day that had visitors; a visit metric under several filters)}.",
-                "properties": {"date": {"type": "string", "description": "YYYY-MM-DD (the week's Monday, the month's first day) "
-                                                                       "or YYYY-MM-DDTHH:00."}},
+                "properties": {
+                    "date": {
+                        "type": "string",
+                        "description": "YYYY-MM-DD (the week's Monday, the month's first day) or YYYY-MM-DDTHH:00.",
+                    }
+                },
                 "additionalProperties": {"type": ["number", "null"]},
             },
             "Cohort": {
@@ -200,7 +286,11 @@ DOCUMENT = {
                 "properties": {
                     "cohort": {"type": "string", "format": "date"},
                     "size": {"type": "integer"},
-                    "retained": {"type": "array", "items": {"type": "integer"}, "description": "retained[0] == size; periods not begun are left out."},
+                    "retained": {
+                        "type": "array",
+                        "items": {"type": "integer"},
+                        "description": "retained[0] == size; periods not begun are left out.",
+                    },
                 },
             },
         },
@@ -220,7 +310,10 @@ DOCUMENT = {
                 "responses": {
                     "202": {
                         "description": "Accepted: counted, or in Redis in the site's inbox and counted within a fraction of a second (the read API counts the inbox before it answers), or dropped on purpose (then `X-Tally-Dropped: bot`), or kept in the local spool while Redis is down (then `X-Tally-Spooled`).",
-                        "headers": {"X-Tally-Dropped": {"schema": {"type": "string"}}, "X-Tally-Spooled": {"schema": {"type": "string"}}},
+                        "headers": {
+                            "X-Tally-Dropped": {"schema": {"type": "string"}},
+                            "X-Tally-Spooled": {"schema": {"type": "string"}},
+                        },
                         "content": {"text/plain": {"schema": {"type": "string", "const": "ok"}}},
                     },
                     "400": _error(
@@ -238,7 +331,11 @@ DOCUMENT = {
                 "summary": "A batch of server-side events",
                 "security": [{"apiKey": []}],
                 "parameters": [
-                    _param("bots", "`keep` to count bot traffic (dropped by default).", {"type": "string", "enum": ["keep"]}),
+                    _param(
+                        "bots",
+                        "`keep` to count bot traffic (dropped by default).",
+                        {"type": "string", "enum": ["keep"]},
+                    ),
                     {
                         "name": "Idempotency-Key",
                         "in": "header",
@@ -251,14 +348,25 @@ DOCUMENT = {
                 "requestBody": {
                     "required": True,
                     "content": {
-                        "application/json": {"schema": {"type": "array", "maxItems": 10000, "items": {"$ref": "#/components/schemas/BatchEvent"}}},
-                        "application/x-ndjson": {"schema": {"type": "string", "description": "One BatchEvent object per line."}},
+                        "application/json": {
+                            "schema": {
+                                "type": "array",
+                                "maxItems": 10000,
+                                "items": {"$ref": "#/components/schemas/BatchEvent"},
+                            }
+                        },
+                        "application/x-ndjson": {
+                            "schema": {"type": "string", "description": "One BatchEvent object per line."}
+                        },
                     },
                 },
                 "responses": {
                     "200": {
                         "description": "Good events counted (or spooled while Redis is down: `X-Tally-Spooled: N`); bad ones listed.",
-                        "headers": {"X-Tally-Spooled": {"schema": {"type": "string"}}, "Idempotent-Replayed": {"schema": {"type": "string"}}},
+                        "headers": {
+                            "X-Tally-Spooled": {"schema": {"type": "string"}},
+                            "Idempotent-Replayed": {"schema": {"type": "string"}},
+                        },
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchResult"}}},
                     },
                     "400": _error("Neither a JSON array nor NDJSON."),
@@ -343,7 +451,11 @@ DOCUMENT = {
                     SITE,
                     *RANGE,
                     FILTERS,
-                    _param("metrics", f"Comma-separated, from {', '.join(AGGREGATE_METRICS)} (default all).", {"type": "string"}),
+                    _param(
+                        "metrics",
+                        f"Comma-separated, from {', '.join(AGGREGATE_METRICS)} (default all).",
+                        {"type": "string"},
+                    ),
                     _param(
                         "compare",
                         "`previous_period`: add each metric's change in percent against the period of the same length just before "
@@ -362,7 +474,10 @@ DOCUMENT = {
                                 "type": "object",
                                 "description": "With `compare`: the dates compared with.",
                                 "required": ["from", "to"],
-                                "properties": {"from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}},
+                                "properties": {
+                                    "from": {"type": "string", "format": "date"},
+                                    "to": {"type": "string", "format": "date"},
+                                },
                             },
                             "results": {
                                 "type": "object",
@@ -372,7 +487,10 @@ DOCUMENT = {
                                     "additionalProperties": False,
                                     "properties": {
                                         "value": {"type": ["number", "null"]},
-                                        "change": {"type": ["number", "null"], "description": "With `compare`: percent."},
+                                        "change": {
+                                            "type": ["number", "null"],
+                                            "description": "With `compare`: percent.",
+                                        },
                                     },
                                 },
                             },
@@ -395,7 +513,12 @@ DOCUMENT = {
                     "dropoff, the visitors lost since the step before."
                 ),
                 "security": [{"apiKey": []}],
-                "parameters": [SITE, *RANGE, FILTERS, _param("funnel", "The funnel's name.", {"type": "string"}, required=True)],
+                "parameters": [
+                    SITE,
+                    *RANGE,
+                    FILTERS,
+                    _param("funnel", "The funnel's name.", {"type": "string"}, required=True),
+                ],
                 "responses": {
                     "200": _answer(
                         "Each step's visitors, in order.",
@@ -403,9 +526,19 @@ DOCUMENT = {
                             **PERIOD_ANSWER,
                             "funnel": {"type": "string"},
                             **FILTERED_ANSWER,
-                            "steps": {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {
-                                "step": {"type": "string"}, "visitors": {"type": "integer"},
-                                "conversion_rate": {"type": "number"}, "dropoff": {"type": "integer"}}}},
+                            "steps": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "step": {"type": "string"},
+                                        "visitors": {"type": "integer"},
+                                        "conversion_rate": {"type": "number"},
+                                        "dropoff": {"type": "integer"},
+                                    },
+                                },
+                            },
                         },
                         ("site", "from", "to", "funnel", "filters", "estimate", "steps"),
                     ),
@@ -443,7 +576,11 @@ DOCUMENT = {
                         {"type": "string"},
                         required=True,
                     ),
-                    _param("event", "With property=event:props:NAME: only this custom event's properties.", {"type": "string"}),
+                    _param(
+                        "event",
+                        "With property=event:props:NAME: only this custom event's properties.",
+                        {"type": "string"},
+                    ),
                     _param(
                         "metrics",
                         "Comma-separated, the row's metrics to return (default all): visit dimensions have visitors, visits, "
@@ -451,7 +588,9 @@ DOCUMENT = {
                         "goal visitors, events, conversion_rate, revenue; custom properties visitors, events.",
                         {"type": "string"},
                     ),
-                    _param("limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}),
+                    _param(
+                        "limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}
+                    ),
                     _param("page", "Which page of rows, from 1.", {"type": "integer", "minimum": 1, "default": 1}),
                     _param(
                         "search",
@@ -470,11 +609,14 @@ DOCUMENT = {
                             "page": {"type": "integer"},
                             **FILTERED_ANSWER,
                             "total": {"type": "integer"},
-                            "results": {"type": "array", "items": {
-                                "type": "object",
-                                "description": "{<property>: value, <metric>: number or null, ...}; `revenue`: {currency: amount}.",
-                                "properties": {"estimate": ROW_ESTIMATE},
-                            }},
+                            "results": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "description": "{<property>: value, <metric>: number or null, ...}; `revenue`: {currency: amount}.",
+                                    "properties": {"estimate": ROW_ESTIMATE},
+                                },
+                            },
                         },
                         ("site", "from", "to", "property", "page", "total", "results"),
                     ),
@@ -502,9 +644,24 @@ DOCUMENT = {
                 "parameters": [
                     SITE,
                     *RANGE,
-                    _param("lat", "Latitude of the place.", {"type": "number", "minimum": -85.05, "maximum": 85.05}, required=True),
-                    _param("lon", "Longitude of the place.", {"type": "number", "minimum": -180, "maximum": 180}, required=True),
-                    _param("km", "Radius in kilometres.", {"type": "number", "exclusiveMinimum": 0, "maximum": 20000}, required=True),
+                    _param(
+                        "lat",
+                        "Latitude of the place.",
+                        {"type": "number", "minimum": -85.05, "maximum": 85.05},
+                        required=True,
+                    ),
+                    _param(
+                        "lon",
+                        "Longitude of the place.",
+                        {"type": "number", "minimum": -180, "maximum": 180},
+                        required=True,
+                    ),
+                    _param(
+                        "km",
+                        "Radius in kilometres.",
+                        {"type": "number", "exclusiveMinimum": 0, "maximum": 20000},
+                        required=True,
+                    ),
                 ],
                 "responses": {
                     "200": _answer(
@@ -515,14 +672,33 @@ DOCUMENT = {
                             "lon": {"type": "number"},
                             "km": {"type": "number"},
                             "visitors": {"type": "integer"},
-                            "cities": {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {
-                                "city": {"type": "string"}, "km": {"type": "number"}, "visitors": {"type": "integer"}}}},
-                            "counted": {**DAY_RUNS, "description": "The days the numbers count (runs of consecutive days): "
-                                        "the whole range unless some days' locations have expired."},
-                            "expired": {**DAY_RUNS, "description": "The days left out: they had cities, whose locations are no "
-                                        "longer kept (expired with the day's raw keys); usually empty."},
-                            "message": {"type": "string", "description": "With days in `expired`: which days were counted, "
-                                        "which were not, and why."},
+                            "cities": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "city": {"type": "string"},
+                                        "km": {"type": "number"},
+                                        "visitors": {"type": "integer"},
+                                    },
+                                },
+                            },
+                            "counted": {
+                                **DAY_RUNS,
+                                "description": "The days the numbers count (runs of consecutive days): "
+                                "the whole range unless some days' locations have expired.",
+                            },
+                            "expired": {
+                                **DAY_RUNS,
+                                "description": "The days left out: they had cities, whose locations are no "
+                                "longer kept (expired with the day's raw keys); usually empty.",
+                            },
+                            "message": {
+                                "type": "string",
+                                "description": "With days in `expired`: which days were counted, "
+                                "which were not, and why.",
+                            },
                         },
                         ("site", "from", "to", "lat", "lon", "km", "visitors", "cities", "counted", "expired"),
                     ),
@@ -542,7 +718,14 @@ DOCUMENT = {
             "get": {
                 "summary": "Top pages by unique visitors over the range",
                 "security": [{"apiKey": []}],
-                "parameters": [SITE, *RANGE, FILTERS, _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10})],
+                "parameters": [
+                    SITE,
+                    *RANGE,
+                    FILTERS,
+                    _param(
+                        "limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}
+                    ),
+                ],
                 "responses": {
                     "200": _answer(
                         "Pages with visitors (a union over the range: exact for a page with a visitor bitmap every day it had "
@@ -550,9 +733,19 @@ DOCUMENT = {
                         {
                             **PERIOD_ANSWER,
                             **FILTERED_ANSWER,
-                            "results": {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {
-                                "page": {"type": "string"}, "visitors": {"type": "integer"},
-                                "pageviews": {"type": ["integer", "null"]}, "estimate": ROW_ESTIMATE}}},
+                            "results": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "page": {"type": "string"},
+                                        "visitors": {"type": "integer"},
+                                        "pageviews": {"type": ["integer", "null"]},
+                                        "estimate": ROW_ESTIMATE,
+                                    },
+                                },
+                            },
                         },
                         ("site", "from", "to", "results"),
                     ),
@@ -568,8 +761,16 @@ DOCUMENT = {
                     SITE,
                     *RANGE,
                     FILTERS,
-                    _param("unit", "Day cohorts or ISO-week cohorts.", {"type": "string", "enum": ["day", "week"], "default": "day"}),
-                    _param("periods", f"Largest n in retained (at most {DAY_PERIODS} days or {WEEK_PERIODS} weeks).", {"type": "integer", "minimum": 0, "maximum": DAY_PERIODS}),
+                    _param(
+                        "unit",
+                        "Day cohorts or ISO-week cohorts.",
+                        {"type": "string", "enum": ["day", "week"], "default": "day"},
+                    ),
+                    _param(
+                        "periods",
+                        f"Largest n in retained (at most {DAY_PERIODS} days or {WEEK_PERIODS} weeks).",
+                        {"type": "integer", "minimum": 0, "maximum": DAY_PERIODS},
+                    ),
                 ],
                 "responses": {
                     "200": _answer(
@@ -610,9 +811,18 @@ DOCUMENT = {
                 "responses": {
                     "200": {
                         "description": "added[i]: true if item i was new (at least one bit newly set).",
-                        "content": {"application/json": {"schema": {"type": "object", "properties": {"added": {"type": "array", "items": {"type": "boolean"}}}}}},
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {"added": {"type": "array", "items": {"type": "boolean"}}},
+                                }
+                            }
+                        },
                     },
-                    "409": _error("The user's filter cannot take the items: it is full (the site's filters do not scale, or this one reached the size limit of 16 MB a filter), or the site's filters together are at their memory budget (no new filter is made and none grows until filters expire or the budget is raised; the items the filter could take are added); or the site's filter settings make a first sub-filter past the size limit (set before the admin refused such settings). The message says which."),
+                    "409": _error(
+                        "The user's filter cannot take the items: it is full (the site's filters do not scale, or this one reached the size limit of 16 MB a filter), or the site's filters together are at their memory budget (no new filter is made and none grows until filters expire or the budget is raised; the items the filter could take are added); or the site's filter settings make a first sub-filter past the size limit (set before the admin refused such settings). The message says which."
+                    ),
                     **SEEN_ERRORS,
                 },
             }
@@ -626,7 +836,14 @@ DOCUMENT = {
                 "responses": {
                     "200": {
                         "description": "The unseen items.",
-                        "content": {"application/json": {"schema": {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}}},
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+                                }
+                            }
+                        },
                     },
                     **SEEN_ERRORS,
                 },
@@ -640,13 +857,26 @@ DOCUMENT = {
                 "parameters": [
                     SITE,
                     _param("user", "The site's user id.", {"type": "string"}, required=True),
-                    _param("limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
-                    _param("days", "Rank pages by visitors over this many days.", {"type": "integer", "minimum": 1, "maximum": 90, "default": 7}),
+                    _param(
+                        "limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}
+                    ),
+                    _param(
+                        "days",
+                        "Rank pages by visitors over this many days.",
+                        {"type": "integer", "minimum": 1, "maximum": 90, "default": 7},
+                    ),
                 ],
                 "responses": {
                     "200": {
                         "description": "Pages with their visitors and pageviews.",
-                        "content": {"application/json": {"schema": {"type": "object", "properties": {"pages": {"type": "array", "items": {"type": "object"}}}}}},
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {"pages": {"type": "array", "items": {"type": "object"}}},
+                                }
+                            }
+                        },
                     },
                     **READ_ERRORS,
                 },
@@ -670,15 +900,31 @@ DOCUMENT = {
                 "from public strings); numbers stay numbers.",
                 "security": [{"apiKey": []}],
                 "parameters": [
-                    {"name": "fmt", "in": "path", "required": True, "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]}, "description": "csv: a zip of one CSV per table (NAME.csv); xlsx: a sheet per table; json: {site, from, to, tables: {NAME: {columns, rows, note (only where one is due)}}}."},
+                    {
+                        "name": "fmt",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string", "enum": ["csv", "xlsx", "json"]},
+                        "description": "csv: a zip of one CSV per table (NAME.csv); xlsx: a sheet per table; json: {site, from, to, tables: {NAME: {columns, rows, note (only where one is due)}}}.",
+                    },
                     SITE,
                     *RANGE,
                     _param("async", "1 to run as a job whatever the length.", {"type": "string", "enum": ["1"]}),
                     FILTERS,
                 ],
                 "responses": {
-                    "200": {"description": "The file.", "content": {"application/zip": {}, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": {}, "application/json": {}}},
-                    "202": {"description": "A background job: poll status_url, then fetch file_url.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ExportJob"}}}},
+                    "200": {
+                        "description": "The file.",
+                        "content": {
+                            "application/zip": {},
+                            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": {},
+                            "application/json": {},
+                        },
+                    },
+                    "202": {
+                        "description": "A background job: poll status_url, then fetch file_url.",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ExportJob"}}},
+                    },
                     **READ_ERRORS,
                 },
             }
@@ -689,7 +935,10 @@ DOCUMENT = {
                 "security": [{"apiKey": []}],
                 "parameters": [{"name": "job", "in": "path", "required": True, "schema": {"type": "string"}}],
                 "responses": {
-                    "200": {"description": "queued (with its place in line), running, done or failed.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ExportJob"}}}},
+                    "200": {
+                        "description": "queued (with its place in line), running, done or failed.",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ExportJob"}}},
+                    },
                     "401": _error("No valid API key."),
                     "404": _error("No such job (kept 24 hours), or another site's."),
                 },
@@ -709,7 +958,10 @@ DOCUMENT = {
             }
         },
         "/api/v1/openapi.json": {
-            "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}}}
+            "get": {
+                "summary": "This document",
+                "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}},
+            }
         },
     },
 }

@@ -1,5 +1,6 @@
 """Query parameters of the read endpoints, checked in one place: every mistake is a 400
 naming the parameter."""
+
 from datetime import date, timedelta
 
 from .. import sites

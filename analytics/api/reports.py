@@ -3,6 +3,7 @@
 Up to 31 days the file comes back at once; longer periods (or `async=1`) answer `202`
 with a job whose progress `GET /api/v1/reports/jobs/<job>` reports and whose file
 `GET /api/v1/reports/jobs/<job>/file` serves for 24 hours."""
+
 from django.http import HttpResponse
 from django.urls import reverse
 

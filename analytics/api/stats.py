@@ -4,6 +4,7 @@ Authorised by the site's Bearer key, or by a logged-in session of a user who may
 site (staff, or one of its owners: see analytics.queries.access).
 Query parameters are checked by params.py: every mistake is a 400 naming the parameter.
 """
+
 from datetime import UTC, datetime
 
 from .. import dimensions, queries
@@ -42,7 +43,8 @@ def timeseries(request):
     if unknown or not metrics:
         raise ApiError(
             400,
-            f"metrics: unknown {', '.join(unknown) or '(none)'} for interval={interval}; choose from {', '.join(allowed)}",
+            f"metrics: unknown {', '.join(unknown) or '(none)'} for interval={interval}; "
+            f"choose from {', '.join(allowed)}",
         )
     filters = filters_param(request)
     extra = {}
@@ -52,23 +54,39 @@ def timeseries(request):
     if compare is not None and compare not in queries.COMPARISONS:
         raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
 
-    result = queries.run(get_redis(), queries.Query(site, start, end, "timeseries", tuple(metrics), filters, compare,
-                                                    interval=interval))
+    result = queries.run(
+        get_redis(), queries.Query(site, start, end, "timeseries", tuple(metrics), filters, compare, interval=interval)
+    )
     results = result.rows
     if filters:
         extra = _filtered(result)
     if result.comparison is not None:
         before_start, before_end = result.comparison.meta["compared"]
-        extra["comparison"] = {"from": before_start.isoformat(), "to": before_end.isoformat(), "results": result.comparison.rows}
+        extra["comparison"] = {
+            "from": before_start.isoformat(),
+            "to": before_end.isoformat(),
+            "results": result.comparison.rows,
+        }
     return json_response(
-        {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "interval": interval, **extra, "results": results}
+        {
+            "site": site.domain,
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            "interval": interval,
+            **extra,
+            "results": results,
+        }
     )
 
 
 def _no_filters(request, endpoint: str):
     """An endpoint that cannot filter says so, rather than answer for everyone."""
     if request.GET.get("filters"):
-        raise ApiError(400, f"filters: not available on /{endpoint} (its visitors are counted in HyperLogLogs, which cannot be intersected exactly)")
+        raise ApiError(
+            400,
+            f"filters: not available on /{endpoint} "
+            "(its visitors are counted in HyperLogLogs, which cannot be intersected exactly)",
+        )
 
 
 def _filtered(result) -> dict:
@@ -87,7 +105,10 @@ def aggregate(request):
     metrics = [m.strip() for m in wanted.split(",") if m.strip()]
     unknown = [m for m in metrics if m not in queries.AGGREGATE_METRICS]
     if unknown or not metrics:
-        raise ApiError(400, f"metrics: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(queries.AGGREGATE_METRICS)}")
+        raise ApiError(
+            400,
+            f"metrics: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(queries.AGGREGATE_METRICS)}",
+        )
     compare = request.GET.get("compare") or None
     if compare is not None and compare not in queries.COMPARISONS:
         raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
@@ -98,7 +119,9 @@ def aggregate(request):
     if compare:
         before_start, before_end = result.meta["compared"]
         extra["compared"] = {"from": before_start.isoformat(), "to": before_end.isoformat()}
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), **extra, "results": result.totals})
+    return json_response(
+        {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), **extra, "results": result.totals}
+    )
 
 
 @methods("GET")
@@ -117,15 +140,33 @@ def breakdown(request):
     filters = filters_param(request)
     if filters:
         _check_filtered_breakdown(prop, request)
-    query = queries.Query(site, start, end, "breakdown", filters=filters, dimension=prop, limit=limit, page=page, search=search,
-                          event=request.GET.get("event") or None)
+    query = queries.Query(
+        site,
+        start,
+        end,
+        "breakdown",
+        filters=filters,
+        dimension=prop,
+        limit=limit,
+        page=page,
+        search=search,
+        event=request.GET.get("event") or None,
+    )
     result = queries.run(r, query)
     results, total = result.rows, result.meta["total"]
     if prop in dimensions.ALL:
         _refuse_cities_without_a_database(r, site, start, end, prop, total)
     if filters:
-        body = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page,
-                **_filtered(result), "results": results, "total": total}
+        body = {
+            "site": site.domain,
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            "property": prop,
+            "page": page,
+            **_filtered(result),
+            "results": results,
+            "total": total,
+        }
         return json_response(body)
     if prop == "page":
         results = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]} for row in results]
@@ -135,10 +176,22 @@ def breakdown(request):
         available = BREAKDOWN_METRICS.get(prop, ("visitors", "events"))  # (the last: custom properties)
         unknown = [m for m in wanted if m not in available]
         if unknown:
-            raise ApiError(400, f"metrics: {', '.join(unknown)} not available for property={prop}; choose from {', '.join(available)}")
+            raise ApiError(
+                400,
+                f"metrics: {', '.join(unknown)} not available for property={prop}; choose from {', '.join(available)}",
+            )
         results = [{name: row[name], **{m: row.get(m) for m in wanted}} for row in results]
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "property": prop, "page": page,
-                          "results": results, "total": total})
+    return json_response(
+        {
+            "site": site.domain,
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            "property": prop,
+            "page": page,
+            "results": results,
+            "total": total,
+        }
+    )
 
 
 def _refuse_cities_without_a_database(r, site, start, end, prop: str, total: int):
@@ -158,7 +211,9 @@ def _property(request) -> str:
         return raw
     prop = queries.segments.unprefixed(raw)
     if prop not in PROPERTIES:
-        raise ApiError(400, f"property: must be one of {', '.join(PROPERTIES)} (Plausible's visit: and event: prefixes too)")
+        raise ApiError(
+            400, f"property: must be one of {', '.join(PROPERTIES)} (Plausible's visit: and event: prefixes too)"
+        )
     return prop
 
 
@@ -176,7 +231,9 @@ def _check_filtered_breakdown(prop: str, request):
     if any(m not in allowed for m in wanted):
         raise ApiError(400, f"metrics: under filters, rows have {', '.join(allowed)} only")
     if prop.startswith(PROPS) or prop == dimensions.EXIT:
-        raise ApiError(400, f"filters: not available with property={prop} (its rows count events or visits, not visitors)")
+        raise ApiError(
+            400, f"filters: not available with property={prop} (its rows count events or visits, not visitors)"
+        )
 
 
 @methods("GET")
@@ -189,11 +246,24 @@ def funnel(request):
     found = Funnel.objects.filter(site_id=site.id, name=name).first()
     if found is None:
         names = list(Funnel.objects.filter(site_id=site.id).values_list("name", flat=True))
-        raise ApiError(400, f"funnel: no funnel {name[:120]!r} on this site; it has: {', '.join(names) or '(none: add one in the admin)'}")
+        raise ApiError(
+            400,
+            f"funnel: no funnel {name[:120]!r} on this site; "
+            f"it has: {', '.join(names) or '(none: add one in the admin)'}",
+        )
     filters = filters_param(request)
     steps, estimate = queries.funnel(get_redis(), site, found, start, end, filters)
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "funnel": found.name,
-                          "filters": ";".join(str(f) for f in filters), "estimate": estimate, "steps": steps})
+    return json_response(
+        {
+            "site": site.domain,
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            "funnel": found.name,
+            "filters": ";".join(str(f) for f in filters),
+            "estimate": estimate,
+            "steps": steps,
+        }
+    )
 
 
 @methods("GET")
@@ -216,8 +286,17 @@ def near(request):
     result = queries.visitors_near(r, site, start, end, longitude, latitude, km)
     if not result["counted"]:
         raise ApiError(410, f"near: {result['message']}")
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "lat": latitude, "lon": longitude,
-                          "km": km, **result})
+    return json_response(
+        {
+            "site": site.domain,
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            "lat": latitude,
+            "lon": longitude,
+            "km": km,
+            **result,
+        }
+    )
 
 
 @methods("GET")
@@ -231,10 +310,19 @@ def retention(request):
     periods = int_param(request, "periods", top, 0, top)
     start, end = date_range(request, site)
     filters = filters_param(request)
-    result = queries.run(get_redis(), queries.Query(site, start, end, "retention", filters=filters, interval=unit, periods=periods))
+    result = queries.run(
+        get_redis(), queries.Query(site, start, end, "retention", filters=filters, interval=unit, periods=periods)
+    )
     return json_response(
-        {"site": site.domain, "unit": unit, "from": start.isoformat(), "to": end.isoformat(), "periods": periods,
-         **(_filtered(result) if filters else {}), "cohorts": result.rows}
+        {
+            "site": site.domain,
+            "unit": unit,
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            "periods": periods,
+            **(_filtered(result) if filters else {}),
+            "cohorts": result.rows,
+        }
     )
 
 
@@ -245,10 +333,19 @@ def pages(request):
     start, end = date_range(request, site)
     limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
     filters = filters_param(request)
-    result = queries.run(get_redis(), queries.Query(site, start, end, "breakdown", filters=filters, dimension="page", limit=limit))
+    result = queries.run(
+        get_redis(), queries.Query(site, start, end, "breakdown", filters=filters, dimension="page", limit=limit)
+    )
     results = [{"pageviews": None, **row} for row in result.rows] if filters else result.rows
-    return json_response({"site": site.domain, "from": start.isoformat(), "to": end.isoformat(),
-                          **(_filtered(result) if filters else {}), "results": results})
+    return json_response(
+        {
+            "site": site.domain,
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            **(_filtered(result) if filters else {}),
+            "results": results,
+        }
+    )
 
 
 @methods("GET")

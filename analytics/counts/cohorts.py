@@ -1,5 +1,7 @@
 """Retention cohorts from the raw bitmaps: how many of a day's (or week's) new visitors
 were active n days (weeks) later, BITCOUNT(BITOP AND cohort, active(d + n))."""
+
+from collections.abc import Callable
 from datetime import date, timedelta
 
 import redis
@@ -13,7 +15,13 @@ WEEK_PERIODS = 12  # weeks after a week cohort
 
 
 def retention(
-    r: redis.Redis, site: SiteInfo, unit: str, cohorts: list[date], last: date, tmp: Scratch, live: bool = False,
+    r: redis.Redis,
+    site: SiteInfo,
+    unit: str,
+    cohorts: list[date],
+    last: date,
+    tmp: Scratch,
+    live: bool = False,
     cohort_of=None,
 ) -> list:
     """(cohort, size, retained) for each cohort, retained[n] for every period n that has
@@ -23,6 +31,8 @@ def retention(
     in scratch keys instead (a read for weeks no rollup has covered yet). `cohort_of`
     (site id, cohort) -> key names other cohorts (a filtered audience's new visitors)."""
     sid = site.id
+    cohort_key: Callable[[int, date], str]
+    active_key: Callable[[int, date], str]
     if unit == "day":
         cohort_key, active_key, step, periods = keys.new_visitors, keys.active, timedelta(days=1), DAY_PERIODS
     else:

@@ -1,4 +1,5 @@
 """A day's numbers from its raw keys: visitors, pageviews, DAU, new visitors, WAU, MAU."""
+
 from datetime import date, timedelta
 
 import redis
@@ -8,7 +9,9 @@ from ..store import keys
 from ..store.scratch import Scratch, queue_union
 
 
-def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch, windows: bool = True) -> dict[date, dict]:
+def day_metrics(
+    r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch, windows: bool = True
+) -> dict[date, dict]:
     """Visitors, pageviews, DAU, new visitors, and (with `windows`) WAU and MAU of each
     day, straight from the raw keys: one round trip. WAU and MAU are exact unions of the
     active bitmaps; on daily-salt sites, whose visitors get new ids every day, estimates
@@ -37,7 +40,7 @@ def day_metrics(r: redis.Redis, site: SiteInfo, days: list[date], tmp: Scratch, 
             pipe.bitcount(dest)
             pipe.unlink(dest)
     answers = pipe.execute()
-    result = {day: {} for day in days}
+    result: dict[date, dict] = {day: {} for day in days}
     for day, metric, position in wanted:
         result[day][metric] = int(answers[position] or 0)
     for row in result.values():

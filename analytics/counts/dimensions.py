@@ -2,6 +2,7 @@
 exact pageviews, visits, bounces, duration and exits, and visitors: a BITCOUNT of the
 value's day bitmap where it has a complete one (exact: day_visitors()), else its day
 HLL (an estimate, never shown above the value's pageviews or visits)."""
+
 from collections.abc import Iterator
 from datetime import date
 
@@ -27,7 +28,8 @@ def dimension_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date,
     for day in days:
         counts, bitmapped[day] = next(answers), next(answers)
         result[day] = {
-            raw.decode(): {"visitors": 0, **dict(zip(dimensions.TABLES, unpack(value)))} for raw, value in counts.items()
+            raw.decode(): {"visitors": 0, **dict(zip(dimensions.TABLES, unpack(value)))}
+            for raw, value in counts.items()
         }
     pipe = r.pipeline(transaction=False)
     wanted = [(day, name) for day, fields in result.items() for name in fields if _has_visitors(name)]
@@ -43,8 +45,13 @@ def dimension_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date,
 
 def _has_visitors(name: str) -> bool:
     """Exit pages and a visit's pages and events count visits only; the totals' visitors are the site's own HLL."""
-    return name != dimensions.TOTAL and not name.startswith((dimensions.EXIT + dimensions.SEP, dimensions.VISIT_PAGE + dimensions.SEP,
-                                                                 dimensions.VISIT_EVENT + dimensions.SEP))
+    return name != dimensions.TOTAL and not name.startswith(
+        (
+            dimensions.EXIT + dimensions.SEP,
+            dimensions.VISIT_PAGE + dimensions.SEP,
+            dimensions.VISIT_EVENT + dimensions.SEP,
+        )
+    )
 
 
 def queue_day_visitors(pipe, site_id: int, day: date, field: str, bitmapped: bool):

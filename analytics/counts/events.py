@@ -1,6 +1,7 @@
 """Each custom event's numbers on a day, and each of its property values', from the raw
 keys record_batch.lua writes: exact event counts, and visitors from the day's HLL (an
 estimate, never shown above the events)."""
+
 from datetime import date
 
 import redis
@@ -11,7 +12,9 @@ from ..store import keys
 OTHER = "(other)"
 
 
-def event_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict[tuple[str, str, str], tuple[int, int]]]:
+def event_days(
+    r: redis.Redis, site_id: int, days: list[date]
+) -> dict[date, dict[tuple[str, str, str], tuple[int, int]]]:
     """{day: {(event, property, value): (visitors, events)}}, property and value "" for the
     event itself; two round trips, whatever the number of days. Events past the day's
     quota of names are left out (their "(other)" bucket is no event of its own), as are
@@ -28,12 +31,16 @@ def event_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dic
         for raw in next(listed):
             name = raw.decode()
             if name != OTHER:
-                wanted.append((day, (name, "", ""), keys.event_visitors(site_id, day, name), keys.event_count(site_id, day, name)))
+                wanted.append(
+                    (day, (name, "", ""), keys.event_visitors(site_id, day, name), keys.event_count(site_id, day, name))
+                )
         for raw in next(listed):
             group = raw.decode()
             parts = group.split(SEP, 2)
             if len(parts) == 3:
-                wanted.append((day, tuple(parts), keys.prop_visitors(site_id, day, group), keys.prop_count(site_id, day, group)))
+                wanted.append(
+                    (day, tuple(parts), keys.prop_visitors(site_id, day, group), keys.prop_count(site_id, day, group))
+                )
     pipe = r.pipeline(transaction=False)
     for _, _, hll, counter in wanted:
         pipe.pfcount(hll)

@@ -18,9 +18,11 @@ every visitor added before the move is in it. A fold cut short leaves the value 
 folding: readers go on counting the bitmap, and the next fold finishes it (PFADD adds an
 id once however often it is sent).
 """
+
 import re
 from collections.abc import Iterable
 from datetime import date
+from typing import cast
 
 import redis
 
@@ -89,7 +91,7 @@ def set_bits(r: redis.Redis, key: str) -> Iterable[int]:
     """The offsets of a bitmap's set bits, in order, read a chunk at a time."""
     start = 0
     while True:
-        data = r.getrange(key, start, start + READ_CHUNK - 1)
+        data = cast(bytes, r.getrange(key, start, start + READ_CHUNK - 1))  # (the client returns bytes)
         for match in _NONZERO.finditer(data):
             i = match.start()
             base = 8 * (start + i)

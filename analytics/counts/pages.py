@@ -1,6 +1,7 @@
 """Each page's visitors and pageviews on a day, from the raw keys. Page visitors are exact
 for the day's pages with a bitmap, HLL estimates for the others; pageviews are exact, and
 an estimate is never shown above them."""
+
 from datetime import date
 
 import redis
@@ -31,7 +32,7 @@ def page_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict
             pipe.get(keys.page_pageviews(site_id, day, path))
             queue_day_visitors(pipe, site_id, day, field, field.encode() in bitmapped)
     answers = iter(pipe.execute())
-    result = {}
+    result: dict[date, dict[str, tuple[int, int]]] = {}
     for day, paths, bitmapped in listed:
         result[day] = {}
         for path, field in paths:

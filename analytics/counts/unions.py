@@ -6,8 +6,10 @@ most 16 keys, then BITCOUNT). Daily-salt sites cannot follow anyone across days:
 range visitors are the HyperLogLog union of the day HLLs (an estimate), never reported
 below the largest day's exact DAU. One round trip for any number of ranges.
 """
+
 from collections.abc import Hashable
 from datetime import date
+from typing import TypeVar
 
 import redis
 
@@ -15,12 +17,14 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import Scratch, queue_union
 
+Name = TypeVar("Name", bound=Hashable)
 
-def range_visitors(r: redis.Redis, site: SiteInfo, ranges: dict[Hashable, list[date]], tmp: Scratch) -> dict[Hashable, int]:
+
+def range_visitors(r: redis.Redis, site: SiteInfo, ranges: dict[Name, list[date]], tmp: Scratch) -> dict[Name, int]:
     """{name: visitors over its days} for every named range of days."""
     sid = site.id
     pipe = r.pipeline(transaction=False)
-    answers_of: dict[Hashable, list[int]] = {}  # range -> positions of the answers it takes the max of
+    answers_of: dict[Name, list[int]] = {}  # range -> positions of the answers it takes the max of
     for n, (name, days) in enumerate(ranges.items()):
         if not days:
             answers_of[name] = []

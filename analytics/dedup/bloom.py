@@ -44,11 +44,13 @@ refusal is logged (a warning), and the budget shows as full, with the refusals s
 in the admin and the dashboard, until the filters are back under 90% of the budget
 (logged too): one line per episode, not per event.
 """
+
 import hashlib
 import logging
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import redis
 
@@ -88,7 +90,11 @@ class BloomConfig:
     @classmethod
     def for_site(cls, site) -> "BloomConfig":
         return cls(
-            site.bloom_capacity, site.bloom_error_rate, site.bloom_expansion, site.bloom_nonscaling, site.bloom_idle_days,
+            site.bloom_capacity,
+            site.bloom_error_rate,
+            site.bloom_expansion,
+            site.bloom_nonscaling,
+            site.bloom_idle_days,
             site.bloom_max_memory_mb * 2**20,
         )
 
@@ -138,8 +144,8 @@ def size_problem(config: BloomConfig) -> str:
         return ""
     return (
         f"a visitor's first Bloom sub-filter would take {bits / 8 / 2**20:,.1f} MB (capacity {config.capacity:,} at "
-        f"error rate {config.error_rate:g}); the largest allowed is {MAX_FILTER_BYTES // 2**20} MB, a capacity of at most "
-        f"{max_capacity(config.error_rate):,} at this error rate: lower the capacity or raise the error rate"
+        f"error rate {config.error_rate:g}); the largest allowed is {MAX_FILTER_BYTES // 2**20} MB, a capacity of at "
+        f"most {max_capacity(config.error_rate):,} at this error rate: lower the capacity or raise the error rate"
     )
 
 
@@ -173,7 +179,9 @@ def has_native(r: redis.Redis) -> bool:
     return known
 
 
-def _call(site_id: int, digest: str, mode: str, items: list[str], config: BloomConfig, native: bool, touch: bool = True):
+def _call(
+    site_id: int, digest: str, mode: str, items: list[str], config: BloomConfig, native: bool, touch: bool = True
+):
     """(script, KEYS, ARGV) of an add or a check (scripts/bloom.lua, bloom_native.lua)."""
     books = list(keys.bloom_registry(site_id))
     ttl = config.idle_days * DAY_SECONDS if touch else 0
@@ -191,12 +199,16 @@ def _notice(site_id: int, notice: int, config: BloomConfig, site_name: str = "")
     name = f"{site_name} (site {site_id})" if site_name else f"site {site_id}"
     if notice == 1:
         log.warning(
-            "Bloom filters of %s reached their budget of %s MB: visitors without a filter get none, and full filters do "
-            "not grow, until filters expire (%s idle days) or the budget is raised; page views are still counted",
-            name, f"{config.budget_bytes / 2**20:g}", config.idle_days,
+            "Bloom filters of %s reached their budget of %s MB: visitors without a filter get none, and full filters "
+            "do not grow, until filters expire (%s idle days) or the budget is raised; page views are still counted",
+            name,
+            f"{config.budget_bytes / 2**20:g}",
+            config.idle_days,
         )
     elif notice == 2:
-        log.info("Bloom filters of %s are back under 90%% of their budget of %s MB", name, f"{config.budget_bytes / 2**20:g}")
+        log.info(
+            "Bloom filters of %s are back under 90%% of their budget of %s MB", name, f"{config.budget_bytes / 2**20:g}"
+        )
 
 
 @dataclass
@@ -211,7 +223,9 @@ class Queued:
     site_name: str = ""
 
 
-def queue_add(pipe, r: redis.Redis, site_id: int, digest: str, items: list[str], config: BloomConfig, site_name: str = "") -> Queued | None:
+def queue_add(
+    pipe, r: redis.Redis, site_id: int, digest: str, items: list[str], config: BloomConfig, site_name: str = ""
+) -> Queued | None:
     """Queue an add in the caller's pipeline, one command (ingest marks pages seen this
     way, in the same round trip as the counts); check the answers with `check_queued`.
     Settings past the size limit queue nothing: the pageviews count, no page is marked
@@ -238,14 +252,23 @@ def check_queued(r: redis.Redis, results: list, queued: list[Queued]):
             elif isinstance(result, Exception):
                 raise result
         except redis.exceptions.ResponseError:
-            log.error("marking pages seen for a visitor of site %s failed; their page views are counted", add.site_id,
-                      exc_info=True)
+            log.error(
+                "marking pages seen for a visitor of site %s failed; their page views are counted",
+                add.site_id,
+                exc_info=True,
+            )
             continue
         _notice(add.site_id, result[1], add.config, add.site_name)
 
 
 def add(
-    r: redis.Redis, site_id: int, digest: str, items: list[str], config: BloomConfig, native: bool | None = None, site_name: str = ""
+    r: redis.Redis,
+    site_id: int,
+    digest: str,
+    items: list[str],
+    config: BloomConfig,
+    native: bool | None = None,
+    site_name: str = "",
 ) -> list[bool]:
     """Mark items seen; True for each one that was new. FilterFull when a non-scaling
     filter, or one at the size limit, cannot take them all, BudgetFull when the site's
@@ -266,14 +289,21 @@ def add(
         raise FilterFull(f"the filter is full: it reached the size limit of {MAX_FILTER_BYTES // 2**20} MB a visitor")
     if -3 in answers:
         raise BudgetFull(
-            f"the site's Bloom filters are at their memory budget ({config.budget_bytes / 2**20:g} MB): this user's filter "
-            f"is not made, or does not grow, until filters expire ({config.idle_days} idle days) or the budget is raised"
+            f"the site's Bloom filters are at their memory budget ({config.budget_bytes / 2**20:g} MB): this user's "
+            f"filter is not made, or does not grow, until filters expire ({config.idle_days} idle days) or the budget "
+            "is raised"
         )
     return [answer == 1 for answer in answers]
 
 
 def seen(
-    r: redis.Redis, site_id: int, digest: str, items: list[str], config: BloomConfig, native: bool | None = None, touch: bool = True
+    r: redis.Redis,
+    site_id: int,
+    digest: str,
+    items: list[str],
+    config: BloomConfig,
+    native: bool | None = None,
+    touch: bool = True,
 ) -> list[bool]:
     """For each item: probably seen (True) or certainly not (False). A check counts as
     activity for the idle expiry unless `touch` is false (the dashboard only looks)."""
@@ -300,8 +330,11 @@ def recount(r: redis.Redis, site_id: int, config: BloomConfig | None = None, bat
     (the whole server's keyspace: a command for an operator, not for a request). Returns
     how many filters are on the books."""
     live = keys.bloom_registry(site_id)[0]
-    digests = {digest for key in site_client(r, site_id).scan_iter(match=keys.site_pattern(site_id, "bloom:*"), count=1000)
-               if (digest := keys.bloom_digest(site_id, key))}
+    digests = {
+        digest
+        for key in site_client(r, site_id).scan_iter(match=keys.site_pattern(site_id, "bloom:*"), count=1000)
+        if (digest := keys.bloom_digest(site_id, key))
+    }
     digests.update(member.decode() for member, _ in r.zscan_iter(live))
     calls = [_books_call(site_id, d, config) for d in sorted(digests)]
     for i in range(0, len(calls), batch):
@@ -314,7 +347,11 @@ def recount(r: redis.Redis, site_id: int, config: BloomConfig | None = None, bat
 def _books_call(site_id: int, digest: str, config: BloomConfig | None) -> tuple[list, list]:
     """KEYS and ARGV of bloom_books.lua for one visitor's filter."""
     limit = config.budget_bytes if config else -1  # (-1: no "room again" without the site's budget)
-    return [*keys.bloom_registry(site_id), keys.bloom(site_id, digest), keys.bloom_shape(site_id, digest)], [limit, FILTER_OVERHEAD, digest]
+    return [*keys.bloom_registry(site_id), keys.bloom(site_id, digest), keys.bloom_shape(site_id, digest)], [
+        limit,
+        FILTER_OVERHEAD,
+        digest,
+    ]
 
 
 def _now_ms(r: redis.Redis, site_id: int) -> int:
@@ -337,7 +374,9 @@ class FilterStats:
 MAX_EXPIRED_READ = 10_000  # expired filters not pruned yet whose charges a reader subtracts
 
 
-def site_stats(r: redis.Redis, site_id: int, config: BloomConfig | None = None, max_filters: int = 1_000) -> FilterStats:
+def site_stats(
+    r: redis.Redis, site_id: int, config: BloomConfig | None = None, max_filters: int = 1_000
+) -> FilterStats:
     """Number of filters and their memory (from the books, less the filters expired since
     the last prune: no SCAN), the budget and whether it is full; the average fill ratio
     and the false-positive rate expected at the current fill (per sub-filter fill^k,
@@ -355,7 +394,9 @@ def site_stats(r: redis.Redis, site_id: int, config: BloomConfig | None = None, 
         filters=count,
         memory_bytes=max(0, int(total or 0) - gone),
         budget_bytes=config.budget_bytes if config else None,
-        full_since=datetime.fromtimestamp(int(full_since) / 1000, UTC).isoformat(timespec="seconds") if full_since else None,
+        full_since=datetime.fromtimestamp(int(full_since) / 1000, UTC).isoformat(timespec="seconds")
+        if full_since
+        else None,
         refused=int(refused or 0) if full_since else 0,
     )
     digests = [member.decode() for member, deadline in _pairs(sample or []) if deadline >= now]
@@ -382,7 +423,7 @@ def _sample_fill(r: redis.Redis, site_id: int, digests: list[str], config: Bloom
         pipe.hgetall(keys.bloom_shape(site_id, digest))
     metas = pipe.execute() if digests else []
     pipe = r.pipeline(transaction=False)
-    layouts = []
+    layouts: list[tuple[str, Any]] = []  # (kind, sub-filters' (m, k): None for "native")
     for digest, meta in zip(digests, metas):
         if meta:
             shaped = BloomConfig(int(float(meta[b"capacity"])), float(meta[b"error"]), int(float(meta[b"expansion"])))

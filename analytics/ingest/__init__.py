@@ -10,6 +10,7 @@
 
 Ingestion writes raw counters only; it never imports the read side (analytics.queries).
 """
+
 from .record import PAGEVIEW, Hit, Recorded, record
 
 __all__ = ["PAGEVIEW", "Hit", "Recorded", "record"]

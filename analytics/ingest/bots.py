@@ -3,6 +3,7 @@
 crawlerdetect matches one very large regular expression (about 0.25 ms a call here), while
 real traffic repeats a few thousand User-Agents, so answers are cached per process.
 """
+
 from functools import lru_cache
 
 from crawlerdetect import CrawlerDetect

@@ -19,6 +19,7 @@ browsers there still send "Mac OS X 10_15_7" whatever the version (Safari, Chrom
 Firefox froze it), and "Mac OS X 14.6" was never a product. Windows 11 says "Windows NT
 10.0" like Windows 10, so both are Windows 10.
 """
+
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -34,11 +35,11 @@ _RENAMED = {"Mac OS X": "macOS", "Other": UNKNOWN}
 
 @dataclass(frozen=True, slots=True)
 class Device:
-    browser: str          # "Chrome", "Firefox", "Safari", "Mobile Safari", "Edge", ...; "(unknown)"
+    browser: str  # "Chrome", "Firefox", "Safari", "Mobile Safari", "Edge", ...; "(unknown)"
     browser_version: str  # major version, e.g. "131"; "(unknown)"
-    os: str               # "Windows", "macOS", "iOS", "Android", "Linux", ...; "(unknown)"
-    os_version: str       # major.minor at most, e.g. "10", "17.4"; "(unknown)"
-    device: str           # "Desktop" | "Mobile" | "Tablet"
+    os: str  # "Windows", "macOS", "iOS", "Android", "Linux", ...; "(unknown)"
+    os_version: str  # major.minor at most, e.g. "10", "17.4"; "(unknown)"
+    device: str  # "Desktop" | "Mobile" | "Tablet"
 
 
 def device_of(user_agent: str | None) -> Device:
@@ -90,7 +91,9 @@ def _os_version(os: OS | None) -> str:
 def _kind(user_agent: str) -> str:
     if "iPad" in user_agent or "Kindle" in user_agent or "Silk/" in user_agent or "PlayBook" in user_agent:
         return "Tablet"
-    if "Tablet" in user_agent and "Tablet PC" not in user_agent:  # Firefox on Android tablets; not old IE's "Tablet PC 2.0"
+    if (
+        "Tablet" in user_agent and "Tablet PC" not in user_agent
+    ):  # Firefox on Android tablets; not old IE's "Tablet PC 2.0"
         return "Tablet"
     if "Mobi" in user_agent or "iPhone" in user_agent or "iPod" in user_agent:
         return "Mobile"

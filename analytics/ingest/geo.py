@@ -13,9 +13,11 @@ country, placed by measurement rather than by registration, then wins.
 
 The IP address is looked up and forgotten: never logged, never kept, never in an error.
 """
+
 import ipaddress
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import iptocc
 import maxminddb
@@ -27,9 +29,9 @@ _NOT_COUNTRIES = frozenset({"EU", "AP"})
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    country: str | None    # ISO 3166-1 alpha-2, "DE"; None when unknown (private, reserved, unassigned)
-    region: str | None     # ISO 3166-2 subdivision, "DE-BY", or its English name; with a city database only
-    city: str | None       # English name; with a city database only
+    country: str | None  # ISO 3166-1 alpha-2, "DE"; None when unknown (private, reserved, unassigned)
+    region: str | None  # ISO 3166-2 subdivision, "DE-BY", or its English name; with a city database only
+    city: str | None  # English name; with a city database only
     latitude: float | None
     longitude: float | None
 
@@ -80,7 +82,7 @@ def _load() -> maxminddb.Reader | None:
 
 def _city(city_db: maxminddb.Reader, ip: str, country: str | None) -> Location:
     try:
-        record = city_db.get(ip)
+        record: Any = city_db.get(ip)  # (Any: maxminddb's Record union; a city database's records are nested dicts)
     except (ValueError, TypeError):  # not an IP address (the message would name it: not kept)
         return NOWHERE
     if not isinstance(record, dict):
@@ -90,8 +92,13 @@ def _city(city_db: maxminddb.Reader, ip: str, country: str | None) -> Location:
     code = subdivision.get("iso_code")
     region = f"{country}-{code}" if code and country else subdivision.get("names", {}).get("en")
     where = record.get("location", {})
-    return Location(country, region, record.get("city", {}).get("names", {}).get("en"),
-                    where.get("latitude"), where.get("longitude"))
+    return Location(
+        country,
+        region,
+        record.get("city", {}).get("names", {}).get("en"),
+        where.get("latitude"),
+        where.get("longitude"),
+    )
 
 
 def _country_only(country: str | None) -> Location:

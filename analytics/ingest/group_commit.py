@@ -20,6 +20,7 @@ applied, once). Rate limits stay per event: a group's buckets are charged togeth
 if one refuses, that site's events of the group are written one by one, each charged
 alone, exactly as without grouping.
 """
+
 import asyncio
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,7 @@ from django.conf import settings
 from ..sites import SiteInfo
 from ..store.connection import OUTAGE, get_redis, new_loop_client
 from ..store.limits import Bucket, Limited, outage_seen, throttle_locally
+from ..store.loop_client import LoopClient
 from . import inbox, spool
 from .record import Hit, execute, new_mark, prepare
 
@@ -59,10 +61,10 @@ class GroupCommit:
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="group-commit")
         self.groups_written = 0  # (for tests and the bench: how many writes the events took)
         self.drainer = inbox.Drainer()  # counts what the writes pushed into the inboxes
-        self._loop = None
-        self._client = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: LoopClient | None = None
         self._pending: list[tuple[Entry, asyncio.Future]] = []
-        self._drain_task = None
+        self._drain_task: asyncio.Task | None = None
 
     @property
     def sends_from_loop(self) -> bool:
@@ -135,6 +137,7 @@ class GroupCommit:
             stream.broken()  # (these pushes' answers never came: they are their stream's last)
             return await loop.run_in_executor(self.executor, _spool_groups, entries, groups, now)
         if any(isinstance(answer, Limited) for answer in answers):
+
             def alone():
                 with stream.lock:
                     return _push_outcomes(get_redis(), entries, groups, answers, now, stream)
@@ -179,7 +182,7 @@ def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:
             for i in indexes:
                 outcomes[i] = kept
         return outcomes
-    for (site, indexes, _, _), answer in zip(groups, answers):
+    for (_site, indexes, _, _), answer in zip(groups, answers):
         if isinstance(answer, Limited):  # one of the group's buckets refused: each event on its own
             for i in indexes:
                 outcomes[i] = _write_alone(r, entries[i], now)
@@ -215,10 +218,12 @@ def _push_calls(entries: list[Entry], stream: inbox.Stream, now: datetime) -> tu
     return groups, calls
 
 
-def _push_outcomes(r: redis.Redis, entries: list[Entry], groups: list, answers: list, now: datetime, stream: inbox.Stream) -> list:
+def _push_outcomes(
+    r: redis.Redis, entries: list[Entry], groups: list, answers: list, now: datetime, stream: inbox.Stream
+) -> list:
     """Each entry's outcome from its push's answer; a refused push's events go alone."""
     outcomes: list = [None] * len(entries)
-    for (site, indexes, _), answer in zip(groups, answers):
+    for (_site, indexes, _), answer in zip(groups, answers):
         for i in indexes:
             outcomes[i] = _push_alone(r, entries[i], now, stream) if isinstance(answer, Limited) else WRITTEN
     return outcomes

@@ -7,6 +7,7 @@ salt, and only the 16-byte digest reaches Redis. In daily-salt mode the key is d
 from the salt and the day, so the same person is a new digest every day: strict privacy,
 unique visitors per day only.
 """
+
 import hashlib
 from datetime import date
 from functools import lru_cache

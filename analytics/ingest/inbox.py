@@ -26,12 +26,13 @@ process `make run` starts, or a thread in each web process), reads of a site cou
 inbox first (flush()), and so does each rollup task, which counts what a stopped web
 process left behind.
 """
+
 import logging
 import os
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 import orjson
@@ -71,7 +72,9 @@ class Stream:
 
     def mark(self, site: SiteInfo) -> Mark:
         self.count += 1
-        return Mark(keys.inbox_streams(site.id), f"{MARK_PREFIX}{self.name}:{self.count}", settings.INGEST_MARK_HOURS * 3600)
+        return Mark(
+            keys.inbox_streams(site.id), f"{MARK_PREFIX}{self.name}:{self.count}", settings.INGEST_MARK_HOURS * 3600
+        )
 
 
 STREAM = Stream()
@@ -90,22 +93,43 @@ def encode(site: SiteInfo, hit: Hit, now: datetime) -> bytes:
     local = ts.astimezone(site.tz)
     key = identity.day_key(site.salt, local.date()) if site.daily_salt else site.salt
     previous = previous_digest(site, hit.identity, local)
-    return orjson.dumps([
-        round(ts.timestamp() * 1_000_000), hit.path, hit.name, identity.digest(key, hit.identity).hex(),
-        previous.hex() if previous else None, hit.bot, hit.user, hit.attrs, hit.interactive, hit.props, hit.revenue,
-    ])
+    return orjson.dumps(
+        [
+            round(ts.timestamp() * 1_000_000),
+            hit.path,
+            hit.name,
+            identity.digest(key, hit.identity).hex(),
+            previous.hex() if previous else None,
+            hit.bot,
+            hit.user,
+            hit.attrs,
+            hit.interactive,
+            hit.props,
+            hit.revenue,
+        ]
+    )
 
 
 def decode(raw: bytes) -> Hit:
     us, path, name, digest, previous, bot, user, attrs, interactive, props, revenue = orjson.loads(raw)
     return Hit(
-        datetime.fromtimestamp(us / 1_000_000, UTC), path, name, b"", bot, user, attrs, interactive,
-        tuple(tuple(p) for p in props), tuple(revenue) if revenue else None,
+        datetime.fromtimestamp(us / 1_000_000, UTC),
+        path,
+        name,
+        b"",
+        bot,
+        user,
+        attrs,
+        interactive,
+        tuple(tuple(p) for p in props),
+        tuple(revenue) if revenue else None,
         (bytes.fromhex(digest), bytes.fromhex(previous) if previous else None),
     )
 
 
-def push_call(site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark | None, limits: list[Bucket] = ()) -> tuple[list, list]:
+def push_call(
+    site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark | None, limits: Sequence[Bucket] = ()
+) -> tuple[list, list]:
     """KEYS and ARGV of inbox_push.lua for these hits."""
     script_keys = [keys.inbox(site.id), mark.key if mark else keys.inbox_streams(site.id), *(b.key for b in limits)]
     args = [mark.member if mark else "", mark.ttl if mark else 0, len(limits), *(a for b in limits for a in b.args())]
@@ -137,8 +161,15 @@ def _push_answers(replies: list) -> list[int | Limited]:
     return [Limited(answer[1]) if answer[0] == -2 else answer[0] for answer in replies]
 
 
-def push(r: redis.Redis, site: SiteInfo, hits: list[Hit], *, now: datetime | None = None, mark: Mark | None = None,
-         limits: list[Bucket] = ()) -> int:
+def push(
+    r: redis.Redis,
+    site: SiteInfo,
+    hits: list[Hit],
+    *,
+    now: datetime | None = None,
+    mark: Mark | None = None,
+    limits: Sequence[Bucket] = (),
+) -> int:
     """Push hits into the site's inbox; raises Limited when a rate limit refuses them."""
     answer = push_many(r, [push_call(site, hits, now or datetime.now(UTC), mark, limits)], [site.id])[0]
     if isinstance(answer, Limited):
@@ -256,7 +287,7 @@ class Drainer:
         self.delay = delay
         self._sites: dict[int, SiteInfo] = {}
         self._wake = threading.Condition()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
     def wake(self, site: SiteInfo):
         with self._wake:

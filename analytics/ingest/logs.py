@@ -7,6 +7,7 @@ images, fonts, source maps, robots.txt, favicons), from user agents that are not
 Each line keeps its own timestamp; the visitor is IP + User-Agent through the site's
 keyed hash, exactly as for live traffic.
 """
+
 import gzip
 import hashlib
 import re
@@ -24,7 +25,7 @@ from .schemas import decoded_path
 from .visit import visit_attrs
 
 LINE = re.compile(
-    r'(?P<ip>\S+) \S+ \S+ \[(?P<time>[^\]]+)\] '
+    r"(?P<ip>\S+) \S+ \S+ \[(?P<time>[^\]]+)\] "
     r'"(?P<method>[A-Z]+) (?P<target>\S+)(?: [^"]*)?" (?P<status>\d{3}) \S+'
     # quoted strings with backslash escapes, written as an unrolled loop (4x faster
     # than an alternation per character)
@@ -35,7 +36,9 @@ STATIC = re.compile(
     r"|^/(?:robots\.txt|favicon\.ico|apple-touch-icon[^/]*)$",
     re.IGNORECASE,
 )
-MONTHS = {m: n for n, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+MONTHS = {
+    m: n for n, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)
+}
 MAX_PATH = 1024
 
 
@@ -136,7 +139,9 @@ def hits_from_lines(lines: Iterator[str], summary: Summary, site_host: str = "")
         ip, referrer = match["ip"], match["referrer"]
         referrer = None if not referrer or referrer == "-" else referrer.replace('\\"', '"')
         attrs = visit_attrs(site_host, f"https://{site_host or 'localhost'}{target}", referrer, agent, ip, None)
-        yield Hit(last_time, decoded_path(path)[:MAX_PATH], PAGEVIEW, identity_source(None, None, ip, agent), attrs=attrs)
+        yield Hit(
+            last_time, decoded_path(path)[:MAX_PATH], PAGEVIEW, identity_source(None, None, ip, agent), attrs=attrs
+        )
 
 
 class Unreadable(Exception):

@@ -8,10 +8,12 @@ combining is what makes a 1,000-event batch cheap: the cost is per key, not per 
 
 Ingestion only writes raw counters. Nothing here reads or aggregates for a report.
 """
+
 import hashlib
 import secrets
 import struct
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import NamedTuple
@@ -101,14 +103,26 @@ def idempotency_digest(site: SiteInfo, idempotency_key: str) -> str:
     return hashlib.blake2b(idempotency_key.encode(), key=site.salt, digest_size=16).hexdigest()
 
 
-
 class _Chunk:
     """One day's share of a batch, at most SCRIPT_CHUNK distinct visitors: one Lua call."""
 
-    __slots__ = ("visitors", "pageviews", "pages", "events", "props", "revenue", "minutes", "hours", "bots", "visits", "attrs", "parts",
-                 "previous")
+    __slots__ = (
+        "visitors",
+        "pageviews",
+        "pages",
+        "events",
+        "props",
+        "revenue",
+        "minutes",
+        "hours",
+        "bots",
+        "visits",
+        "attrs",
+        "parts",
+        "previous",
+    )
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.bots = 0  # events dropped as bots that day (counted with the day's first chunk)
         self.visitors: dict[bytes, int] = {}  # digest -> 1-based index, in arrival order
         self.pageviews = 0
@@ -131,7 +145,7 @@ def record(
     *,
     now: datetime | None = None,
     mark: Mark | None = None,
-    limits: list[Bucket] = (),
+    limits: Sequence[Bucket] = (),
 ) -> Recorded:
     """Count `hits` for `site` in one Redis round trip. Returns how many were counted and
     how many were dropped as bots. With a `mark`, calling again with the same hits and
@@ -170,7 +184,7 @@ def prepare(
     *,
     now: datetime | None = None,
     mark: Mark | None = None,
-    limits: list[Bucket] = (),
+    limits: Sequence[Bucket] = (),
 ) -> Prepared:
     """Everything record() does before Redis: hashing, grouping by day and chunk, the
     script arguments. Pure (no I/O), so a group of calls can be prepared and then sent
@@ -195,6 +209,7 @@ def prepare(
     times = [hit.ts or now for hit in hits]
     if any(later < earlier for earlier, later in zip(times, times[1:])):
         hits = sorted(hits, key=lambda hit: hit.ts or now)
+    minute: datetime | None  # (None: too old for the realtime minutes)
     for ts, path, name, source, bot, user, attrs, interactive, props, revenue, hashed in hits:
         if ts is None:
             day, hour, minute, seconds, local = today, now_hour, now_minute, now_seconds, now_local
@@ -258,15 +273,15 @@ def prepare(
         group[0] += 1
         group[1].add(index)
         for prop, value in props:
-            key = f"{name}{dimensions.SEP}{prop}{dimensions.SEP}{value}"
-            group = chunk.props.get(key)
+            prop_key = f"{name}{dimensions.SEP}{prop}{dimensions.SEP}{value}"
+            group = chunk.props.get(prop_key)
             if group is None:
-                group = chunk.props[key] = [0, set()]
+                group = chunk.props[prop_key] = [0, set()]
             group[0] += 1
             group[1].add(index)
         if revenue is not None:
-            key = f"{name}{dimensions.SEP}{revenue[0]}"
-            chunk.revenue[key] = chunk.revenue.get(key, 0) + revenue[1]
+            revenue_key = f"{name}{dimensions.SEP}{revenue[0]}"
+            chunk.revenue[revenue_key] = chunk.revenue.get(revenue_key, 0) + revenue[1]
         in_hour = chunk.hours.get(hour)
         if in_hour is None:
             in_hour = chunk.hours[hour] = [0, set()]
@@ -286,7 +301,7 @@ def prepare(
     # Rate limits ride in the script when it is the call's only write (one round trip);
     # several writes are charged first, all or nothing, before any of them.
     single = sum(map(len, chunks.values())) == 1 and not seen_pages
-    calls = []
+    calls: list[tuple[list, list]] = []
     for day in sorted(chunks):
         for n, chunk in enumerate(chunks[day]):
             chunk_mark = (mark.key, mark.chunk(len(calls)), mark.ttl) if mark else None
@@ -310,8 +325,12 @@ def execute(r: redis.Redis, batch: list[Prepared]) -> list[Recorded | Limited]:
                 outcomes[i] = e
     sent = [(i, call) for i, prepared in enumerate(batch) if outcomes[i] is None for call in prepared.calls]
     calls = [call for _, call in sent]
-    seen = [(batch[i].site, user, pages) for i, prepared in enumerate(batch) if outcomes[i] is None
-            for user, pages in prepared.seen_pages.items()]
+    seen = [
+        (batch[i].site, user, pages)
+        for i, prepared in enumerate(batch)
+        if outcomes[i] is None
+        for user, pages in prepared.seen_pages.items()
+    ]
     results = []
     if len(calls) == 1 and not seen:
         results = [RECORD_BATCH.run(r, *calls[0])]  # the common case, a single call: no pipeline needed
@@ -320,8 +339,13 @@ def execute(r: redis.Redis, batch: list[Prepared]) -> list[Recorded | Limited]:
         for script_keys, args in calls:
             RECORD_BATCH.queue(pipe, script_keys, args)
         queued_adds = [
-            queued for site, user, pages in seen
-            if (queued := bloom.queue_add(pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom, site.domain))
+            queued
+            for site, user, pages in seen
+            if (
+                queued := bloom.queue_add(
+                    pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom, site.domain
+                )
+            )
         ]
         answers = pipe.execute(raise_on_error=False)
         results = RECORD_BATCH.rerun_unloaded(r, answers[: len(calls)], calls)
@@ -344,7 +368,13 @@ def execute(r: redis.Redis, batch: list[Prepared]) -> list[Recorded | Limited]:
 
 
 def _script_call(
-    site: SiteInfo, day: date, chunk: _Chunk, dirty: bool, mark: tuple | None, now: datetime, limits: list[Bucket] = ()
+    site: SiteInfo,
+    day: date,
+    chunk: _Chunk,
+    dirty: bool,
+    mark: tuple | None,
+    now: datetime,
+    limits: Sequence[Bucket] = (),
 ) -> tuple[list, list]:
     """KEYS and ARGV of record_batch.lua for one chunk (the layout is documented there).
     `mark` is (set key, member, ttl) or None; `limits`, the rate-limit buckets it charges."""
@@ -438,10 +468,20 @@ def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, scr
     """The keys and ARGV of the chunk's visits (lib/visits.lua documents the layout)."""
     sid = site.id
     generation = int(now.timestamp()) // dimensions.VISIT_TIMEOUT
-    script_keys += (keys.sessions(sid, generation), keys.sessions(sid, generation - 1),
-                    keys.session_parts(sid, generation), keys.session_parts(sid, generation - 1))
-    args += (3 * dimensions.VISIT_TIMEOUT, dimensions.VISIT_TIMEOUT, site.max_property_values, keys.dimensions_prefix(sid),
-             site.segment_values, keys.pinned_fields(sid))
+    script_keys += (
+        keys.sessions(sid, generation),
+        keys.sessions(sid, generation - 1),
+        keys.session_parts(sid, generation),
+        keys.session_parts(sid, generation - 1),
+    )
+    args += (
+        3 * dimensions.VISIT_TIMEOUT,
+        dimensions.VISIT_TIMEOUT,
+        site.max_property_values,
+        keys.dimensions_prefix(sid),
+        site.segment_values,
+        keys.pinned_fields(sid),
+    )
     args.append(len(chunk.previous))
     for index, previous in chunk.previous.items():
         args += (index, previous)

@@ -33,6 +33,7 @@ The channel, first match wins:
 "The source" is utm_source when it names a known source (a name such as "google" or a host
 such as "chatgpt.com", which ChatGPT adds to its links), else the referrer.
 """
+
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -58,14 +59,18 @@ class Acquisition:
     utm_content: str | None
 
 
-PAID = frozenset({"cpc", "ppc", "paid", "paidsearch", "paid_social", "display", "banner", "cpm", "cpv", "cpa", "affiliate"})
+PAID = frozenset(
+    {"cpc", "ppc", "paid", "paidsearch", "paid_social", "display", "banner", "cpm", "cpv", "cpa", "affiliate"}
+)
 EMAIL = frozenset({"email", "e-mail", "e_mail", "newsletter"})
 SOCIAL = frozenset({"social", "social-network", "social-media", "sm"})
 
 # scheme (1), host (2) of at most 253 characters (DNS's limit), optional port; then the path,
 # query, fragment or the end. A regex, not urlsplit: this runs per event. Browsers send no
 # user info in a referrer, so a URL with some is not parsed (it counts as no referrer).
-_REFERRER = re.compile(r"(https?|android-app)://(\[[0-9a-f:.]+\]|[^/?#:@\s\[\]]{1,253})(?::\d*)?(?=[/?#]|\Z)", re.IGNORECASE)
+_REFERRER = re.compile(
+    r"(https?|android-app)://(\[[0-9a-f:.]+\]|[^/?#:@\s\[\]]{1,253})(?::\d*)?(?=[/?#]|\Z)", re.IGNORECASE
+)
 _HOST = re.compile(r"[\w-]+(?:\.[\w-]+)*\Z")  # DNS labels, IDN in Unicode allowed
 _TAGS = frozenset(("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content", "source", "ref"))
 _NO_TAGS = (None, None, None, None, None)
@@ -101,8 +106,14 @@ def acquisition(page_url: str, referrer: str | None, site_host: str) -> Acquisit
 
 @lru_cache(maxsize=20_000)
 def _answer(
-    host: str | None, name: str | None, kind: str | None,
-    utm_source: str | None, utm_medium: str | None, utm_campaign: str | None, utm_term: str | None, utm_content: str | None,
+    host: str | None,
+    name: str | None,
+    kind: str | None,
+    utm_source: str | None,
+    utm_medium: str | None,
+    utm_campaign: str | None,
+    utm_term: str | None,
+    utm_content: str | None,
 ) -> Acquisition:
     """Cached: real traffic repeats a few referring hosts and tagged links over and over, and
     an Acquisition is immutable."""
@@ -142,7 +153,13 @@ def _tags(query: str) -> tuple:
         if key in _TAGS and value and key not in found and (value := _decode(value[:MAX_RAW_TAG])):
             found[key] = value
     get = found.get
-    return (get("utm_source") or get("source") or get("ref"), get("utm_medium"), get("utm_campaign"), get("utm_term"), get("utm_content"))
+    return (
+        get("utm_source") or get("source") or get("ref"),
+        get("utm_medium"),
+        get("utm_campaign"),
+        get("utm_term"),
+        get("utm_content"),
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -225,10 +242,11 @@ def _named(utm_source: str) -> tuple[str | None, str]:
 @lru_cache(maxsize=1)
 def _lists() -> tuple[dict[str, tuple], dict[str, tuple[str, str]]]:
     """Hosts (or Matomo's lossy patterns, or Android package names) to (name, kind, paths),
-    and lower-cased source names to (kind, the name as the list spells it). The first list to name a host keeps it: ours,
-    then Matomo's AI assistants, social networks and search engines last, as Matomo also lists
-    facebook.com, chatgpt.com, perplexity.ai and you.com as search engines (for their search
-    pages: Matomo counts a search only when it finds the keyword, which we do not look for)."""
+    and lower-cased source names to (kind, the name as the list spells it). The first list
+    to name a host keeps it: ours, then Matomo's AI assistants, social networks and search
+    engines last, as Matomo also lists facebook.com, chatgpt.com, perplexity.ai and you.com
+    as search engines (for their search pages: Matomo counts a search only when it finds the
+    keyword, which we do not look for)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -238,7 +256,10 @@ def _lists() -> tuple[dict[str, tuple], dict[str, tuple[str, str]]]:
             return yaml.load(f, Loader=loader)
 
     ours = read("Tally.yml")
-    engines = {name: [url for config in configs for url in config["urls"]] for name, configs in read("SearchEngines.yml").items()}
+    engines = {
+        name: [url for config in configs for url in config["urls"]]
+        for name, configs in read("SearchEngines.yml").items()
+    }
     lists = [
         ("email", ours["email"]),
         ("ai", ours["ai"]),
@@ -246,7 +267,9 @@ def _lists() -> tuple[dict[str, tuple], dict[str, tuple[str, str]]]:
         ("social", read("Socials.yml")),
         ("search", engines),
     ]
-    hosts, paths, names = {}, {}, {}
+    hosts: dict[str, tuple[str, str]] = {}  # host -> (name, kind)
+    paths: dict[str, list[tuple[str, str, str]]] = {}  # host -> [(path, name, kind)]
+    names: dict[str, tuple[str, str]] = {}  # lower-cased name -> (kind, name)
     for kind, groups in lists:
         for name, urls in groups.items():
             name = ours["names"].get(name, name)
@@ -261,7 +284,7 @@ def _lists() -> tuple[dict[str, tuple], dict[str, tuple[str, str]]]:
                     paths.setdefault(host, []).append(("/" + path.strip("/"), name, kind))
                 else:
                     hosts.setdefault(host, (name, kind))
-    table = {host: (name, kind, tuple(paths.get(host, ()))) for host, (name, kind) in hosts.items()}
+    table: dict[str, tuple] = {host: (name, kind, tuple(paths.get(host, ()))) for host, (name, kind) in hosts.items()}
     for host, entries in paths.items():
         table.setdefault(host, (None, None, tuple(entries)))
     return table, names

@@ -15,6 +15,7 @@ Redis failed again) is taken again by the next replay. Writers lock too, and che
 locking that their file was not claimed meanwhile, so no line is written into a file
 that is being replayed.
 """
+
 import base64
 import fcntl
 import logging
@@ -23,6 +24,7 @@ import secrets
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import redis
@@ -51,7 +53,9 @@ class SpoolFull(StorageUnavailable):
     the events are refused (503), not accepted and then dropped."""
 
 
-def record_or_spool(r: redis.Redis, site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark, limits=()) -> Recorded | None:
+def record_or_spool(
+    r: redis.Redis, site: SiteInfo, hits: list[Hit], now: datetime, mark: Mark, limits=()
+) -> Recorded | None:
     """Count the hits; if Redis is out (refused, timed out; a cluster's slot down or
     moved), keep them in the spool instead: None. The mark makes sure a call Redis applied
     before its answer was lost is not counted again on replay. Raises Limited over a rate
@@ -74,7 +78,9 @@ def keep(site: SiteInfo, hits: list[Hit], received: datetime, mark: Mark):
     try:
         write(site, hits, received=received, mark=mark)
     except SpoolFull:
-        log.warning("spool of site %s full (%d bytes): %d events refused", site.id, settings.SPOOL_MAX_BYTES_PER_SITE, len(hits))
+        log.warning(
+            "spool of site %s full (%d bytes): %d events refused", site.id, settings.SPOOL_MAX_BYTES_PER_SITE, len(hits)
+        )
         raise
     except OSError as e:
         log.error("Redis and the spool both failed; %d events not kept: %s", len(hits), e)
@@ -110,7 +116,9 @@ def write(site: SiteInfo, hits: list[Hit], received: datetime | None = None, mar
     )
     if _site_spooled(folder, site.id) + len(lines) > settings.SPOOL_MAX_BYTES_PER_SITE:
         raise SpoolFull(f"the spool of site {site.id} is full")
-    path = folder / f"{socket.gethostname()}-{os.getpid()}-s{site.id}.ndjson"  # (a file per site: its cap is read by name)
+    path = (
+        folder / f"{socket.gethostname()}-{os.getpid()}-s{site.id}.ndjson"
+    )  # (a file per site: its cap is read by name)
     while True:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
@@ -161,7 +169,8 @@ def _hit(entry: dict) -> Hit:
 def _calls(entries: list[dict]):
     """Consecutive lines of one call (same site and mark), in order: (site id, mark, hits).
     A call's lines are written together, so they are consecutive."""
-    current, hits = None, []
+    current: Any = None  # (site id, mark) of the call read so far
+    hits: list[Hit] = []
     for entry in entries:
         call = (entry["site"], tuple(entry["call"]) if entry.get("call") else None)
         if call != current and hits:

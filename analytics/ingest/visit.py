@@ -7,6 +7,7 @@ cached as its finished text, by the input it depends on: the referrer and the UR
 string, the User-Agent, the country. A typical event costs three dictionary lookups and a
 join (~1 µs), where building the parts each time cost ~10 µs.
 """
+
 from functools import lru_cache
 
 from ..dimensions import FIELD_SEP, GROUP_SEP, SEP
@@ -15,7 +16,9 @@ from . import devices, geo, sources
 _CONTROL = str.maketrans({SEP: " ", FIELD_SEP: " ", GROUP_SEP: " ", "\n": " ", "\r": " ", "\t": " "})
 
 
-def visit_attrs(site_host: str, url: str, referrer: str | None, user_agent: str | None, ip: str | None, width: int | None) -> str:
+def visit_attrs(
+    site_host: str, url: str, referrer: str | None, user_agent: str | None, ip: str | None, width: int | None
+) -> str:
     """The fields "<dimension>\\x1f<value>" of an event's visit dimensions, joined by
     FIELD_SEP within each part (source, device, location, screen) and GROUP_SEP between.
     Unknown values (no UTM tag, no country for a private address, no screen width) are
@@ -26,7 +29,11 @@ def visit_attrs(site_host: str, url: str, referrer: str | None, user_agent: str 
         parts.append(device)
     location = geo.location_of(ip)
     if location.country:
-        parts.append(_country_fields(location.country) if location.city is None and location.region is None else _location_fields(location))
+        parts.append(
+            _country_fields(location.country)
+            if location.city is None and location.region is None
+            else _location_fields(location)
+        )
     if width is not None and (screen := devices.screen_of(width)):
         parts.append(f"screen{SEP}{screen}")
     return GROUP_SEP.join(parts)  # (parts, each of FIELD_SEP-joined fields: lib/visits.lua counts by part)
@@ -39,23 +46,36 @@ def _fields(pairs) -> str:
 @lru_cache(maxsize=20_000)
 def _source_fields(site_host: str, query: str, referrer: str | None) -> str:
     a = sources.acquisition(f"https://{site_host}/?{query}" if query else f"https://{site_host}/", referrer, site_host)
-    return _fields((
-        ("source", a.source), ("referrer", a.referrer), ("channel", a.channel), ("utm_source", a.utm_source),
-        ("utm_medium", a.utm_medium), ("utm_campaign", a.utm_campaign), ("utm_term", a.utm_term), ("utm_content", a.utm_content),
-    ))
+    return _fields(
+        (
+            ("source", a.source),
+            ("referrer", a.referrer),
+            ("channel", a.channel),
+            ("utm_source", a.utm_source),
+            ("utm_medium", a.utm_medium),
+            ("utm_campaign", a.utm_campaign),
+            ("utm_term", a.utm_term),
+            ("utm_content", a.utm_content),
+        )
+    )
 
 
 @lru_cache(maxsize=4096)
 def _device_fields(user_agent: str) -> str:
     d = devices.device_of(user_agent)
-    return _fields((
-        ("browser", d.browser), ("browser_version", _versioned(d.browser, d.browser_version)), ("os", d.os),
-        ("os_version", _versioned(d.os, d.os_version)), ("device", d.device),
-    ))
+    return _fields(
+        (
+            ("browser", d.browser),
+            ("browser_version", _versioned(d.browser, d.browser_version)),
+            ("os", d.os),
+            ("os_version", _versioned(d.os, d.os_version)),
+            ("device", d.device),
+        )
+    )
 
 
 def _versioned(name: str, version: str) -> str:
-    """"Chrome 131", "Chrome (unknown)"; an unknown browser's version is "(unknown)", not
+    """ "Chrome 131", "Chrome (unknown)"; an unknown browser's version is "(unknown)", not
     "(unknown) (unknown)"."""
     return name if name == devices.UNKNOWN else f"{name} {version}"
 
@@ -104,4 +124,6 @@ def warm_up():
 
     agent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
     is_bot(agent)
-    visit_attrs("example.com", "https://example.com/?utm_source=warm-up", "https://www.google.com/", agent, "81.2.69.160", 1280)
+    visit_attrs(
+        "example.com", "https://example.com/?utm_source=warm-up", "https://www.google.com/", agent, "81.2.69.160", 1280
+    )

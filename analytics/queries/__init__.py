@@ -24,6 +24,7 @@ the package's surface; the dashboard reads through them and the models only.
     recommendations.py  top pages a visitor has not seen, Bloom filter stats
     access.py           who may read which site
 """
+
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS
 from . import filtered, segments
 from .breakdown import breakdown, visit_totals

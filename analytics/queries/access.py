@@ -1,5 +1,6 @@
 """Who may read which site: staff see every site, other users the sites they own, and a
 share token opens one site read-only to anyone holding it."""
+
 from django.db.models import QuerySet
 
 from ..models import Site

@@ -11,7 +11,10 @@ keys have expired (the site's keep_daily_days), that day's visitors are left out
 unions, and a union is never shown below the value's largest day (the stored rows keep
 each day's visitors: a single expired day shows them exactly); counts stay, from the rows.
 """
+
+from collections.abc import Iterable, Mapping
 from datetime import date
+from typing import Any, cast
 
 import redis
 from django.db.models import Max, Q, Sum
@@ -39,7 +42,14 @@ def visit_totals(r: redis.Redis, site: SiteInfo, start: date, end: date) -> dict
 
 
 def breakdown(
-    r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str, limit: int = 10, page: int = 1, search: str = ""
+    r: redis.Redis,
+    site: SiteInfo,
+    start: date,
+    end: date,
+    dimension: str,
+    limit: int = 10,
+    page: int = 1,
+    search: str = "",
 ) -> tuple[list[dict], int]:
     """One page of a dimension's rows, most visitors first, and how many rows there are.
     Rows: {dimension: value, "visitors", "visits", "pageviews", "bounce_rate",
@@ -49,11 +59,13 @@ def breakdown(
         raise ValueError(f"unknown dimension: {dimension}")
     sums = _sums(r, site, start, end, dimension, search)
     if dimension == dimensions.EXIT:
-        rows = [{dimension: v, "visits": s["visits"]} for v, s in sums.items() if s["visits"] > 0]
+        rows: list[dict[str, Any]] = [{dimension: v, "visits": s["visits"]} for v, s in sums.items() if s["visits"] > 0]
         rows.sort(key=lambda row: (-row["visits"], row[dimension]))
         return rows[(page - 1) * limit : page * limit], len(rows)
-    ranked = sorted((v for v, s in sums.items() if s["visits"] or s["pageviews"]),
-                    key=lambda v: (-sums[v]["visitors"], -sums[v]["visits"], v))
+    ranked = sorted(
+        (v for v, s in sums.items() if s["visits"] or s["pageviews"]),
+        key=lambda v: (-sums[v]["visitors"], -sums[v]["visits"], v),
+    )
     counted = ranked[:MAX_UNION_VALUES]
     days = days_between(start, end)
     field = {value: dimensions.field(dimension, value) for value in counted}
@@ -80,24 +92,33 @@ def breakdown(
     # The rows shown are exact where their values have bitmaps (a BITOP OR of each: ~1 ms
     # for 7 days of a million ids, ~6 ms for 90, where a PFCOUNT union takes ~0.3 ms; so
     # the ranking is the HLLs', and only the page's rows pay for exactness).
-    exact.update(exact_visitors(r, site, days, [field[row[dimension]] for row in shown if field[row[dimension]] not in exact]))
+    exact.update(
+        exact_visitors(r, site, days, [field[row[dimension]] for row in shown if field[row[dimension]] not in exact])
+    )
     for row in shown:
         row["visitors"] = exact.get(field[row[dimension]], row["visitors"])
     return sorted(shown, key=order), len(ranked)
 
 
-def _sums(r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str, search: str) -> dict[str, dict[str, int]]:
+def _sums(
+    r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str, search: str
+) -> dict[str, dict[str, int]]:
     """value -> its counts summed over the range ("visitors": the sum of daily visitors,
     an upper bound of the union used for ranking; "peak": its largest day's, a lower
     bound); exit_page's visits are its exits."""
-    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True))
+    final = set(
+        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list(
+            "date", flat=True
+        )
+    )
     sums: dict[str, dict[str, int]] = {}
     if final:
         query = DimensionDaily.objects.filter(site_id=site.id, dimension=dimension, date__in=final)
         if search:
             query = query.filter(Q(value__icontains=search))
-        for row in query.values("value").annotate(peak=Max("visitors")).annotate(**{c: Sum(c) for c in COUNTS}):
-            sums[row["value"]] = {c: row[c] or 0 for c in (*COUNTS, "peak")}
+        found = query.values("value").annotate(peak=Max("visitors")).annotate(**{c: Sum(c) for c in COUNTS})
+        for stored in cast(Iterable[Mapping[str, Any]], found):  # (the plugin's rows lack annotate(**...)'s sums)
+            sums[stored["value"]] = {c: stored[c] or 0 for c in (*COUNTS, "peak")}
     prefix = dimension + dimensions.SEP
     needle = search.lower()
     live = [day for day in days_between(start, end) if day not in final]
@@ -152,7 +173,7 @@ def rates_over(day_counts: dict[date, dict[str, int]], days: list[date]) -> dict
     """visits, bounce_rate, visit_duration, views_per_visit over `days`, from field_days()'s
     counts: summed first, then the rates, as over any range. Pageviews None on a day (a
     goal filter's custom event: not pageviews) make views per visit None."""
-    sums = {c: sum(day_counts[day][c] for day in days) for c in COUNTS[1:] if c != "pageviews"}
+    sums: dict[str, Any] = {c: sum(day_counts[day][c] for day in days) for c in COUNTS[1:] if c != "pageviews"}
     views = [day_counts[day]["pageviews"] for day in days]
     sums["pageviews"] = None if None in views else sum(views)
     return _rates(sums)

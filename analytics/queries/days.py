@@ -4,7 +4,9 @@ Closed days come from their stored rollup rows; today and days no rollup has fin
 counted live from Redis (analytics.counts). Visitors are HyperLogLog estimates (0.81%
 standard error); pageviews are exact counters; DAU and new visitors exact bitmap counts.
 """
+
 from datetime import date, datetime, timedelta
+from typing import Any
 
 import redis
 
@@ -19,8 +21,10 @@ from .breakdown import field_days, rates_over, visit_totals
 from .stored import visitors_over
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
-UNION_STORED = ("an estimate: some days' raw keys have expired, so the visitors over the range are the days' stored "
-                "visitors summed times the share of distinct people the rollups stored (DAU, WAU, MAU); no stated bound")
+UNION_STORED = (
+    "an estimate: some days' raw keys have expired, so the visitors over the range are the days' stored "
+    "visitors summed times the share of distinct people the rollups stored (DAU, WAU, MAU); no stated bound"
+)
 UNION_DAILY_SALT = "an estimate: daily-salt visitors over several days are a HyperLogLog union (±0.81%)"
 DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
 PERIOD_METRICS = ("visitors", "pageviews", "new_visitors")  # for interval=week|month
@@ -34,7 +38,7 @@ def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows
     is live too), and days no rollup has finished yet."""
     days = days_between(start, end)
     live_from = site.today() - timedelta(days=1)
-    values = {
+    values: dict[date, dict] = {
         row.date: {
             "visitors": row.visitors,
             "pageviews": row.pageviews,
@@ -43,7 +47,9 @@ def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows
             "wau": row.wau,
             "mau": row.mau,
         }
-        for row in DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end), date__lt=live_from)
+        for row in DailyMetrics.objects.filter(
+            site_id=site.id, final=True, date__range=(start, end), date__lt=live_from
+        )
     }
     missing = [day for day in days if day not in values]
     if missing:
@@ -55,7 +61,9 @@ def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows
     return values
 
 
-def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=DEFAULT_METRICS, interval: str = "day") -> list[dict]:
+def timeseries(
+    r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=DEFAULT_METRICS, interval: str = "day"
+) -> list[dict]:
     """One row per day (or per ISO week / calendar month touching the range), zeros
     included. Week and month visitors are true unions, not sums of days (exact bitmap
     unions for stable-salt sites; see analytics.counts.unions). Visit metrics are those
@@ -67,7 +75,9 @@ def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=D
         rows = []
         for day in days:
             of_visits = visit_row(visits, [day], metrics)
-            rows.append({"date": day.isoformat(), **{m: of_visits[m] if m in of_visits else values[day][m] for m in metrics}})
+            rows.append(
+                {"date": day.isoformat(), **{m: of_visits[m] if m in of_visits else values[day][m] for m in metrics}}
+            )
         return rows
 
     groups: dict[date, list[date]] = {}
@@ -82,7 +92,7 @@ def timeseries(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=D
     rows = []
     for first, members in groups.items():
         whole = members == period_days(interval, first)
-        row = {"date": first.isoformat()}
+        row: dict[str, Any] = {"date": first.isoformat()}
         of_visits = visit_row(visits, members, metrics)
         for metric in metrics:
             if metric in of_visits:
@@ -143,7 +153,13 @@ COMPARISONS = ("previous_period", "year")
 
 
 def aggregate(
-    r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=AGGREGATE_METRICS, compare: str | None = None, values: dict | None = None
+    r: redis.Redis,
+    site: SiteInfo,
+    start: date,
+    end: date,
+    metrics=AGGREGATE_METRICS,
+    compare: str | None = None,
+    values: dict | None = None,
 ) -> dict:
     """A period's headline numbers in Plausible's shape, {metric: {"value": v}}, with
     `compare="previous_period"` adding each metric's "change" in percent against the
@@ -156,8 +172,10 @@ def aggregate(
     now = summary(r, site, start, end, values)
     if visits:
         now.update(visit_totals(r, site, start, end))
-    results = {metric: {"value": now[metric], **({"estimate": now["estimates"][metric]} if metric in now["estimates"] else {})}
-               for metric in metrics}
+    results = {
+        metric: {"value": now[metric], **({"estimate": now["estimates"][metric]} if metric in now["estimates"] else {})}
+        for metric in metrics
+    }
     if compare in COMPARISONS:
         before_start, before_end = previous(compare, start, end)
         before = summary(r, site, before_start, before_end)
@@ -233,4 +251,8 @@ def has_events(r: redis.Redis, site: SiteInfo) -> bool:
     if DailyMetrics.objects.filter(site_id=site.id, visitors__gt=0).exists():
         return True
     today = site.today()
-    return bool(r.exists(keys.dirty_days(site.id), *(keys.site_visitors(site.id, day) for day in (today, today - timedelta(days=1)))))
+    return bool(
+        r.exists(
+            keys.dirty_days(site.id), *(keys.site_visitors(site.id, day) for day in (today, today - timedelta(days=1)))
+        )
+    )

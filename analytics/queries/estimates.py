@@ -5,6 +5,7 @@ intersection. Each union is one multi-key PFCOUNT (±0.81%); the error of the di
 grows with the number of filters, which is why a filter set is capped and the answer says
 "estimate": true.
 """
+
 from datetime import date
 from itertools import combinations
 
@@ -19,7 +20,9 @@ def estimate(r: redis.Redis, segment, ranges: list[list[date]]) -> list[int]:
     |A and B and not C| = I(A, B) - I(A, B, C), I(the sets) = the sum over every nonempty
     subset S of (-1)^(|S|+1) |union of S| (one PFCOUNT each), I() = the site's visitors."""
     sid = segment.site.id
-    fold.ensure_hlls(r, sid, [(day, name) for days in ranges for day in days for term in segment.terms[day] for name in term.fields])
+    fold.ensure_hlls(
+        r, sid, [(day, name) for days in ranges for day in days for term in segment.terms[day] for name in term.fields]
+    )
     pipe = r.pipeline(transaction=False)
     plans = []
     for days in ranges:
@@ -31,8 +34,8 @@ def estimate(r: redis.Redis, segment, ranges: list[list[date]]) -> list[int]:
                 negative += hlls
             else:
                 positives.append(hlls)
-        universe = [keys.site_visitors(sid, day) for day in days]
-        plan = {}
+        universe_keys = [keys.site_visitors(sid, day) for day in days]
+        plan: dict[tuple[int, tuple[int, ...]] | str, int] = {}
         for sets in ([*positives], [*positives, negative] if negative else None):
             if sets is None:
                 continue
@@ -44,14 +47,14 @@ def estimate(r: redis.Redis, segment, ranges: list[list[date]]) -> list[int]:
                         plan[signature] = len(pipe)
                         pipe.pfcount(*union)
         plan["universe"] = len(pipe)
-        pipe.pfcount(*universe)
+        pipe.pfcount(*universe_keys)
         plans.append((plan, len(positives), bool(negative)))
     answers = pipe.execute()
     result = []
     for plan, p, negated in plans:
         universe = int(answers[plan["universe"]])
 
-        def intersection(n):
+        def intersection(n, universe=universe, plan=plan):
             if n == 0:
                 return universe
             total = 0

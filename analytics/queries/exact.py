@@ -17,6 +17,7 @@ on only. Such a day's bitmap counts fewer than its HLL by more than the HLL's ow
 (counts.dimensions.complete(), checked on every day read). Daily-salt sites give a visitor a new id every
 day, so their unions over several days stay with the HLLs, as their segments do.
 """
+
 from datetime import date
 
 import redis
@@ -59,7 +60,7 @@ def exact_visitors(
     answers = iter(pipe.execute())
     for f, on in list(with_bitmaps.items()):
         if present is not None:
-            missing = not present.get(f, set()) <= set(on)
+            missing: bool | int = not present.get(f, set()) <= set(on)
         else:
             missing = int(next(answers)) if len(on) < len(days) else 0
         exact_days = [day_visitors(answers, bitmapped=True)[1] for _ in on]  # (a list: every answer is read)
@@ -80,5 +81,5 @@ def exact_visitors(
                 queue_union(pipe, union, sources)
                 at[f] = len(pipe)
                 pipe.bitcount(union)
-        answers = pipe.execute()
-    return {f: int(answers[i]) for f, i in at.items()}
+        counted = pipe.execute()
+    return {f: int(counted[i]) for f, i in at.items()}

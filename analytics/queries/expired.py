@@ -8,6 +8,7 @@ summed times the site's repeat ratio, corrected by how often the audience itself
 back where some of its days are exact (union_estimate). Estimates, with no stated bound:
 every answer that holds one says so.
 """
+
 from datetime import date
 
 import redis
@@ -21,7 +22,9 @@ from .pages import page_union
 from .stored import repeat_ratio, value_rows
 
 
-def union_estimate(site: SiteInfo, days: list[date], seen: int, counted: int, exact_days: int, added: float, memo: dict) -> int:
+def union_estimate(
+    site: SiteInfo, days: list[date], seen: int, counted: int, exact_days: int, added: float, memo: dict
+) -> int:
     """An audience's visitors over `days`, where `exact_days` of them were counted from
     bitmaps (`seen` people over them, `counted` their days' people summed) and the others
     are `added` people summed over their days, estimated: all the days' people summed,
@@ -45,8 +48,10 @@ def stored_breakdown(site: SiteInfo, segment, dimension: str, values: list[str])
     days = sorted(segment.stored)
     naming = [f for f in segment.filters if f.prop == dimension and f.op == "=="]
     rows = value_rows(site.id, days, dimension, sorted({*values, *(v for f in naming for v in f.values)}))
-    return {value: sum(share_of(value, rows[day], segment.sizes[day], segment.stored[day].dau, naming) for day in days)
-            for value in values}
+    return {
+        value: sum(share_of(value, rows[day], segment.sizes[day], segment.stored[day].dau, naming) for day in days)
+        for value in values
+    }
 
 
 def share_of(value: str, people: dict[str, int], size: int, dau: int, naming: list) -> float:
@@ -75,7 +80,9 @@ def converters_by_rows(site: SiteInfo, segment, goal, days: list[date], totals: 
     else:
         match = page_pattern_regex(goal.page_pattern).fullmatch
         rows = value_rows(site.id, days, "page")
-        people = {day: sum(n for path, n in rows[day].items() if path != dimensions.OTHER and match(path)) for day in days}
+        people = {
+            day: sum(n for path, n in rows[day].items() if path != dimensions.OTHER and match(path)) for day in days
+        }
     naming = [f for f in segment.filters if f.prop == "goal" and f.op == "==" and goal.name in f.values]
     if naming and min(len(f.values) for f in naming) == 1:
         return float(sum(segment.sizes[day] for day in days))  # (the segment is this goal's converters)
@@ -103,7 +110,10 @@ def stored_unions(r: redis.Redis, segment, ranges: dict) -> dict:
     for n, (name, days) in enumerate(ranges.items()):
         exact = [day for day in days if day not in segment.estimated]
         if exact:
-            for what, names in (("seg", [segment.keys[day] for day in exact]), ("site", [keys.active(sid, day) for day in exact])):
+            for what, names in (
+                ("seg", [segment.keys[day] for day in exact]),
+                ("site", [keys.active(sid, day) for day in exact]),
+            ):
                 dest = segment.tmp.key(f"stored-union:{what}:{n}")
                 queue_union(pipe, dest, names)
                 at[name, what] = len(pipe)

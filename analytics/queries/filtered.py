@@ -15,7 +15,9 @@ goal) selects the visits that viewed a matching page (visit_pages.py), and has i
 pageviews. Under anything else (`!=` a page, event goals, two filters) they are None, not
 guessed.
 """
+
 from datetime import date, timedelta
+from typing import Any
 
 import redis
 
@@ -38,10 +40,14 @@ from .pages import page_timeseries
 WINDOWS = (("wau", 7), ("mau", 30))
 # Why a number is an estimate, and by how much (each metric of an answer says so, or
 # nothing when it is exact).
-ESTIMATED = ("an estimate: some values had no visitor bitmap on some days, so those days are counted from "
-             "HyperLogLogs (±0.81% each) by inclusion-exclusion")
-STORED = ("an estimate: some days' raw keys have expired, so they are counted from the rollup's stored daily rows "
-          "(one value exact to ±0.81%; several values or filters combined as if independent, no stated bound)")
+ESTIMATED = (
+    "an estimate: some values had no visitor bitmap on some days, so those days are counted from "
+    "HyperLogLogs (±0.81% each) by inclusion-exclusion"
+)
+STORED = (
+    "an estimate: some days' raw keys have expired, so they are counted from the rollup's stored daily rows "
+    "(one value exact to ±0.81%; several values or filters combined as if independent, no stated bound)"
+)
 
 
 def why(kinds: dict, days) -> str:
@@ -53,17 +59,29 @@ def why(kinds: dict, days) -> str:
 def marked(estimates: dict, metric: str) -> dict:
     """{"estimate": why} for a metric that is one, else {}: an answer's per-metric mark."""
     return {"estimate": estimates[metric]} if metric in estimates else {}
+
+
 MAX_ROWS = 200  # breakdown values whose filtered visitors are counted (the most visitors first)
 
 
-def daily_values(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windows: bool = True) -> tuple[dict[date, dict], bool]:
+def daily_values(
+    r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windows: bool = True
+) -> tuple[dict[date, dict], bool]:
     """({day: visitors, dau, new_visitors, wau, mau, stickiness, pageviews}, estimate)."""
     values, estimated, _, _ = _days(r, site, filters, start, end, days_between(start, end) if windows else [])
     return values, estimated
 
 
-def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, window_days: list[date], unions: dict | None = None,
-          visit_counts=...):
+def _days(
+    r: redis.Redis,
+    site: SiteInfo,
+    filters,
+    start: date,
+    end: date,
+    window_days: list[date],
+    unions: dict | None = None,
+    visit_counts=...,
+):
     """Each day's numbers, WAU and MAU for `window_days` only (the OR of 7 and 30 day
     segments is most of the work), and the visitors of each named list of days in
     `unions` (segments.visitors): (values, estimate, {name: visitors}). One segment build."""
@@ -111,8 +129,14 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
     pageviews = _pageviews(r, site, filters, days, visit_counts)
     values = {}
     for day in days:
-        row = {"visitors": segment.sizes[day], "dau": segment.sizes[day], "pageviews": pageviews.get(day),
-               "new_visitors": None if site.daily_salt else _new_visitors(answers, at, day, segment.sizes[day], segment.stored.get(day))}
+        row: dict[str, Any] = {
+            "visitors": segment.sizes[day],
+            "dau": segment.sizes[day],
+            "pageviews": pageviews.get(day),
+            "new_visitors": None
+            if site.daily_salt
+            else _new_visitors(answers, at, day, segment.sizes[day], segment.stored.get(day)),
+        }
         for metric, _ in WINDOWS:
             if (day, metric) in window_visitors:
                 row[metric] = max(window_visitors[day, metric], row["dau"])
@@ -123,7 +147,9 @@ def _days(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windo
             row["stickiness"] = round(row["dau"] / row["mau"], 4) if row["mau"] else 0.0
         values[day] = row
     estimated = bool(segment.estimated.intersection(days_between(first, end)))
-    estimated = estimated or any(segment.estimate_over(members) for members in [*(unions or {}).values(), *windows.values()])
+    estimated = estimated or any(
+        segment.estimate_over(members) for members in [*(unions or {}).values(), *windows.values()]
+    )
     kinds = {day: STORED if day in segment.stored else ESTIMATED for day in segment.estimated | set(segment.stored)}
     return values, estimated, totals, kinds
 
@@ -165,7 +191,7 @@ def _queue_windows_doubling(pipe, segment: segments.Segment, built: list[date], 
     last_use = {1: 28, 2: 24, 3: 16, 4: 0}  # days after d that level k of day d is still read
     for d in built:
         for k in range(1, 5):
-            if (d - first).days >= 2 ** k - 1:
+            if (d - first).days >= 2**k - 1:
                 pipe.bitop("OR", key(k, d), key(k - 1, d), key(k - 1, d - timedelta(days=2 ** (k - 1))))
                 pipe.pexpire(key(k, d), SCRATCH_TTL_MS)
         if d in window_days:
@@ -175,13 +201,19 @@ def _queue_windows_doubling(pipe, segment: segments.Segment, built: list[date], 
                 at[d, metric] = len(pipe)
                 pipe.bitcount(dest)
                 pipe.unlink(dest)
-        gone = [key(k, d - timedelta(days=back)) for k, back in last_use.items() if (d - timedelta(days=back) - first).days >= 2 ** k - 1]
+        gone = [
+            key(k, d - timedelta(days=back))
+            for k, back in last_use.items()
+            if (d - timedelta(days=back) - first).days >= 2**k - 1
+        ]
         if gone:
             pipe.unlink(*gone)
     return at
 
 
-def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, metrics, interval: str = "day") -> tuple[list[dict], bool]:
+def timeseries(
+    r: redis.Redis, site: SiteInfo, filters, start: date, end: date, metrics, interval: str = "day"
+) -> tuple[list[dict], bool]:
     """Rows as queries.timeseries() gives them, for the filtered audience; and whether
     any number is an estimate."""
     days = days_between(start, end)
@@ -198,16 +230,25 @@ def timeseries(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, 
 
     def marked(members: list[date]) -> dict:
         """The row's "estimate": why, where a day its numbers count is one."""
-        reason = why(kinds, [m - timedelta(days=n) for m in members for n in range(reach)]) or _first(visit_why, members)
+        reason = why(kinds, [m - timedelta(days=n) for m in members for n in range(reach)]) or _first(
+            visit_why, members
+        )
         return {"estimate": reason} if reason else {}
 
     if interval == "day":
-        return [{"date": day.isoformat(), **_row(metrics, values[day], _visit_rates(visits, [day])), **marked([day])}
-                for day in days], estimated
+        return [
+            {"date": day.isoformat(), **_row(metrics, values[day], _visit_rates(visits, [day])), **marked([day])}
+            for day in days
+        ], estimated
     rows = []
     for first, members in groups.items():
-        sums = {"visitors": unions[first], **{m: _sum(values[day][m] for day in members) for m in metrics if m not in (*VISIT_METRICS, "visitors")}}
-        rows.append({"date": first.isoformat(), **_row(metrics, sums, _visit_rates(visits, members)), **marked(members)})
+        sums = {
+            "visitors": unions[first],
+            **{m: _sum(values[day][m] for day in members) for m in metrics if m not in (*VISIT_METRICS, "visitors")},
+        }
+        rows.append(
+            {"date": first.isoformat(), **_row(metrics, sums, _visit_rates(visits, members)), **marked(members)}
+        )
     return rows, estimated
 
 
@@ -215,7 +256,9 @@ def _row(metrics, numbers: dict, visit_rates: dict) -> dict:
     return {m: visit_rates[m] if m in VISIT_METRICS else numbers[m] for m in metrics}
 
 
-def _visit_counts(r: redis.Redis, site: SiteInfo, filters, days: list[date]) -> tuple[dict[date, dict] | None, dict[date, str]]:
+def _visit_counts(
+    r: redis.Redis, site: SiteInfo, filters, days: list[date]
+) -> tuple[dict[date, dict] | None, dict[date, str]]:
     """Each day's visit counts (pageviews, visits, bounces, duration) of the visits the
     filters select, and why a day's are estimated ({day: reason}), where one filter says
     them. On a visit dimension: a visit has one value of each, so the visits of several
@@ -273,7 +316,9 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
     dau = int(average_dau + 0.5)
     new_visitors = None if site.daily_salt else sum(row["new_visitors"] for row in rows)
     result = {
-        "visitors": max(unions["period"], new_visitors or 0),  # (an estimated union is never below the new visitors in it)
+        "visitors": max(
+            unions["period"], new_visitors or 0
+        ),  # (an estimated union is never below the new visitors in it)
         "pageviews": _sum(row["pageviews"] for row in rows),
         "dau": dau,
         "wau": values[last]["wau"],
@@ -286,7 +331,9 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
     return result, estimated
 
 
-def aggregate(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, metrics, compare: str | None = None) -> tuple[dict, bool]:
+def aggregate(
+    r: redis.Redis, site: SiteInfo, filters, start: date, end: date, metrics, compare: str | None = None
+) -> tuple[dict, bool]:
     """{metric: {"value"[, "change"]}} as queries.aggregate(), for the filtered audience."""
     now, estimated = summary(r, site, filters, start, end)
     results = {metric: {"value": now[metric], **marked(now["estimates"], metric)} for metric in metrics}
@@ -298,7 +345,9 @@ def aggregate(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, m
     return results, estimated
 
 
-def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, dimension: str, candidates: list[str]) -> tuple[list[dict], bool]:
+def breakdown(
+    r: redis.Redis, site: SiteInfo, filters, start: date, end: date, dimension: str, candidates: list[str]
+) -> tuple[list[dict], bool]:
     """The filtered visitors of each candidate value of `dimension` ("page", "event" or a
     visit dimension), most first, values with nobody left out: [{"value", "visitors",
     "estimate"}]. A value's visitors over the range are the union over the days of (its
@@ -307,7 +356,9 @@ def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, d
     A filter on the same dimension also picks the rows: under source==Google the sources
     list Google alone, not the other sources its visitors also came from that day."""
     days = days_between(start, end)
-    candidates = [value for value in candidates if all(f.admits(value) for f in filters if f.prop == dimension)][:MAX_ROWS]
+    candidates = [value for value in candidates if all(f.admits(value) for f in filters if f.prop == dimension)][
+        :MAX_ROWS
+    ]
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
         live = [day for day in days if day not in segment.stored]  # (the others: expired.stored_breakdown())
@@ -317,8 +368,10 @@ def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, d
         for n, value in enumerate(candidates):
             name = dimensions.field(dimension, value)
             with_bitmap = [day for day in live if name in segment.bitmapped[day]]
-            parts = [segments.queue_and(pipe, segment, day, keys.dimension_bitmap(site.id, day, name), f"row:{n}:{day}")
-                     for day in with_bitmap]
+            parts = [
+                segments.queue_and(pipe, segment, day, keys.dimension_bitmap(site.id, day, name), f"row:{n}:{day}")
+                for day in with_bitmap
+            ]
             if parts:
                 daily[value] = len(pipe)
                 for part in parts:
@@ -329,11 +382,16 @@ def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, d
                 pipe.bitcount(dest)
                 pipe.unlink(dest, *parts)
                 sized[value] = len(parts)
-            hidden = any(value in present[day] or dimensions.OTHER in present[day] for day in live if day not in with_bitmap)
+            hidden = any(
+                value in present[day] or dimensions.OTHER in present[day] for day in live if day not in with_bitmap
+            )
             if live and (hidden or segment.estimate_over(live)):
                 estimated.append(value)
         answers = pipe.execute()
-        rows = {value: {"value": value, "visitors": int(answers[at[value]]) if value in at else 0, "estimate": False} for value in candidates}
+        rows: dict[str, dict[str, Any]] = {
+            value: {"value": value, "visitors": int(answers[at[value]]) if value in at else 0, "estimate": False}
+            for value in candidates
+        }
         if estimated:
             share = _share(r, site, segment, live)
             hll = _value_visitors(r, site, live, dimension, estimated)
@@ -346,10 +404,18 @@ def breakdown(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, d
         if segment.stored:
             for value, late in expired.stored_breakdown(site, segment, dimension, candidates).items():
                 if late:
-                    counted = sum(int(n) for n in answers[daily[value] : daily[value] + sized[value]]) if value in daily else 0
-                    union = expired.union_estimate(site, days, rows[value]["visitors"], counted, sized.get(value, 0), late, segment.ratios)
+                    counted = (
+                        sum(int(n) for n in answers[daily[value] : daily[value] + sized[value]])
+                        if value in daily
+                        else 0
+                    )
+                    union = expired.union_estimate(
+                        site, days, rows[value]["visitors"], counted, sized.get(value, 0), late, segment.ratios
+                    )
                     rows[value]["visitors"], rows[value]["estimate"] = union, True
-    ranked = sorted((row for row in rows.values() if row["visitors"] > 0), key=lambda row: (-row["visitors"], row["value"]))
+    ranked = sorted(
+        (row for row in rows.values() if row["visitors"] > 0), key=lambda row: (-row["visitors"], row["value"])
+    )
     return ranked, any(row["estimate"] for row in ranked)
 
 
@@ -360,7 +426,8 @@ def goals(
     "conversion_rate"}] (conversion rate over the audience's `visitors`); with `search`,
     only the goals whose name contains it (case-insensitive)."""
     days = days_between(start, end)
-    rows, estimated = [], False
+    rows: list[dict[str, Any]] = []
+    estimated = False
     goal_list = matching_goals(site, search)
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
@@ -368,7 +435,8 @@ def goals(
         pages = segments.day_members(r, site, days, "page") if any(g.page_pattern for g in goal_list) else {}
         totals = stored.day_totals(site, days)
         pipe = r.pipeline(transaction=False)
-        at, by_rows, daily, sized = {}, {}, {}, {}
+        at, daily, sized = {}, {}, {}
+        by_rows: dict[str, list[date]] = {}
         for n, goal in enumerate(goal_list):
             parts, by_rows[goal.name] = [], []
             for day in days:
@@ -376,11 +444,19 @@ def goals(
                     by_rows[goal.name].append(day)
                     continue
                 if goal.event_name:
-                    kept, complete = segments.value_fields("event", goal.event_name, segment.bitmapped[day], events[day])
+                    kept, complete = segments.value_fields(
+                        "event", goal.event_name, segment.bitmapped[day], events[day]
+                    )
                 else:
-                    kept, complete = segments.value_fields("page", goal.page_pattern, segment.bitmapped[day], pages[day])
-                sealed_pages = not goal.event_name and day in totals and totals[day].pages_sealed  # (its page index is gone)
-                if (not complete or sealed_pages) and day in totals:  # (converters without their bitmap: the stored rows say how many)
+                    kept, complete = segments.value_fields(
+                        "page", goal.page_pattern, segment.bitmapped[day], pages[day]
+                    )
+                sealed_pages = (
+                    not goal.event_name and day in totals and totals[day].pages_sealed
+                )  # (its page index is gone)
+                if (
+                    not complete or sealed_pages
+                ) and day in totals:  # (converters without their bitmap: the stored rows say how many)
                     by_rows[goal.name].append(day)
                     continue
                 estimated = estimated or not complete
@@ -404,17 +480,32 @@ def goals(
                 estimated = True
                 seen = int(answers[at[n]]) if n in at else 0
                 counted = sum(int(c) for c in answers[daily[n] : daily[n] + sized[n]]) if n in daily else 0
-                late[goal.name] = expired.union_estimate(site, days, seen, counted, sized.get(n, 0),
-                                                 expired.converters_by_rows(site, segment, goal, by_rows[goal.name], totals), segment.ratios)
+                late[goal.name] = expired.union_estimate(
+                    site,
+                    days,
+                    seen,
+                    counted,
+                    sized.get(n, 0),
+                    expired.converters_by_rows(site, segment, goal, by_rows[goal.name], totals),
+                    segment.ratios,
+                )
     for n, goal in enumerate(goal_list):
         converters = min(visitors, late[goal.name]) if goal.name in late else (int(answers[at[n]]) if n in at else 0)
-        rows.append({"goal": goal.name, "visitors": converters, "events": None,
-                     "conversion_rate": round(100 * converters / visitors, 2) if visitors else 0.0})
+        rows.append(
+            {
+                "goal": goal.name,
+                "visitors": converters,
+                "events": None,
+                "conversion_rate": round(100 * converters / visitors, 2) if visitors else 0.0,
+            }
+        )
     rows.sort(key=lambda row: (-row["visitors"], row["goal"]))
     return rows, estimated or segment.estimate_over(days)
 
 
-def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, end: date, periods: int) -> tuple[list[dict], bool]:
+def retention(
+    r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, end: date, periods: int
+) -> tuple[list[dict], bool]:
     """Cohorts of the filtered audience's new visitors (those first seen on the cohort's
     day, and in the segment that day), and how many were active n days (weeks) later."""
     today = site.today()
@@ -431,7 +522,10 @@ def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, e
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, cohort_days, tmp)
         pipe = r.pipeline(transaction=False)
-        by_day = {day: segments.queue_and(pipe, segment, day, keys.new_visitors(site.id, day), f"cohort:{day}") for day in cohort_days}
+        by_day = {
+            day: segments.queue_and(pipe, segment, day, keys.new_visitors(site.id, day), f"cohort:{day}")
+            for day in cohort_days
+        }
         made = by_day
         if unit == "week":
             made = {week: tmp.key(f"cohort-week:{week}") for week in cohorts}
@@ -441,12 +535,15 @@ def retention(r: redis.Redis, site: SiteInfo, filters, unit: str, start: date, e
         rows = live_retention(r, site, unit, cohorts, last, tmp, live=True, cohort_of=lambda _, cohort: made[cohort])
         if segment.estimated.intersection(cohort_days):
             rows = _estimated_cohorts(r, site, unit, segment, rows, by_day, last, tmp)
-    return ([{"cohort": c.isoformat(), "size": size, "retained": retained[: periods + 1]} for c, size, retained in rows],
-            segment.estimate_over(cohort_days))
+    return (
+        [{"cohort": c.isoformat(), "size": size, "retained": retained[: periods + 1]} for c, size, retained in rows],
+        segment.estimate_over(cohort_days),
+    )
 
 
-def _estimated_cohorts(r: redis.Redis, site: SiteInfo, unit: str, segment: segments.Segment, rows: list, by_day: dict,
-                       last: date, tmp) -> list:
+def _estimated_cohorts(
+    r: redis.Redis, site: SiteInfo, unit: str, segment: segments.Segment, rows: list, by_day: dict, last: date, tmp
+) -> list:
     """Cohorts that hold an estimated day, scaled to its estimate. On such a day the
     segment's bitmap holds only the visitors of the values that have one (none at all for
     a filter on a value past the day's bitmaps), so its cohort undercounts. The day's
@@ -481,8 +578,17 @@ def _estimated_cohorts(r: redis.Redis, site: SiteInfo, unit: str, segment: segme
     empty = [c for c, size, _ in rows if c in size_of and size == 0 and size_of[c] > 0]
     sealed = [c for c in empty if all(day in segment.stored and segment.stored[day].sealed for day in unit_days[c])]
     live = [c for c in empty if c not in sealed]  # (a sealed cohort's bitmaps are gone: the rollup's stored row)
-    site_rows = {c: (size, retained) for c, size, retained in live_retention(r, site, unit, live, last, tmp, live=True)} if live else {}
-    site_rows.update({row.cohort: (row.size, row.retained) for row in Retention.objects.filter(site_id=site.id, unit=unit, cohort__in=sealed)})
+    site_rows = (
+        {c: (size, retained) for c, size, retained in live_retention(r, site, unit, live, last, tmp, live=True)}
+        if live
+        else {}
+    )
+    site_rows.update(
+        {
+            row.cohort: (row.size, row.retained)
+            for row in Retention.objects.filter(site_id=site.id, unit=unit, cohort__in=sealed)
+        }
+    )
     scaled = []
     for c, size, retained in rows:
         if c not in size_of or size_of[c] == size:
@@ -500,7 +606,9 @@ def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date], counts
     the visits a filter on a visit dimension selects; of the pages a `~` page filter or a
     page goal matches); else {} (None in the rows)."""
     if len(filters) != 1 or filters[0].prop != "page" or filters[0].op not in ("==", "!="):
-        counts = _visit_counts(r, site, filters, days)[0] if counts is ... else counts  # (the caller's, when it has them)
+        counts = (
+            _visit_counts(r, site, filters, days)[0] if counts is ... else counts
+        )  # (the caller's, when it has them)
         return {} if counts is None else {day: c["pageviews"] for day, c in counts.items()}
     by_page = [_page_pageviews(r, site, path, days) for path in filters[0].values]
     named = {day: sum(p[day] for p in by_page) for day in days}
@@ -512,7 +620,9 @@ def _pageviews(r: redis.Redis, site: SiteInfo, filters, days: list[date], counts
 
 def _page_pageviews(r: redis.Redis, site: SiteInfo, path: str, days: list[date]) -> dict[date, int]:
     """A page's pageviews each day (its stored rows for final days: queries.pages)."""
-    return {date.fromisoformat(row["date"]): row["pageviews"] for row in page_timeseries(r, site, path, days[0], days[-1])}
+    return {
+        date.fromisoformat(row["date"]): row["pageviews"] for row in page_timeseries(r, site, path, days[0], days[-1])
+    }
 
 
 def _share(r: redis.Redis, site: SiteInfo, segment: segments.Segment, days: list[date]) -> float:
@@ -524,7 +634,9 @@ def _share(r: redis.Redis, site: SiteInfo, segment: segments.Segment, days: list
     return min(1.0, inside / everyone) if everyone else 0.0
 
 
-def _value_visitors(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, values: list[str]) -> dict[str, int]:
+def _value_visitors(
+    r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, values: list[str]
+) -> dict[str, int]:
     """Each value's visitors over the range, unfiltered (HLL unions)."""
     fold.ensure_hlls(r, site.id, [(day, dimensions.field(dimension, value)) for value in values for day in days])
     pipe = r.pipeline(transaction=False)

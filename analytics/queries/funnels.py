@@ -15,6 +15,7 @@ either order (a visitor who signed up at 9:00 and saw the pricing page at 17:00 
 "pricing, then signup"). A step that needs a value without a bitmap that day (a page
 pattern's page past the day's first pages) makes the answer an estimate, and it says so.
 """
+
 from datetime import date
 
 import redis
@@ -28,16 +29,24 @@ from . import segments
 from .stored import day_totals
 
 
-def funnel(r: redis.Redis, site: SiteInfo, funnel_: Funnel, start: date, end: date, filters=()) -> tuple[list[dict], bool]:
+def funnel(
+    r: redis.Redis, site: SiteInfo, funnel_: Funnel, start: date, end: date, filters=()
+) -> tuple[list[dict], bool]:
     """[{"step", "visitors", "conversion_rate" (% of step 1), "dropoff" (left since the
     step before)}], and whether any number is estimated."""
     steps = funnel_.step_list()
     days = days_between(start, end)
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
-        pages = segments.day_members(r, site, days, "page") if any(kind == "page" and "*" in value for kind, value in steps) else {}
-        present = {kind: segments.present(r, site, days, kind, [v for k, v in steps if k == kind and "*" not in v])
-                   for kind in ("page", "event")}
+        pages = (
+            segments.day_members(r, site, days, "page")
+            if any(kind == "page" and "*" in value for kind, value in steps)
+            else {}
+        )
+        present = {
+            kind: segments.present(r, site, days, kind, [v for k, v in steps if k == kind and "*" not in v])
+            for kind in ("page", "event")
+        }
         estimated = segment.estimate_over(days)
         # (a day whose page keys expired has no page index left to say whether a page step
         # had visitors without a bitmap: only its bitmaps count, and the answer says so)
@@ -69,10 +78,12 @@ def funnel(r: redis.Redis, site: SiteInfo, funnel_: Funnel, start: date, end: da
         counts = [int(n) for n in pipe.execute()[-len(steps) :]]
     rows = []
     for k, ((kind, value), n) in enumerate(zip(steps, counts)):
-        rows.append({
-            "step": value if kind == "page" else f"{Funnel.EVENT}{value}",
-            "visitors": n,
-            "conversion_rate": round(100 * n / counts[0], 2) if counts[0] else 0.0,
-            "dropoff": counts[k - 1] - n if k else 0,
-        })
+        rows.append(
+            {
+                "step": value if kind == "page" else f"{Funnel.EVENT}{value}",
+                "visitors": n,
+                "conversion_rate": round(100 * n / counts[0], 2) if counts[0] else 0.0,
+                "dropoff": counts[k - 1] - n if k else 0,
+            }
+        )
     return rows, estimated

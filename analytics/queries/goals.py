@@ -8,7 +8,9 @@ matching page (±0.81%, never above the events); events are exact counts; conver
 rate = converters / the range's visitors, in percent.
 Revenue sums what the goal's events sent, per currency.
 """
+
 from datetime import date
+from typing import Any
 
 import redis
 from django.db.models import Max, Sum
@@ -38,8 +40,12 @@ def goals(r: redis.Redis, site: SiteInfo, start: date, end: date, visitors: int,
             converters, events = _event_goal(r, site, days, goal.event_name)
         else:
             converters, events = _page_goal(r, site, days, goal.page_pattern)
-        row = {"goal": goal.name, "visitors": converters, "events": events,
-               "conversion_rate": round(100 * converters / visitors, 2) if visitors else 0.0}
+        row: dict[str, Any] = {
+            "goal": goal.name,
+            "visitors": converters,
+            "events": events,
+            "conversion_rate": round(100 * converters / visitors, 2) if visitors else 0.0,
+        }
         if goal.event_name and (money := revenue(r, site, days, goal.event_name)):
             row["revenue"] = money
         rows.append(row)
@@ -57,7 +63,8 @@ def matching_goals(site: SiteInfo, search: str = "") -> list[Goal]:
 def _event_goal(r: redis.Redis, site: SiteInfo, days: list[date], name: str) -> tuple[int, int]:
     final = _final(site, days)
     stored = EventDaily.objects.filter(site_id=site.id, name=name, property="", date__in=final).aggregate(
-        events=Sum("events"), most=Max("visitors"))
+        events=Sum("events"), most=Max("visitors")
+    )
     live = [day for day in days if day not in final]
     field = dimensions.field("event", name)
     union = exact_visitors(r, site, days, [field]).get(field)  # (a goal's event is pinned: it has bitmaps)
@@ -79,7 +86,11 @@ def _final(site: SiteInfo, days: list[date]) -> set[date]:
     never shown below the largest such day's visitors)."""
     if not days:
         return set()
-    return set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(days[0], days[-1])).values_list("date", flat=True))
+    return set(
+        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(days[0], days[-1])).values_list(
+            "date", flat=True
+        )
+    )
 
 
 def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -> tuple[int, int]:
@@ -92,8 +103,11 @@ def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -
     final = _final(site, days)
     paths, views, visitor_days, most = set(), 0, 0, 0
     if final:
-        rows = (PageDaily.objects.filter(site_id=site.id, date__in=final).values("path")
-                .annotate(views=Sum("pageviews"), people=Sum("visitors"), top=Max("visitors")))
+        rows = (
+            PageDaily.objects.filter(site_id=site.id, date__in=final)
+            .values("path")
+            .annotate(views=Sum("pageviews"), people=Sum("visitors"), top=Max("visitors"))
+        )
         for row in rows:
             if row["path"] != OTHER and match(row["path"]):
                 paths.add(row["path"])
@@ -102,8 +116,12 @@ def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -
     pipe = r.pipeline(transaction=False)
     for day in live:
         pipe.smembers(keys.pages_index(site.id, day))
-    matched = [(day, path.decode()) for day, found in zip(live, pipe.execute()) for path in found
-               if path.decode() != OTHER and match(path.decode())]  # (not the bucket of pages past the quota)
+    matched = [
+        (day, path.decode())
+        for day, found in zip(live, pipe.execute())
+        for path in found
+        if path.decode() != OTHER and match(path.decode())
+    ]  # (not the bucket of pages past the quota)
     pipe = r.pipeline(transaction=False)
     for day, path in matched:
         pipe.get(keys.page_pageviews(site.id, day, path))
@@ -116,7 +134,8 @@ def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -
         path = next(iter(paths))
         field = dimensions.field("page", path)
         on = {day for day, _ in matched} | set(
-            PageDaily.objects.filter(site_id=site.id, date__in=final, path=path).values_list("date", flat=True))
+            PageDaily.objects.filter(site_id=site.id, date__in=final, path=path).values_list("date", flat=True)
+        )
         exact = exact_visitors(r, site, days, [field], present={field: on}).get(field)
         if exact is not None:
             return exact, views
@@ -155,8 +174,9 @@ def revenue(r: redis.Redis, site: SiteInfo, days: list[date], event: str) -> dic
     return {currency: hundredths / 100 for currency, hundredths in sorted(totals.items())}
 
 
-def event_properties(r: redis.Redis, site: SiteInfo, start: date, end: date, event: str, top: int = 5,
-                     most: int = 10) -> dict[str, list[dict]]:
+def event_properties(
+    r: redis.Redis, site: SiteInfo, start: date, end: date, event: str, top: int = 5, most: int = 10
+) -> dict[str, list[dict]]:
     """{property: its top rows} for the `most` custom properties the event was sent with
     most often in the range (a page lists a goal's few properties, not every random name
     it was sent: the rest are a breakdown's, paged): the rolled-up days' from their stored
@@ -168,7 +188,14 @@ def event_properties(r: redis.Redis, site: SiteInfo, start: date, end: date, eve
 
 
 def properties(
-    r: redis.Redis, site: SiteInfo, start: date, end: date, prop: str, event: str | None = None, limit: int = 10, page: int = 1,
+    r: redis.Redis,
+    site: SiteInfo,
+    start: date,
+    end: date,
+    prop: str,
+    event: str | None = None,
+    limit: int = 10,
+    page: int = 1,
     search: str = "",
 ) -> tuple[list[dict], int]:
     """Rows {prop: value, "visitors", "events"} of a custom property over the range (of one
@@ -189,8 +216,14 @@ def every_property(r: redis.Redis, site: SiteInfo, start: date, end: date, limit
     return {prop: rows[prop][:limit] for prop in sorted(rows)}
 
 
-def _property_rows(r: redis.Redis, site: SiteInfo, days: list[date], event: str | None = None,
-                   prop: str | None = None, search: str = "") -> dict[str, list[dict]]:
+def _property_rows(
+    r: redis.Redis,
+    site: SiteInfo,
+    days: list[date],
+    event: str | None = None,
+    prop: str | None = None,
+    search: str = "",
+) -> dict[str, list[dict]]:
     """{property: rows, most visitors first} of one property (or of all), of one event (or
     of all), of the values containing `search` (case-insensitive): a value's visitors the
     union of its days' HLLs, never below the largest stored day's nor above its events."""
@@ -216,8 +249,9 @@ def _property_rows(r: redis.Redis, site: SiteInfo, days: list[date], event: str 
     return rows
 
 
-def _property_groups(r: redis.Redis, site: SiteInfo, days: list[date], final: set[date], event: str | None,
-                     prop: str | None) -> tuple[dict[tuple[str, str], list], dict[tuple[str, str], list[int]]]:
+def _property_groups(
+    r: redis.Redis, site: SiteInfo, days: list[date], final: set[date], event: str | None, prop: str | None
+) -> tuple[dict[tuple[str, str], list], dict[tuple[str, str], list[int]]]:
     """Where each (property, value) was counted: {pair: [(day, group)]}, the groups whose
     HLLs make its union, final days from their stored rows and the others from the days'
     index; and {pair: [events, largest day's visitors]} of the final days."""

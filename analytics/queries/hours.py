@@ -12,6 +12,7 @@ older than the policy keeps, with none of its hour keys left, is unknown (null),
 without visitors; unless its final row says it had none (0 visitors, 0 pageviews): then
 every hour had none too, and is 0.
 """
+
 from datetime import date, datetime
 
 import redis
@@ -48,8 +49,15 @@ def hourly(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=HOUR_
         hours = [{"visitors": min(next(answers), dau), "pageviews": int(next(answers) or 0)} for _ in range(24)]
         counted[day] = (hours, day < kept_from and not next(answers))
     gone = [day for day, (_, expired) in counted.items() if expired]
-    quiet = set(DailyMetrics.objects.filter(site_id=sid, final=True, date__in=gone, visitors=0, pageviews=0)
-                .values_list("date", flat=True)) if gone else set()
+    quiet = (
+        set(
+            DailyMetrics.objects.filter(site_id=sid, final=True, date__in=gone, visitors=0, pageviews=0).values_list(
+                "date", flat=True
+            )
+        )
+        if gone
+        else set()
+    )
     now = datetime.now(site.tz).strftime("%Y-%m-%dT%H:00")
     rows = []
     for day, (hours, expired) in counted.items():

@@ -7,6 +7,7 @@ as visitors leave, and hands the count to every open dashboard of that site: a t
 open tabs cost one count a second, not a thousand. This runs in the ASGI server
 (config/asgi.py), where an open connection is a coroutine, not a worker.
 """
+
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator

@@ -1,7 +1,9 @@
 """Pages: the top pages of a range by visitors (all, or those whose path contains a text), one
 page's days, prefix search of paths."""
+
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
+from typing import Any, cast
 
 import redis
 from django.db.models import Max, Sum
@@ -47,7 +49,9 @@ def ranked_pages(
     far down the visitor-days order is the only thing that could be missed)."""
     days = days_between(start, end)
     final = set(
-        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True)
+        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list(
+            "date", flat=True
+        )
     )
     pageviews: dict[str, int] = {}
     visitor_days: dict[str, int] = {}
@@ -63,14 +67,16 @@ def ranked_pages(
             visitor_days[row["path"]] = row["people"]
             peak[row["path"]] = row["most"]
     live = page_days(r, site.id, [day for day in days if day not in final])
-    for pages in live.values():
-        for path, (people, views) in pages.items():
+    for day_pages in live.values():
+        for path, (people, views) in day_pages.items():
             pageviews[path] = pageviews.get(path, 0) + views
             visitor_days[path] = visitor_days.get(path, 0) + people
             peak[path] = max(peak.get(path, 0), people)
 
     needle = search.lower()
-    ranked = sorted((p for p in visitor_days if needle in p.lower()), key=lambda p: (-visitor_days[p], -pageviews[p], p))
+    ranked = sorted(
+        (p for p in visitor_days if needle in p.lower()), key=lambda p: (-visitor_days[p], -pageviews[p], p)
+    )
     cover = page_cover(site, start, end)
     visitors: dict[str, int] = {}
     wanted, budget = limit + 5, min(2 * limit + 5, MAX_PAGE_CANDIDATES)
@@ -84,14 +90,16 @@ def ranked_pages(
         if cover.gone:  # (merged HLLs the policy let go: their periods' stored rows)
             counted = page_unions(r, site, start, end, cover, batch, counted)
         # an estimate is never shown above the exact pageviews beside it, nor above the sum of the days' visitors
-        visitors.update((path, max(peak[path], min(counted[path], pageviews[path], visitor_days[path]))) for path in batch)
+        visitors.update(
+            (path, max(peak[path], min(counted[path], pageviews[path], visitor_days[path]))) for path in batch
+        )
         best = sorted(visitors.values(), reverse=True)[:limit]
         if wanted >= len(ranked) or wanted >= budget:
             break
         if len(best) == limit and best[-1] >= visitor_days[ranked[wanted]]:
             break
         wanted = min(2 * wanted, budget)
-    pages = [{"page": p, "visitors": v, "pageviews": pageviews[p]} for p, v in visitors.items()]
+    pages: list[dict[str, Any]] = [{"page": p, "visitors": v, "pageviews": pageviews[p]} for p, v in visitors.items()]
     order = lambda p: (-p["visitors"], -p["pageviews"], p["page"])  # noqa: E731
     pages.sort(key=order)
     shown = pages[: limit + EXACT_MARGIN]
@@ -101,7 +109,9 @@ def ranked_pages(
     # top 3 is then the top 3 of the top 30).
     fields = {dimensions.field("page", p["page"]): p for p in shown}
     present: dict[str, set[date]] = {f: set() for f in fields}
-    for path, day in PageDaily.objects.filter(site_id=site.id, date__in=final, path__in=[p["page"] for p in shown]).values_list("path", "date"):
+    for path, day in PageDaily.objects.filter(
+        site_id=site.id, date__in=final, path__in=[p["page"] for p in shown]
+    ).values_list("path", "date"):
         present[dimensions.field("page", path)].add(day)
     for day, paths in live.items():
         for f, p in fields.items():
@@ -130,7 +140,11 @@ def page_cover(site: SiteInfo, start: date, end: date):
             parts.append((row.unit, row.start))
             covered.update(span)
     day_keys_from = site.today() - timedelta(days=site.keep_page_days)
-    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True))
+    final = set(
+        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list(
+            "date", flat=True
+        )
+    )
     rest, weeks = [], []
     for day in days_between(start, end):
         if day in covered:
@@ -144,30 +158,35 @@ def page_cover(site: SiteInfo, start: date, end: date):
     gone = [part for part in parts if policy_expiry(period_days(*part)[-1], site.keep_page_period_days) <= now]
 
     def keys_of(path: str) -> list[str]:
-        return [keys.period_visitors(site.id, unit, first, path) for unit, first in parts if (unit, first) not in gone] + [
-            keys.page_visitors(site.id, day, path) for day in rest
-        ]
+        return [
+            keys.period_visitors(site.id, unit, first, path) for unit, first in parts if (unit, first) not in gone
+        ] + [keys.page_visitors(site.id, day, path) for day in rest]
 
-    keys_of.gone = gone
-    keys_of.live_days = [day for day in days_between(start, end)
-                         if not any(day in period_days(*part) for part in gone)]
+    keys_of.gone = gone  # type: ignore[attr-defined]  # (a function's attributes: read by page_unions())
+    keys_of.live_days = [  # type: ignore[attr-defined]  # (likewise)
+        day for day in days_between(start, end) if not any(day in period_days(*part) for part in gone)
+    ]
     return keys_of
 
 
-def page_unions(r: redis.Redis, site: SiteInfo, start: date, end: date, cover, paths: list[str], counted: dict[str, int]) -> dict[str, int]:
+def page_unions(
+    r: redis.Redis, site: SiteInfo, start: date, end: date, cover, paths: list[str], counted: dict[str, int]
+) -> dict[str, int]:
     """The visitors of pages over a range part of whose merged HLLs have expired: the
     union of what is left (`counted`, PFCOUNTs of cover's keys) and each gone period's
     stored row, summed, times the share of the site's visitors over those parts that are
     distinct people over the range (its stored period unions against its union over the
     range): the page's visitors taken to come back across weeks and months as everyone's
     do. Exact for a range that is one gone period (its row)."""
-    rows = defaultdict(dict)
+    rows: defaultdict[str, dict[tuple[str, date], int]] = defaultdict(dict)
     for path, unit, first, n in PagePeriod.objects.filter(
-            site_id=site.id, path__in=paths, unit__in=["week", "month"], start__in=[first for _, first in cover.gone]
+        site_id=site.id, path__in=paths, unit__in=["week", "month"], start__in=[first for _, first in cover.gone]
     ).values_list("path", "unit", "start", "visitors"):
         rows[path][unit, first] = n
-    site_parts = {(row.unit, row.start): row.visitors for row in PeriodVisitors.objects.filter(site_id=site.id, final=True,
-                                                                                                  start__in=[f for _, f in cover.gone])}
+    site_parts = {
+        (row.unit, row.start): row.visitors
+        for row in PeriodVisitors.objects.filter(site_id=site.id, final=True, start__in=[f for _, f in cover.gone])
+    }
     with scratch(r, site.id) as tmp:
         spans = {"all": days_between(start, end)}
         if cover.live_days:
@@ -191,10 +210,10 @@ def search_pages(r: redis.Redis, site: SiteInfo, prefix: str, limit: int = 10) -
     ZMSCORE in the pageview-ranked set orders them."""
     low = b"[" + prefix.encode() if prefix else b"-"
     high = b"[" + prefix.encode() + b"\xff" if prefix else b"+"
-    matches = r.zrangebylex(keys.page_search(site.id), low, high, start=0, num=SEARCH_CANDIDATES)
+    matches = cast(list[bytes], r.zrangebylex(keys.page_search(site.id), low, high, start=0, num=SEARCH_CANDIDATES))
     if not matches:
         return []
-    scores = r.zmscore(keys.page_rank(site.id), matches)
+    scores = r.zmscore(keys.page_rank(site.id), matches)  # type: ignore[arg-type]  # (stubs: str only; bytes work)
     ranked = sorted(zip(matches, scores), key=lambda m: (-(m[1] or 0), m[0]))
     return [path.decode() for path, _ in ranked[:limit]]
 
@@ -224,7 +243,9 @@ def pageviews_of(r: redis.Redis, site: SiteInfo, wanted: dict[date, list[str]]) 
     final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__in=days).values_list("date", flat=True))
     found = {}
     paths = {path for day in final for path in wanted[day]}
-    for day, path, views in PageDaily.objects.filter(site_id=site.id, date__in=final, path__in=paths).values_list("date", "path", "pageviews"):
+    for day, path, views in PageDaily.objects.filter(site_id=site.id, date__in=final, path__in=paths).values_list(
+        "date", "path", "pageviews"
+    ):
         if path in wanted[day]:
             found[day, path] = views
     live = [(day, path) for day in days if day not in final for path in wanted[day]]
@@ -239,8 +260,15 @@ def page_timeseries(r: redis.Redis, site: SiteInfo, path: str, start: date, end:
     """One page's visitors (HLL) and pageviews per day: the stored rows for final days
     (their day keys expire after keep_page_days), Redis for the others."""
     days = days_between(start, end)
-    final = set(DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list("date", flat=True))
-    stored = {row.date: (row.visitors, row.pageviews) for row in PageDaily.objects.filter(site_id=site.id, path=path, date__in=final)}
+    final = set(
+        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list(
+            "date", flat=True
+        )
+    )
+    stored = {
+        row.date: (row.visitors, row.pageviews)
+        for row in PageDaily.objects.filter(site_id=site.id, path=path, date__in=final)
+    }
     live = [day for day in days if day not in final]
     pipe = r.pipeline(transaction=False)
     for day in live:
@@ -250,4 +278,7 @@ def page_timeseries(r: redis.Redis, site: SiteInfo, path: str, start: date, end:
     for day in live:
         estimate, views = next(answers), int(next(answers) or 0)
         stored[day] = (min(estimate, views), views)
-    return [{"date": day.isoformat(), "visitors": stored.get(day, (0, 0))[0], "pageviews": stored.get(day, (0, 0))[1]} for day in days]
+    return [
+        {"date": day.isoformat(), "visitors": stored.get(day, (0, 0))[0], "pageviews": stored.get(day, (0, 0))[1]}
+        for day in days
+    ]

@@ -11,7 +11,9 @@ A day's GEO set and city HLLs are raw day keys: they expire with its others (the
 keep_daily_days after the rollup, analytics.rollups.expiry), while the rollup's rows keep
 listing the day's cities (DimensionDaily). Such a day cannot be counted near anything any
 more; `visitors_near` leaves it out and says so (`expired`), never as "nobody came"."""
+
 from datetime import date
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -25,8 +27,10 @@ from ..store import keys
 from .breakdown import breakdown
 
 CITY_PROPERTIES = ("region", "city")  # the visit dimensions only a city database fills
-NO_CITY_DATABASE = ("Regions and cities need a city database: set TALLY_GEO_CITY_DB to a MaxMind GeoLite2-City "
-                    "or DB-IP city-lite .mmdb file")
+NO_CITY_DATABASE = (
+    "Regions and cities need a city database: set TALLY_GEO_CITY_DB to a MaxMind GeoLite2-City "
+    "or DB-IP city-lite .mmdb file"
+)
 
 
 def city_database() -> bool:
@@ -51,8 +55,12 @@ def needs_city_database(r: redis.Redis, site: SiteInfo, start: date, end: date, 
     configured, rather than because nobody came from a region or city? The one decision the
     breakdown API (a 409) and the exports (a note) take. Only an empty answer asks whether
     values were stored (those are listed, and a filter may leave none of them)."""
-    return (dimension in CITY_PROPERTIES and not found and not city_database()
-            and not city_values_stored(r, site, start, end, dimension))
+    return (
+        dimension in CITY_PROPERTIES
+        and not found
+        and not city_database()
+        and not city_values_stored(r, site, start, end, dimension)
+    )
 
 
 def expired_days(r: redis.Redis, site: SiteInfo, days: list[date]) -> list[date]:
@@ -69,7 +77,9 @@ def expired_days(r: redis.Redis, site: SiteInfo, days: list[date]) -> list[date]
     gone = [day for day, kept in zip(older, pipe.execute()) if not kept]
     if not gone:
         return []
-    listed = set(DimensionDaily.objects.filter(site_id=site.id, dimension="city", date__in=gone).values_list("date", flat=True))
+    listed = set(
+        DimensionDaily.objects.filter(site_id=site.id, dimension="city", date__in=gone).values_list("date", flat=True)
+    )
     return [day for day in gone if day in listed]
 
 
@@ -92,12 +102,16 @@ def locations_gone(site: SiteInfo, expired: list[dict], counted: list[dict]) -> 
     """Why some days (runs) are not counted near a place, and which were: operator words,
     no operator paths."""
     counted_text = f"counted {_spoken(counted)} only: " if counted else ""
-    return (f"{counted_text}the city locations of {_spoken(expired)} are no longer kept (a day's places expire with its "
-            f"raw keys, {site.keep_daily_days} days after it: the site's keep_daily_days); "
-            "breakdown?property=city still lists those days' cities")
+    return (
+        f"{counted_text}the city locations of {_spoken(expired)} are no longer kept (a day's places expire with its "
+        f"raw keys, {site.keep_daily_days} days after it: the site's keep_daily_days); "
+        "breakdown?property=city still lists those days' cities"
+    )
 
 
-def visitors_near(r: redis.Redis, site: SiteInfo, start: date, end: date, longitude: float, latitude: float, km: float) -> dict:
+def visitors_near(
+    r: redis.Redis, site: SiteInfo, start: date, end: date, longitude: float, latitude: float, km: float
+) -> dict:
     """{"visitors": n, "cities": [{"city", "km", "visitors"}] (nearest first), "counted":
     runs of the days counted, "expired": runs of those whose locations are gone (then a
     "message" says so)}: the numbers are those of the counted days only."""
@@ -105,12 +119,14 @@ def visitors_near(r: redis.Redis, site: SiteInfo, start: date, end: date, longit
     expired = expired_days(r, site, days)
     gone = set(expired)
     counted = [day for day in days if day not in gone]
-    spans = {"counted": runs(counted), "expired": runs(expired)}
+    spans: dict[str, Any] = {"counted": runs(counted), "expired": runs(expired)}
     if expired:
         spans["message"] = locations_gone(site, spans["expired"], spans["counted"])
     pipe = r.pipeline(transaction=False)
     for day in counted:
-        pipe.geosearch(keys.places(site.id, day), longitude=longitude, latitude=latitude, radius=km, unit="km", withdist=True)
+        pipe.geosearch(
+            keys.places(site.id, day), longitude=longitude, latitude=latitude, radius=km, unit="km", withdist=True
+        )
     found: dict[str, float] = {}
     by_city: dict[str, list[date]] = {}
     for day, answer in zip(counted, pipe.execute()):
@@ -125,6 +141,16 @@ def visitors_near(r: redis.Redis, site: SiteInfo, start: date, end: date, longit
     pipe = r.pipeline(transaction=False)
     for city in cities:
         pipe.pfcount(*(keys.dimension_visitors(site.id, day, dimensions.field("city", city)) for day in by_city[city]))
-    pipe.pfcount(*(keys.dimension_visitors(site.id, day, dimensions.field("city", city)) for city in cities for day in by_city[city]))
+    pipe.pfcount(
+        *(
+            keys.dimension_visitors(site.id, day, dimensions.field("city", city))
+            for city in cities
+            for day in by_city[city]
+        )
+    )
     *each, union = pipe.execute()
-    return {"visitors": union, "cities": [{"city": c, "km": found[c], "visitors": n} for c, n in zip(cities, each)], **spans}
+    return {
+        "visitors": union,
+        "cities": [{"city": c, "km": found[c], "visitors": n} for c, n in zip(cities, each)],
+        **spans,
+    }

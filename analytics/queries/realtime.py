@@ -1,4 +1,5 @@
 """Visitors right now: distinct visitors over the last five UTC minutes."""
+
 from datetime import datetime, timedelta
 
 import redis

@@ -1,5 +1,6 @@
 """Retention cohorts as the API and dashboard show them: stored rows where the rollups
 made them, counted live (analytics.counts.cohorts) otherwise."""
+
 from datetime import date, timedelta
 
 import redis
@@ -34,6 +35,4 @@ def retention(r: redis.Redis, site: SiteInfo, unit: str, start: date, end: date,
         with scratch(r, site.id) as tmp:
             for cohort, size, retained in live_retention(r, site, unit, missing, last, tmp, live=True):
                 rows[cohort] = (size, retained)
-    return [
-        {"cohort": c.isoformat(), "size": rows[c][0], "retained": rows[c][1][: periods + 1]} for c in cohorts
-    ]
+    return [{"cohort": c.isoformat(), "size": rows[c][0], "retained": rows[c][1][: periods + 1]} for c in cohorts]

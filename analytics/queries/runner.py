@@ -14,6 +14,7 @@ is the runner's business. Plausible's Stats.QueryRunner has the same shape.
 `Memo` shares a request's work between queries (the dashboard asks for the same days'
 values for its chart, its cards and its actives): pass one to run() for several queries.
 """
+
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -83,16 +84,18 @@ def run(r: redis.Redis, query: Query, memo: Memo | None = None) -> Result:
     if query.kind not in KINDS:
         raise ValueError(f"unknown kind: {query.kind}")
     memo = Memo() if memo is None else memo
-    result = {"aggregate": _aggregate, "timeseries": _timeseries, "breakdown": _breakdown, "retention": _retention}[query.kind](
-        r, query, memo
-    )
+    result = {"aggregate": _aggregate, "timeseries": _timeseries, "breakdown": _breakdown, "retention": _retention}[
+        query.kind
+    ](r, query, memo)
     if query.filters:
         result.meta["filters"] = ";".join(str(f) for f in query.filters)
     result.meta.setdefault("estimate", False)
     return result
 
 
-def days_values(r: redis.Redis, site: SiteInfo, filters, start: date, end: date, memo: Memo, windows: bool = True) -> tuple[dict, bool]:
+def days_values(
+    r: redis.Redis, site: SiteInfo, filters, start: date, end: date, memo: Memo, windows: bool = True
+) -> tuple[dict, bool]:
     """Each day's numbers ({day: visitors, dau, new_visitors, wau, mau, stickiness,
     pageviews}) and whether any is estimated, counted once per request."""
     key = _days_key(site, filters, start, end, windows)
@@ -141,7 +144,9 @@ def _series(r: redis.Redis, q: Query, start: date, end: date, memo: Memo) -> Res
         return Result(q, rows=hourly(r, q.site, start, end, metrics) if q.metrics else hourly(r, q.site, start, end))
     if q.interval == "day" and not q.metrics:  # every day's values, as the dashboard's chart takes them
         values, estimate = days_values(r, q.site, q.filters, start, end, memo, q.windows)
-        return Result(q, rows=[{"date": day.isoformat(), **values[day]} for day in sorted(values)], meta={"estimate": estimate})
+        return Result(
+            q, rows=[{"date": day.isoformat(), **values[day]} for day in sorted(values)], meta={"estimate": estimate}
+        )
     if q.filters:
         rows, estimate = filtered.timeseries(r, q.site, q.filters, start, end, metrics, q.interval)
         return Result(q, rows=rows, meta={"estimate": estimate})
@@ -163,7 +168,9 @@ def _breakdown(r: redis.Redis, q: Query, memo: Memo) -> Result:
         rows, estimate = _filtered_rows(r, q, memo)
         return Result(q, rows=_page(rows, q), meta={"total": len(rows), "estimate": estimate})
     if q.dimension.startswith(PROPS):
-        rows, total = properties(r, q.site, q.start, q.end, q.dimension[len(PROPS) :][:300], q.event, q.limit, q.page, q.search)
+        rows, total = properties(
+            r, q.site, q.start, q.end, q.dimension[len(PROPS) :][:300], q.event, q.limit, q.page, q.search
+        )
     elif q.dimension == "goal":
         every = goals(r, q.site, q.start, q.end, _visitors(r, q, memo), q.search)
         rows, total = _page(every, q), len(every)
@@ -189,8 +196,10 @@ def _filtered_rows(r: redis.Redis, q: Query, memo: Memo) -> tuple[list[dict], bo
         unfiltered, _ = visit_breakdown(r, q.site, q.start, q.end, q.dimension, filtered.MAX_ROWS, 1, q.search)
         candidates = [row[q.dimension] for row in unfiltered]
     rows, estimate = filtered.breakdown(r, q.site, q.filters, q.start, q.end, q.dimension, candidates)
-    return [{q.dimension: row["value"], "visitors": row["visitors"], **({"estimate": True} if row["estimate"] else {})}
-            for row in rows], estimate
+    return [
+        {q.dimension: row["value"], "visitors": row["visitors"], **({"estimate": True} if row["estimate"] else {})}
+        for row in rows
+    ], estimate
 
 
 def _visitors(r: redis.Redis, q: Query, memo: Memo) -> int:

@@ -28,8 +28,10 @@ values' HyperLogLogs, |A and B| = |A| + |B| - |A or B|, and everything computed 
 day says `"estimate": true`. Daily-salt sites give a visitor a new id every day, so their
 day segments are exact and their unions over several days are estimates.
 """
+
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 import redis
 
@@ -113,7 +115,9 @@ def parse(text: str) -> tuple[Filter, ...]:
             raise ValueError(f"{prop[:60]!r}: unknown property; choose from {', '.join(PROPERTIES)}")
         if prop == "goal" and op == "~":
             raise ValueError("goal~: goals are matched by name (== or !=)")
-        values = tuple(dict.fromkeys(v.strip() for v in _split(part[where + len(op) :], "|", unescape=True)))  # (a value given twice counts once)
+        values = tuple(
+            dict.fromkeys(v.strip() for v in _split(part[where + len(op) :], "|", unescape=True))
+        )  # (a value given twice counts once)
         if not all(values):
             raise ValueError(f"{prop}{op}: a value is empty")
         if len(values) > MAX_VALUES or any(len(v) > MAX_VALUE_LENGTH for v in values):
@@ -128,7 +132,12 @@ def parse(text: str) -> tuple[Filter, ...]:
 def single_field(filters: tuple[Filter, ...]) -> str | None:
     """The one visit dimension field the filters name, if that is all they say
     (`source==Google`): its own counts (pageviews, visits, bounces) are then exact too."""
-    if len(filters) == 1 and filters[0].op == "==" and len(filters[0].values) == 1 and filters[0].prop in dimensions.VISIT_DIMENSIONS:
+    if (
+        len(filters) == 1
+        and filters[0].op == "=="
+        and len(filters[0].values) == 1
+        and filters[0].prop in dimensions.VISIT_DIMENSIONS
+    ):
         return dimensions.field(filters[0].prop, filters[0].values[0])
     return None
 
@@ -137,11 +146,12 @@ def single_field(filters: tuple[Filter, ...]) -> str | None:
 class _Term:
     """One filter on one day: the fields it matches, which of them have a bitmap, and
     whether it subtracts them."""
+
     negate: bool
-    fields: list[str]            # "<dimension>SEP<value>" (pages "page", custom events "event")
-    bitmaps: list[str]           # those of them with a bitmap that day
-    complete: bool = True        # no "(other)" of the day may hide a matching value
-    expired: bool = False        # a field without a bitmap whose HLL has expired with the day's keys
+    fields: list[str]  # "<dimension>SEP<value>" (pages "page", custom events "event")
+    bitmaps: list[str]  # those of them with a bitmap that day
+    complete: bool = True  # no "(other)" of the day may hide a matching value
+    expired: bool = False  # a field without a bitmap whose HLL has expired with the day's keys
     stored: dict[str, int] = field(default_factory=dict)  # the stored visitors of its fields, where their keys expired
 
 
@@ -150,6 +160,7 @@ class Segment:
     """A filtered audience over some days: each day's bitmap key (a scratch key, or a
     value's own bitmap; a key that does not exist holds nobody), its size, and the days
     that are estimated."""
+
     site: SiteInfo
     filters: tuple[Filter, ...]
     tmp: Scratch
@@ -193,7 +204,9 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
                 if matches is not None:
                     pipe.smembers(index)
                 else:
-                    pipe.smismember(index, [*(_member(dimension, n) for n in names), _member(dimension, dimensions.OTHER)])
+                    pipe.smismember(
+                        index, [*(_member(dimension, n) for n in names), _member(dimension, dimensions.OTHER)]
+                    )
                 day_plan.append((f, dimension, names, matches))
         plan.append(day_plan)
     answers = iter(pipe.execute())
@@ -242,8 +255,13 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     # made at noon, misses the morning's: that day is estimated).
     diff = has_bitop_diff(r, sid)
     pipe = r.pipeline(transaction=False)
-    checked = [(day, name) for day in days if day not in segment.estimated and day not in segment.stored
-               for t in segment.terms[day] for name in t.bitmaps]
+    checked = [
+        (day, name)
+        for day in days
+        if day not in segment.estimated and day not in segment.stored
+        for t in segment.terms[day]
+        for name in t.bitmaps
+    ]
     for day, name in checked:
         queue_day_visitors(pipe, sid, day, name, bitmapped=True)
     at = []
@@ -252,22 +270,29 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
         at.append(len(pipe))
         pipe.bitcount(segment.keys[day])
     term_at = _queue_stored_terms(r, pipe, segment)
-    answers = pipe.execute()
-    segment.sizes = {day: int(answers[i]) for day, i in zip(days, at)}
-    read = iter(answers)  # (the checks' answers come first)
+    counts = pipe.execute()
+    segment.sizes = {day: int(counts[i]) for day, i in zip(days, at)}
+    checks = iter(counts)  # (the checks' answers come first)
     for day, _ in checked:
-        if not day_visitors(read, bitmapped=True)[1]:
+        if not day_visitors(checks, bitmapped=True)[1]:
             segment.estimated.add(day)
     # 3. Estimates for the days that need them: from HLLs, or from the stored rows of a
     # day whose keys expired.
-    for day, totals in segment.stored.items():
-        sizes = [(t.negate, min(totals.dau, sum(t.stored.values()) if t.expired else sum(int(answers[i]) for i in term_at[day, n])))
-                 for n, t in enumerate(segment.terms[day])]
-        segment.sizes[day] = segment_size(totals.dau, sizes)
+    for day, recorded in segment.stored.items():
+        sizes = [
+            (
+                t.negate,
+                min(
+                    recorded.dau, sum(t.stored.values()) if t.expired else sum(int(counts[i]) for i in term_at[day, n])
+                ),
+            )
+            for n, t in enumerate(segment.terms[day])
+        ]
+        segment.sizes[day] = segment_size(recorded.dau, sizes)
     late = sorted(segment.estimated - set(segment.stored))
     if late:
-        for day, value in zip(late, estimate(r, segment, [[day] for day in late])):
-            segment.sizes[day] = value
+        for day, size in zip(late, estimate(r, segment, [[day] for day in late])):
+            segment.sizes[day] = size
     return segment
 
 
@@ -275,9 +300,16 @@ def _queue_stored_terms(r: redis.Redis, pipe, segment: Segment) -> dict[tuple[da
     """On days answered from stored rows, queue the visitors of each filter whose keys are
     still there (a country's bitmaps on a day whose page keys expired): the OR of its
     bitmaps, plus its other values' HLLs. {(day, filter's index): positions of the answers}."""
-    sid, at = segment.site.id, {}
-    hlls = [(day, name) for day in segment.stored for t in segment.terms[day] if not t.expired
-            for name in t.fields if name not in t.bitmaps]
+    sid = segment.site.id
+    at: dict[tuple[date, int], list[int]] = {}
+    hlls = [
+        (day, name)
+        for day in segment.stored
+        for t in segment.terms[day]
+        if not t.expired
+        for name in t.fields
+        if name not in t.bitmaps
+    ]
     fold.ensure_hlls(r, sid, hlls)
     for day in segment.stored:
         for n, t in enumerate(segment.terms[day]):
@@ -301,7 +333,8 @@ def visitors(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
     """{name: the segment's visitors over its days} for named lists of days (built days):
     exact unions of the day bitmaps, or estimates (estimate_over; stable-salt ranges with
     estimated days by _scaled_unions())."""
-    result, exact, scaled, kept = {}, {}, {}, {}
+    result: dict[Any, int | None] = {}
+    exact, scaled, kept = {}, {}, {}
     for name, days in ranges.items():
         if not days:
             result[name] = 0
@@ -365,7 +398,10 @@ def _scaled_unions(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
         pipe.bitcount(keys.active(sid, day))
     at = {}
     for n, (name, days) in enumerate(ranges.items()):
-        for what, names in (("seg", [segment.keys[day] for day in days]), ("site", [keys.active(sid, day) for day in days])):
+        for what, names in (
+            ("seg", [segment.keys[day] for day in days]),
+            ("site", [keys.active(sid, day) for day in days]),
+        ):
             dest = tmp.key(f"scaled-{what}:{n}")
             queue_union(pipe, dest, names)
             at[name, what] = len(pipe)
@@ -384,7 +420,9 @@ def _scaled_unions(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
     return result
 
 
-def present(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, values: list[str]) -> dict[date, set[str]]:
+def present(
+    r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, values: list[str]
+) -> dict[date, set[str]]:
     """Which of these values of a dimension had visitors each day, and "(other)" if the
     day's quota hid some values there (a value absent then may be among them)."""
     if not values:
@@ -402,7 +440,10 @@ def day_members(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str
     for day in days:
         pipe.smembers(_index_key(site.id, day, dimension))
     prefix = _member(dimension, "")
-    return {day: {m.decode()[len(prefix) :] for m in found if m.decode().startswith(prefix)} for day, found in zip(days, pipe.execute())}
+    return {
+        day: {m.decode()[len(prefix) :] for m in found if m.decode().startswith(prefix)}
+        for day, found in zip(days, pipe.execute())
+    }
 
 
 def value_fields(kind: str, value: str, bitmapped: set[str], listed: set[str]) -> tuple[list[str], bool]:
@@ -514,7 +555,9 @@ def _index_matches(answer, names, matches, bitmapped: set[str], dimension: str) 
     return found, bool(answer[-1])
 
 
-def _stored_matches(rows: dict[str, int], names, matches, bitmapped: set[str], dimension: str) -> tuple[list[str], bool]:
+def _stored_matches(
+    rows: dict[str, int], names, matches, bitmapped: set[str], dimension: str
+) -> tuple[list[str], bool]:
     """_index_matches() for a day whose index expired: the values its rollup stored rows of."""
     own = dimensions.field(dimension, "")
     values = set(rows) | {name[len(own) :] for name in bitmapped if name.startswith(own)}

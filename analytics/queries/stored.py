@@ -13,15 +13,18 @@ visitors less that, and several filters are combined as if independent (the day'
 visitors times each filter's share): an estimate with no stated bound, which the answer
 marks. Nothing here reads a key that may have expired as zero.
 """
+
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from math import exp, log, prod
+from typing import cast
 
 import redis
+from django.db.models import QuerySet
 
 from .. import dimensions
 from ..counts.unions import range_visitors
-from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily
+from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily, Site
 from ..sites import SiteInfo
 from ..store.scratch import Scratch
 
@@ -43,20 +46,31 @@ class DayTotals:
 def day_totals(site: SiteInfo, days: list[date]) -> dict[date, DayTotals]:
     """The stored totals of those of these days the rollup has stored."""
     now = datetime.now(UTC)
+    policy = cast(Site, site)  # (the rows' sealed() read only the keep_*_days a SiteInfo has too)
     result = {}
     for row in DailyMetrics.objects.filter(site_id=site.id, date__in=days):
-        sealed, pages_sealed = row.sealed(site, now)
-        result[row.date] = DayTotals(row.dau, row.visitors, row.pageviews, row.new_visitors, sealed, pages_sealed,
-                                     row.segments_sealed(site, now))
+        sealed, pages_sealed = row.sealed(policy, now)
+        result[row.date] = DayTotals(
+            row.dau,
+            row.visitors,
+            row.pageviews,
+            row.new_visitors,
+            sealed,
+            pages_sealed,
+            row.segments_sealed(policy, now),
+        )
     return result
 
 
-def value_rows(site_id: int, days: list[date], dimension: str, names: list[str] | None = None) -> dict[date, dict[str, int]]:
+def value_rows(
+    site_id: int, days: list[date], dimension: str, names: list[str] | None = None
+) -> dict[date, dict[str, int]]:
     """{day: {value: visitors}} stored for a dimension ("page", "event" or a visit
     dimension) on these days: the values named, or every value (`names` None). "(other)"
     is among them when the day's quota put values there."""
     if not days:
         return {}
+    rows: QuerySet[PageDaily] | QuerySet[EventDaily] | QuerySet[DimensionDaily]
     if dimension == "page":
         rows = PageDaily.objects.filter(site_id=site_id, date__in=days)
         value = "path"
@@ -101,7 +115,8 @@ def visitors_over(r: redis.Redis, site: SiteInfo, ranges: dict, tmp: Scratch) ->
     if not gone:
         return range_visitors(r, site, ranges, tmp), False
     live = range_visitors(r, site, {name: [d for d in days if d not in gone] for name, days in ranges.items()}, tmp)
-    result, memo = {}, {}
+    result = {}
+    memo: dict = {}
     for name, days in ranges.items():
         daily = [totals[d].dau if d in totals else 0 for d in days]
         if not any(d in gone for d in days):
@@ -121,12 +136,21 @@ def _repeat_points(site_id: int, last: date, memo: dict | None) -> list | None:
     row = DailyMetrics.objects.filter(site_id=site_id, final=True, date__lte=last, mau__gt=0).order_by("-date").first()
     points = None
     if row is not None:
-        dau = dict(DailyMetrics.objects.filter(site_id=site_id, date__range=(row.date - timedelta(days=29), row.date))
-                   .values_list("date", "dau"))
+        dau = dict(
+            DailyMetrics.objects.filter(
+                site_id=site_id, date__range=(row.date - timedelta(days=29), row.date)
+            ).values_list("date", "dau")
+        )
         week = sum(dau.get(row.date - timedelta(days=k), 0) for k in range(7))
         month = sum(dau.get(row.date - timedelta(days=k), 0) for k in range(30))
-        points = [(1, 1.0), (7, min(1.0, row.wau / week) if week else 1.0), (30, min(1.0, row.mau / month) if month else 1.0)]
-        points = [(n, max(ratio, 1e-3)) for n, ratio in points]  # (rows that disagree after an expiry must not give log(0))
+        points = [
+            (1, 1.0),
+            (7, min(1.0, row.wau / week) if week else 1.0),
+            (30, min(1.0, row.mau / month) if month else 1.0),
+        ]
+        points = [
+            (n, max(ratio, 1e-3)) for n, ratio in points
+        ]  # (rows that disagree after an expiry must not give log(0))
     if memo is not None:
         memo[site_id, last] = points
     return points

@@ -11,7 +11,9 @@ visit's pages and events past the day's quota, or past its 32nd, count under "(o
 the days with any are marked too. Days before visits' pages were counted (an upgrade)
 make the answer None, not a guess.
 """
+
 from datetime import date
+from typing import cast
 
 import redis
 
@@ -24,13 +26,19 @@ from .breakdown import COUNTS, field_days
 from .days import daily_values
 from .pages import pageviews_of
 
-SEVERAL = ("an estimate: a visit that viewed several of the matching pages counts once for each, "
-           "so visits are an upper bound (bounce rate and duration are those visits')")
-PAST_QUOTA = ("an estimate: some visits viewed pages past the day's page quota or past their 32nd page; "
-              "those pages' visits count under \"(other)\", not under the page")
+SEVERAL = (
+    "an estimate: a visit that viewed several of the matching pages counts once for each, "
+    "so visits are an upper bound (bounce rate and duration are those visits')"
+)
+PAST_QUOTA = (
+    "an estimate: some visits viewed pages past the day's page quota or past their 32nd page; "
+    'those pages\' visits count under "(other)", not under the page'
+)
 
 
-def counts(r: redis.Redis, site: SiteInfo, f: segments.Filter, days: list[date]) -> tuple[dict[date, dict] | None, dict[date, str]]:
+def counts(
+    r: redis.Redis, site: SiteInfo, f: segments.Filter, days: list[date]
+) -> tuple[dict[date, dict] | None, dict[date, str]]:
     """Each day's visit counts (pageviews, visits, bounces, duration) of the visits that
     viewed a page `f` selects or sent an event it names (`page ==` or `~`, `goal ==`), and
     why a day's are estimated ({day: reason}); (None, {}) where they cannot be said."""
@@ -42,17 +50,24 @@ def counts(r: redis.Redis, site: SiteInfo, f: segments.Filter, days: list[date])
         return None, {}
     fields_by_day: dict[date, list[str]] = {day: [] for day in days}
     for dimension, value, match in wanted:
-        found = {day: [value] for day in days} if match is None else _matching(r, site, days, dimension, match)
+        # (value is a str where match is None: _wanted() gives one or the other)
+        found = (
+            {day: [cast(str, value)] for day in days} if match is None else _matching(r, site, days, dimension, match)
+        )
         for day in days:
             fields_by_day[day] += [dimensions.field(dimension, v) for v in found[day]]
     names = sorted({name for found in fields_by_day.values() for name in found})
     parts = {name: field_days(r, site, days, name) for name in names}
     others = [field_days(r, site, days, dimensions.field(d, dimensions.OTHER)) for d in {d for d, _, _ in wanted}]
     page = dimensions.VISIT_PAGE + dimensions.SEP
-    paths = {day: [name[len(page) :] for name in dict.fromkeys(found) if name.startswith(page)] for day, found in fields_by_day.items()}
+    paths = {
+        day: [name[len(page) :] for name in dict.fromkeys(found) if name.startswith(page)]
+        for day, found in fields_by_day.items()
+    }
     views = pageviews_of(r, site, paths)  # (a page's own: its pageviews are not kept with its visits)
     events = any(dimension == dimensions.VISIT_EVENT for dimension, _, _ in wanted)
-    result, why = {}, {}
+    result: dict[date, dict[str, int | None]] = {}
+    why: dict[date, str] = {}
     for day in days:
         rows = [parts[name][day] for name in dict.fromkeys(fields_by_day[day])]
         result[day] = {c: sum(row[c] for row in rows) for c in COUNTS[1:]}
@@ -73,9 +88,13 @@ def _wanted(site: SiteInfo, f: segments.Filter) -> list[tuple[str, str | None, o
     if f.op == "!=" or f.prop not in ("page", "goal"):
         return None
     if f.prop == "page":
-        return [(dimensions.VISIT_PAGE, value, None) for value in f.values] if f.op == "==" else [(dimensions.VISIT_PAGE, None, f.admits)]
+        return (
+            [(dimensions.VISIT_PAGE, value, None) for value in f.values]
+            if f.op == "=="
+            else [(dimensions.VISIT_PAGE, None, f.admits)]
+        )
     goals = {g.name: g for g in Goal.objects.filter(site_id=site.id, name__in=f.values)}
-    wanted = []
+    wanted: list[tuple[str, str | None, object]] = []
     for name in f.values:
         goal = goals.get(name)
         if goal is not None and goal.page_pattern:
@@ -98,8 +117,11 @@ def _matching(r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, 
 
 def _counted_days(r: redis.Redis, site: SiteInfo, days: list[date]) -> set[date]:
     """The days whose visits had their pages counted: a stored row, or a value in the day's set."""
-    stored = set(DimensionDaily.objects.filter(site_id=site.id, dimension=dimensions.VISIT_PAGE, date__in=days)
-                 .values_list("date", flat=True).distinct())
+    stored = set(
+        DimensionDaily.objects.filter(site_id=site.id, dimension=dimensions.VISIT_PAGE, date__in=days)
+        .values_list("date", flat=True)
+        .distinct()
+    )
     pipe = r.pipeline(transaction=False)
     for day in days:
         pipe.hget(keys.dimension_sizes(site.id, day), dimensions.VISIT_PAGE)

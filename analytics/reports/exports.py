@@ -1,9 +1,11 @@
 """Background exports: a job per large report, built by a Celery worker when the export
 semaphore lets it (at most EXPORT_CONCURRENCY at once across all workers, first come
 first served), with its progress in Redis and the file kept for 24 hours."""
+
 import secrets
 import threading
 from datetime import date
+from typing import cast
 
 import redis
 from django.conf import settings
@@ -43,7 +45,7 @@ def create(r: redis.Redis, site: SiteInfo, fmt: str, start: date, end: date, fil
 
 
 def status(r: redis.Redis, job: str) -> dict | None:
-    raw = r.hgetall(keys.export_job(job))
+    raw = cast(dict[bytes, bytes], r.hgetall(keys.export_job(job)))
     if not raw:
         return None
     data = {k.decode(): v.decode() for k, v in raw.items()}
@@ -79,11 +81,17 @@ def try_build(r: redis.Redis, job: str, site: SiteInfo) -> bool:
     watchdog = threading.Thread(target=keep_slot, daemon=True)
     watchdog.start()
     try:
-        info = status(r, job)
+        info = cast(dict, status(r, job))  # (create() made the hash; an expired one fails the job below, as before)
         r.hset(keys.export_job(job), mapping={"state": "running", "position": 0})
         start, end = date.fromisoformat(info["from"]), date.fromisoformat(info["to"])
-        report = tables.build(r, site, start, end, progress=lambda share: r.hset(keys.export_job(job), "progress", share),
-                              filters=segments.parse(info["filters"]))
+        report = tables.build(
+            r,
+            site,
+            start,
+            end,
+            progress=lambda share: r.hset(keys.export_job(job), "progress", share),
+            filters=segments.parse(info["filters"]),
+        )
         body = tables.write(report, info["format"])
         r.set(keys.export_file(job), body, ex=FILE_TTL)
         r.hset(keys.export_job(job), mapping={"state": "done", "progress": 1})
@@ -99,4 +107,4 @@ def try_build(r: redis.Redis, job: str, site: SiteInfo) -> bool:
 
 def file_body(r: redis.Redis, job: str) -> bytes | None:
     """A finished export's file, or None once it has expired."""
-    return r.get(keys.export_file(job))
+    return cast(bytes | None, r.get(keys.export_file(job)))

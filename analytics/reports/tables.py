@@ -1,11 +1,13 @@
 """Reports: a site's numbers for a period as tables, written as CSV (a zip, one file per
 table), Excel (one sheet per table) or JSON. The numbers come from the query runner
 (analytics.queries.run), as the read API's and the dashboard's do: the same numbers."""
+
 import csv
 import io
 import re
 import zipfile
 from datetime import date, timedelta
+from typing import Any
 
 import orjson
 
@@ -51,10 +53,19 @@ def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None
     tables = {
         "summary": {
             "columns": ["metric", "value", "change_percent", "estimate"],
-            "rows": [[metric, result["value"], result.get("change"), result.get("estimate", "")] for metric, result in totals.items()],
+            "rows": [
+                [metric, result["value"], result.get("change"), result.get("estimate", "")]
+                for metric, result in totals.items()
+            ],
         },
-        "daily": {"columns": ["date", *queries.METRICS], "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily]},
-        "pages": {"columns": ["page", *page_columns], "rows": [[p["page"], *(p[c] for c in page_columns)] for p in pages]},
+        "daily": {
+            "columns": ["date", *queries.METRICS],
+            "rows": [[row["date"], *(row[m] for m in queries.METRICS)] for row in daily],
+        },
+        "pages": {
+            "columns": ["page", *page_columns],
+            "rows": [[p["page"], *(p[c] for c in page_columns)] for p in pages],
+        },
     }
     progress(0.6)
     if not site.daily_salt:
@@ -68,20 +79,31 @@ def build(r, site: SiteInfo, start: date, end: date, progress=lambda share: None
     for dimension in dimensions.VISIT_DIMENSIONS if filters else dimensions.ALL:
         rows = ask("breakdown", dimension=dimension, limit=queries.filtered.MAX_ROWS if filters else MAX_ROWS).rows
         columns = ["visitors"] if filters else ["visits"] if dimension == dimensions.EXIT else BREAKDOWN_COLUMNS
-        tables[dimension] = {"columns": [dimension, *columns],
-                             "rows": [[row[dimension], *(row[c] for c in columns)] for row in rows],
-                             **city_note(r, site, start, end, dimension, len(rows))}
+        tables[dimension] = {
+            "columns": [dimension, *columns],
+            "rows": [[row[dimension], *(row[c] for c in columns)] for row in rows],
+            **city_note(r, site, start, end, dimension, len(rows)),
+        }
     goals = ask("breakdown", dimension="goal", limit=MAX_ROWS).rows
     if filters:
-        tables["goals"] = {"columns": ["goal", "visitors", "conversion_rate"],
-                           "rows": [[g["goal"], g["visitors"], g["conversion_rate"]] for g in goals]}
+        tables["goals"] = {
+            "columns": ["goal", "visitors", "conversion_rate"],
+            "rows": [[g["goal"], g["visitors"], g["conversion_rate"]] for g in goals],
+        }
     else:
-        tables["goals"] = {"columns": ["goal", "visitors", "events", "conversion_rate", "revenue", "currency"], "rows": goal_rows(goals)}
+        tables["goals"] = {
+            "columns": ["goal", "visitors", "events", "conversion_rate", "revenue", "currency"],
+            "rows": goal_rows(goals),
+        }
         tables.update(property_tables(r, site, start, end))
     progress(0.9)
-    report = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "tables": tables}
+    report: dict[str, Any] = {"site": site.domain, "from": start.isoformat(), "to": end.isoformat(), "tables": tables}
     if filters:
-        report = {**report, "filters": ";".join(str(f) for f in filters), "estimate": any(result.estimate for result in asked)}
+        report = {
+            **report,
+            "filters": ";".join(str(f) for f in filters),
+            "estimate": any(result.estimate for result in asked),
+        }
         report["tables"] = report.pop("tables")  # (the tables last, as before)
     return report
 
@@ -104,7 +126,9 @@ def goal_rows(goals: list[dict]) -> list[list]:
     rows = []
     for g in goals:
         counts = [g["goal"], g["visitors"], g["events"], g["conversion_rate"]]
-        rows += [[*counts, amount, currency] for currency, amount in g.get("revenue", {}).items()] or [[*counts, None, None]]
+        rows += [[*counts, amount, currency] for currency, amount in g.get("revenue", {}).items()] or [
+            [*counts, None, None]
+        ]
     return rows
 
 

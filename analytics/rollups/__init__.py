@@ -7,7 +7,16 @@
 
 The numbers themselves are counted by analytics.counts, which the read side uses too.
 """
+
 from .expiry import earliest_day
 from .jobs import Summary, first_unfinished_day, roll_closed, roll_recent, rollup, rollup_when_free
 
-__all__ = ["Summary", "earliest_day", "first_unfinished_day", "roll_closed", "roll_recent", "rollup", "rollup_when_free"]
+__all__ = [
+    "Summary",
+    "earliest_day",
+    "first_unfinished_day",
+    "roll_closed",
+    "roll_recent",
+    "rollup",
+    "rollup_when_free",
+]

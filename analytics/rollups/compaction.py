@@ -9,6 +9,7 @@ its exact length, once, and stays compact for the months it is kept. Not today's
 would grow their slack back, and each copy is written to the append-only file whole.
 Only the slack is touched: every bit stays as it was.
 """
+
 from datetime import date
 
 import redis

@@ -25,8 +25,10 @@ keeps its bitmaps until the nightly rollup has folded those values into HLLs, wh
 are due (fold_due()): a rollup that does not run leaves the bitmaps in Redis, never the
 values without visitors.
 """
+
 import secrets
 from datetime import UTC, date, datetime, timedelta
+from typing import cast
 
 import redis
 from django.conf import settings
@@ -86,15 +88,27 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
             rolled = row.updated if row is not None else now
             daily_until = _until(row.keys_until if row else None, _wanted(day, site.keep_daily_days, rolled), now)
             page_until = _until(row.page_keys_until if row else None, _wanted(day, site.keep_page_days, rolled), now)
-            segment_until = min(daily_until, _until(row.segment_keys_until if row else None, _wanted(day, site.keep_segment_days, rolled), now))
+            segment_until = min(
+                daily_until,
+                _until(row.segment_keys_until if row else None, _wanted(day, site.keep_segment_days, rolled), now),
+            )
             # (keys of a family sealed before now came after it was: late events, which the
             # next rollup merges (pages) or which could not be refused in time; they get the
             # grace, not an expiry in the past that would drop them uncounted)
-            late = [row is not None and sealed(recorded, now) for recorded in (row and row.keys_until, row and row.page_keys_until)]
-            if row is not None and (row.keys_until, row.page_keys_until, row.segment_keys_until) != (daily_until, page_until, segment_until):
+            late = [
+                row is not None and sealed(recorded, now)
+                for recorded in (row.keys_until if row else None, row.page_keys_until if row else None)
+            ]
+            if row is not None and (row.keys_until, row.page_keys_until, row.segment_keys_until) != (
+                daily_until,
+                page_until,
+                segment_until,
+            ):
                 row.keys_until, row.page_keys_until, row.segment_keys_until = daily_until, page_until, segment_until
                 changed.append(row)
-            daily_at, page_at = (_at(max(until, now + grace()) if was else until) for until, was in zip((daily_until, page_until), late))
+            daily_at, page_at = (
+                _at(max(until, now + grace()) if was else until) for until, was in zip((daily_until, page_until), late)
+            )
             pages, events, props = next(listed), next(listed), next(listed)
             for key in keys.daily_family(sid, day):
                 pipe.expireat(key, daily_at)
@@ -111,7 +125,11 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
                 path = path.decode()
                 pipe.expireat(keys.page_visitors(sid, day, path), page_at)
                 pipe.expireat(keys.page_pageviews(sid, day, path), page_at)
-            for key in (keys.dimension_counts(sid, day), keys.dimension_fields(sid, day), keys.dimension_sizes(sid, day)):
+            for key in (
+                keys.dimension_counts(sid, day),
+                keys.dimension_fields(sid, day),
+                keys.dimension_sizes(sid, day),
+            ):
                 pipe.expireat(key, daily_at)
             for field in next(listed):
                 pipe.expireat(keys.dimension_visitors(sid, day, field.decode()), daily_at)
@@ -143,7 +161,7 @@ def _wanted(day: date, keep_days: int, rolled: datetime) -> datetime:
 
 def _until(recorded: datetime | None, wanted: datetime, now: datetime) -> datetime:
     """A family's expiry: as the policy wants it, unless it has expired already."""
-    return recorded if sealed(recorded, now) else wanted
+    return cast(datetime, recorded) if sealed(recorded, now) else wanted  # (sealed() is False for None)
 
 
 def _expire_segments(pipe, sid: int, day: date, bitmapped, at: int):
@@ -161,7 +179,10 @@ def fold_due(r: redis.Redis, site: Site, today: date) -> int:
     Returns the values folded."""
     sid = site.pk
     last = today - timedelta(days=site.keep_segment_days)
-    due = [date.fromisoformat(d.decode()) for d in r.zrangebyscore(keys.fold_due(sid), "-inf", day_number(last))]
+    due = [
+        date.fromisoformat(d.decode())
+        for d in cast(list[bytes], r.zrangebyscore(keys.fold_due(sid), "-inf", day_number(last)))
+    ]
     segment_at = min(site.keep_segment_days, site.keep_daily_days)
     rolled = dict(DailyMetrics.objects.filter(site=site, date__in=due).values_list("date", "updated"))
     folded = 0
@@ -170,7 +191,9 @@ def fold_due(r: redis.Redis, site: Site, today: date) -> int:
         bitmapped = r.smembers(keys.dimension_bitmapped(sid, day))
         pipe = r.pipeline(transaction=False)
         pipe.unlink(keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day))
-        _expire_segments(pipe, sid, day, bitmapped, _at(_wanted(day, segment_at, rolled.get(day, datetime.min.replace(tzinfo=UTC)))))
+        _expire_segments(
+            pipe, sid, day, bitmapped, _at(_wanted(day, segment_at, rolled.get(day, datetime.min.replace(tzinfo=UTC))))
+        )
         pipe.zrem(keys.fold_due(sid), day.isoformat())
         pipe.execute()
     return folded
@@ -201,7 +224,7 @@ def merge_sealed_pages(r: redis.Redis, site: Site, days: list[date], attempts: i
     sid = site.pk
     for day in days:
         for _ in range(attempts):
-            paths = sorted(p.decode() for p in r.smembers(keys.pages_index(sid, day)))
+            paths = sorted(p.decode() for p in cast(set[bytes], r.smembers(keys.pages_index(sid, day))))
             staging = keys.page_merge(sid, day)
             if not paths and not r.exists(staging):
                 break
@@ -211,8 +234,12 @@ def merge_sealed_pages(r: redis.Redis, site: Site, days: list[date], attempts: i
                     pipe.pfmerge(keys.period_visitors(sid, unit, start, path), keys.page_visitors(sid, day, path))
                     pipe.expireat(keys.period_visitors(sid, unit, start, path), period_expiry(site, unit, start))
             pipe.execute()
-            page_keys = [k for path in paths for k in (keys.page_pageviews(sid, day, path), keys.page_visitors(sid, day, path))]
-            moved = MERGE_PAGES.run(r, [keys.pages_index(sid, day), staging, *page_keys], [secrets.token_hex(8), *paths])
+            page_keys = [
+                k for path in paths for k in (keys.page_pageviews(sid, day, path), keys.page_visitors(sid, day, path))
+            ]
+            moved = MERGE_PAGES.run(
+                r, [keys.pages_index(sid, day), staging, *page_keys], [secrets.token_hex(8), *paths]
+            )
             if moved is None:
                 continue  # (events came between the read and the move: read again)
             _add_staged(site, day, dict(zip(moved[::2], moved[1::2])))
@@ -227,9 +254,15 @@ def _add_staged(site: Site, day: date, staged: dict[bytes, bytes]):
     with transaction.atomic():
         # (one UPDATE both claims the hash and says whether it was added before: a crash
         # kept it, or another rollup is adding it; the second waits for the first's commit)
-        if not DailyMetrics.objects.filter(site=site, date=day).exclude(page_merge_token=token).update(page_merge_token=token):
+        if (
+            not DailyMetrics.objects.filter(site=site, date=day)
+            .exclude(page_merge_token=token)
+            .update(page_merge_token=token)
+        ):
             return
-        existing = {p.path: p for p in PageDaily.objects.filter(site=site, date=day, path__in=[k.decode() for k in staged])}
+        existing = {
+            p.path: p for p in PageDaily.objects.filter(site=site, date=day, path__in=[k.decode() for k in staged])
+        }
         new, changed = [], []
         for raw, value in staged.items():
             path, (views, people) = raw.decode(), (int(n) for n in value.split())
@@ -242,4 +275,3 @@ def _add_staged(site: Site, day: date, staged: dict[bytes, bytes]):
                 changed.append(page)
         PageDaily.objects.bulk_create(new, batch_size=500)
         PageDaily.objects.bulk_update(changed, ["visitors", "pageviews"], batch_size=500)
-

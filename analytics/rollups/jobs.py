@@ -17,11 +17,13 @@ even when a job fails. A day whose raw keys expired after its rollup (sealed: it
 records when, expiry.py) is never recomputed: its stored rows are the record. Any other
 day that has keys is, however old (history imported or sent late).
 """
+
 import logging
 import secrets
 import time
 from dataclasses import dataclass
 from datetime import date, timedelta
+from typing import cast
 
 import redis
 
@@ -91,9 +93,15 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
 
         day_cohorts = [day for day in days_between(start - timedelta(days=DAY_PERIODS), end) if day in live]
         _store_retention(site, "day", retention(r, info, "day", day_cohorts, today, tmp))
-        sealed = sealed_days(site, days_between(weeks[0], min(weeks[-1] + timedelta(days=6), today))) if weeks else set()
-        week_cohorts = [w for w in weeks if monday(start) - timedelta(weeks=WEEK_PERIODS) <= w <= monday(end)
-                        and not any(w + timedelta(days=n) in sealed for n in range(7))]
+        sealed = (
+            sealed_days(site, days_between(weeks[0], min(weeks[-1] + timedelta(days=6), today))) if weeks else set()
+        )
+        week_cohorts = [
+            w
+            for w in weeks
+            if monday(start) - timedelta(weeks=WEEK_PERIODS) <= w <= monday(end)
+            and not any(w + timedelta(days=n) in sealed for n in range(7))
+        ]
         _store_retention(site, "week", retention(r, info, "week", week_cohorts, monday(today), tmp))
         summary.day_cohorts, summary.week_cohorts = len(day_cohorts), len(week_cohorts)
 
@@ -149,8 +157,6 @@ def _store_pages(r: redis.Redis, site: Site, days: list[date]):
         _upsert(PageDaily, rows, unique_fields=["site", "date", "path"], update_fields=["visitors", "pageviews"])
 
 
-
-
 def _store_dimensions(r: redis.Redis, site: Site, days: list[date]):
     """Each visit dimension value's numbers per day, as rows (see analytics.queries.breakdown)."""
     for day, fields in dimension_days(r, site.pk, days).items():
@@ -158,10 +164,25 @@ def _store_dimensions(r: redis.Redis, site: Site, days: list[date]):
         for name, n in fields.items():
             dimension, value = dimensions.split(name)
             visits = n["exits"] if dimension == dimensions.EXIT else n["visits"]
-            rows.append(DimensionDaily(site=site, date=day, dimension=dimension, value=value, visitors=n["visitors"],
-                                       pageviews=n["pageviews"], visits=visits, bounces=n["bounces"], duration=n["duration"]))
-        _upsert(DimensionDaily, rows, unique_fields=["site", "date", "dimension", "value"],
-                update_fields=["visitors", "pageviews", "visits", "bounces", "duration"])
+            rows.append(
+                DimensionDaily(
+                    site=site,
+                    date=day,
+                    dimension=dimension,
+                    value=value,
+                    visitors=n["visitors"],
+                    pageviews=n["pageviews"],
+                    visits=visits,
+                    bounces=n["bounces"],
+                    duration=n["duration"],
+                )
+            )
+        _upsert(
+            DimensionDaily,
+            rows,
+            unique_fields=["site", "date", "dimension", "value"],
+            update_fields=["visitors", "pageviews", "visits", "bounces", "duration"],
+        )
 
 
 def _store_events(r: redis.Redis, site: Site, days: list[date]):
@@ -170,8 +191,16 @@ def _store_events(r: redis.Redis, site: Site, days: list[date]):
     the raw keys expire."""
     for day, groups in event_days(r, site.pk, days).items():
         rows = [
-            EventDaily(site=site, date=day, name=name, property=prop, value=value, group=EventDaily.group_of(name, prop, value),
-                       visitors=visitors, events=events)
+            EventDaily(
+                site=site,
+                date=day,
+                name=name,
+                property=prop,
+                value=value,
+                group=EventDaily.group_of(name, prop, value),
+                visitors=visitors,
+                events=events,
+            )
             for (name, prop, value), (visitors, events) in groups.items()
         ]
         _upsert(EventDaily, rows, unique_fields=["site", "date", "group"], update_fields=["visitors", "events"])
@@ -240,7 +269,7 @@ def _take_dirty_days(r: redis.Redis, site: Site) -> list[date]:
         r.rename(keys.dirty_days(site.pk), taken)
     except redis.exceptions.ResponseError:  # no such key: nothing dirty
         return []
-    days = sorted(date.fromisoformat(d.decode()) for d in r.smembers(taken))
+    days = sorted(date.fromisoformat(d.decode()) for d in cast(set[bytes], r.smembers(taken)))
     r.unlink(taken)
     return days
 
@@ -258,7 +287,9 @@ def _ranges(days: list[date]) -> list[tuple[date, date]]:
 
 def first_unfinished_day(site: Site) -> date:
     """The day after the last final one; for a site never rolled up, its creation day."""
-    last_final = DailyMetrics.objects.filter(site=site, final=True).order_by("-date").values_list("date", flat=True).first()
+    last_final = (
+        DailyMetrics.objects.filter(site=site, final=True).order_by("-date").values_list("date", flat=True).first()
+    )
     if last_final is not None:
         return last_final + timedelta(days=1)
     return site.created.astimezone(SiteInfo.from_model(site).tz).date()

@@ -6,7 +6,9 @@ default): a page's visitors over an older range are read from its week and month
 (keep_page_period_days, 400), its per-day numbers from the stored PageDaily rows.
 10,000 dense pages kept 400 days as day HLLs would be ~48 GB; as 35 days plus ~66 week
 and month HLLs, about a quarter of that (make bench prints the model)."""
+
 from datetime import date
+from typing import cast
 
 import redis
 
@@ -33,9 +35,14 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
         if present:
             spans[unit, start] = present
         if sealed.intersection(period_days(unit, start)):
-            partial.add((unit, start))  # (its sealed days' bitmaps are gone: the union cannot shrink below what was stored)
+            partial.add(
+                (unit, start)
+            )  # (its sealed days' bitmaps are gone: the union cannot shrink below what was stored)
     visitors = range_visitors(r, info, spans, tmp)
-    stored = {(row.unit, row.start): row.visitors for row in PeriodVisitors.objects.filter(site=site, start__in=[s for _, s in partial])}
+    stored = {
+        (row.unit, row.start): row.visitors
+        for row in PeriodVisitors.objects.filter(site=site, start__in=[s for _, s in partial])
+    }
     for period in partial & set(visitors):
         visitors[period] = max(visitors[period], stored.get(period, 0))
     rows = []
@@ -43,7 +50,10 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
         page_days = present  # (every day whose keys are still there: the fold runs before expiry drops them)
         final = period_days(unit, start)[-1] < today
         if page_days:
-            paths = sorted(p.decode() for p in r.sunion(*(keys.pages_index(sid, d) for d in page_days)))
+            members = r.sunion(
+                *(keys.pages_index(sid, d) for d in page_days)  # type: ignore[arg-type]  # (stubs: a list; args work)
+            )
+            paths = sorted(p.decode() for p in cast(set[bytes], members))
             pipe = r.pipeline(transaction=False)
             for path in paths:
                 page_key = keys.period_visitors(sid, unit, start, path)
@@ -68,7 +78,19 @@ def _store_page_periods(site: Site, unit: str, start: date, counts: dict[str, in
     """Each page's visitors over an ended period, as rows: what its union over history is
     counted from once the period's HLLs expire (queries/pages.py). A row never shrinks: a
     period HLL made again after it expired holds only the days still in Redis."""
-    before = dict(PagePeriod.objects.filter(site=site, unit=unit, start=start, path__in=list(counts)).values_list("path", "visitors"))
-    rows = [PagePeriod(site=site, unit=unit, start=start, path=path, visitors=max(int(n), before.get(path, 0))) for path, n in counts.items()]
-    PagePeriod.objects.bulk_create(rows, batch_size=500, update_conflicts=True, unique_fields=["site", "unit", "start", "path"],
-                                   update_fields=["visitors"])
+    before = dict(
+        PagePeriod.objects.filter(site=site, unit=unit, start=start, path__in=list(counts)).values_list(
+            "path", "visitors"
+        )
+    )
+    rows = [
+        PagePeriod(site=site, unit=unit, start=start, path=path, visitors=max(int(n), before.get(path, 0)))
+        for path, n in counts.items()
+    ]
+    PagePeriod.objects.bulk_create(
+        rows,
+        batch_size=500,
+        update_conflicts=True,
+        unique_fields=["site", "unit", "start", "path"],
+        update_fields=["visitors"],
+    )

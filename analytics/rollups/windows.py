@@ -1,5 +1,6 @@
 """Week unions of the activity bitmaps: BITOP OR of a week's active (and new-visitor)
 bitmaps into lasting week keys, which week retention cohorts are counted against."""
+
 from datetime import UTC, date, datetime, timedelta
 
 import redis

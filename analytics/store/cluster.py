@@ -15,6 +15,9 @@ master it touches.
 `site_client()` gives the plain client of the master that holds a site's slot, for what
 must see one node whole (SCAN of a site's keys).
 """
+
+from typing import cast
+
 import redis
 from redis.cluster import RedisCluster
 
@@ -29,6 +32,8 @@ class ClusterClient(RedisCluster):
 class SlotPipeline(redis.Redis):
     """A pipeline over a cluster (see the module). It inherits the command methods of
     redis.Redis, each of which ends in execute_command(); queued, as a pipeline does."""
+
+    cluster: RedisCluster  # type: ignore[assignment]  # (shadows redis.Redis.cluster(), the CLUSTER command)
 
     def __init__(self, cluster: RedisCluster):  # (no Redis.__init__: this holds no connection of its own)
         self.cluster = cluster
@@ -57,7 +62,8 @@ class SlotPipeline(redis.Redis):
         stack, self.command_stack = self.command_stack, []
         by_node: dict[str, tuple] = {}
         for i, (args, _) in enumerate(stack):
-            node = self.cluster.nodes_manager.get_node_from_slot(self.cluster.determine_slot(*args))
+            slot = cast(int, self.cluster.determine_slot(*args))  # (None only for CLIENT TRACKING: never queued here)
+            node = self.cluster.nodes_manager.get_node_from_slot(slot)
             by_node.setdefault(node.name, (node, []))[1].append(i)
         results: list = [None] * len(stack)
         for node, indexes in by_node.values():

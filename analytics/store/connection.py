@@ -3,7 +3,9 @@
 Nothing connects at import time (bitmapist's mistake): tests and the runner can point
 settings.REDIS_URL somewhere else first, then call `reset()`.
 """
+
 import threading
+from typing import cast
 
 import redis
 import redis.asyncio as aioredis
@@ -25,7 +27,7 @@ OUTAGE = (
     redis.exceptions.OutOfMemoryError,
 )
 
-_client = None
+_client: redis.Redis | None = None
 _lock = threading.Lock()
 
 
@@ -38,7 +40,8 @@ def get_redis() -> redis.Redis:
             if _client is None:
                 options = dict(socket_connect_timeout=2, socket_timeout=settings.REDIS_SOCKET_TIMEOUT)
                 if settings.REDIS_CLUSTER_URL:
-                    _client = ClusterClient.from_url(settings.REDIS_CLUSTER_URL, **options)
+                    # (a stand-in for a single server's client: store/cluster.py)
+                    _client = cast(redis.Redis, ClusterClient.from_url(settings.REDIS_CLUSTER_URL, **options))
                 else:
                     _client = redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30, **options)
     return _client
@@ -57,7 +60,7 @@ def new_async_client() -> aioredis.Redis:
     """A fresh asyncio client of Tally's data (for the ASGI server's live counts); the
     caller closes it. On a cluster, redis-py's asyncio cluster client (single commands only)."""
     if settings.REDIS_CLUSTER_URL:
-        return aioredis.RedisCluster.from_url(settings.REDIS_CLUSTER_URL)
+        return cast(aioredis.Redis, aioredis.RedisCluster.from_url(settings.REDIS_CLUSTER_URL))
     return aioredis.from_url(settings.REDIS_URL)
 
 

@@ -4,6 +4,7 @@ Versions before the runs of lib/firstdays.lua kept a u16 day per visitor id in o
 string, 2 bytes a visitor for ever. Ingest still reads it for the ids it holds; this turns
 it into runs and moved ids, a chunk of ids per call, while Tally runs, and then drops it.
 """
+
 import redis
 
 from . import keys
@@ -25,7 +26,9 @@ def migrate(r: redis.Redis, site_id: int, chunk: int = CHUNK, progress=None) -> 
     end = int(first_run[0][1]) if first_run else int(node.get(keys.visitor_id_counter(site_id)) or 0)
     at, open_day = 0, -1
     while at >= 0:
-        done_to, open_day = FIRSTDAYS_MIGRATE.run(node, [base, keys.first_days_runs_aside(site_id), runs], [at, chunk, end, open_day])
+        done_to, open_day = FIRSTDAYS_MIGRATE.run(
+            node, [base, keys.first_days_runs_aside(site_id), runs], [at, chunk, end, open_day]
+        )
         if progress:
             progress((end if done_to < 0 else done_to) - at)
         at = done_to

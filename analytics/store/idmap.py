@@ -1,6 +1,7 @@
 """The stable visitor-id map as Python reads it (lib/idmap.lua writes it): its bucket keys,
 every (digest prefix, id) pair, for the admin's memory figures and for tests, and the
 moves of maps kept in earlier layouts."""
+
 import redis
 
 from . import keys

@@ -120,6 +120,7 @@ lock:<job>               string  a job's lock (store/locks.py)
 tmp:<token>:<name>       any     scratch results of BITOP/PFMERGE, with a short TTL
 =======================  ======  =========================================================
 """
+
 from datetime import date, datetime
 
 FIELD_VALUE_SEP = "\x1f"  # between a field's kind and its value, "page\x1f/path" (analytics.dimensions.SEP)
@@ -574,6 +575,7 @@ def bloom_digest(site_id: int, key: bytes | str) -> str | None:
 
 
 # Exports: one semaphore for the whole installation (its own hash tag), a job per export.
+
 
 def page_merge(site_id: int, day: date) -> str:
     """Staging hash of a sealed day's new page keys, between their removal from Redis and

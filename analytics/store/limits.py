@@ -12,6 +12,7 @@ that many times looser, never off) before the write is tried, so one client cann
 the spool at will, and a refused event is one Redis never saw (a write that timed out may
 have been applied: it is spooled under its mark, never refused after the fact).
 """
+
 import math
 import threading
 import time

@@ -5,6 +5,7 @@ or renews it (compare-and-pexpire). While a job runs, a watchdog thread renews t
 every third of its TTL, so a slow job keeps it and a dead worker's lock frees itself when
 the TTL runs out. A job that cannot take the lock skips: the holder is doing its work.
 """
+
 import contextlib
 import logging
 import secrets

@@ -11,13 +11,16 @@ hiredis's packer on an asyncio transport and reads the replies with hiredis's pa
 
 What it does not do, by design: cluster routing, TLS, RESP3, pub/sub, retries. `for_url()`
 returns None for a URL it cannot serve (rediss://, any other scheme), and
-connection.new_loop_client() None on a cluster: the caller then stays on redis-py. Errors are redis-py's exception classes, so the callers' `OUTAGE` handling
+connection.new_loop_client() None on a cluster: the caller then stays on redis-py. Errors
+are redis-py's exception classes, so the callers' `OUTAGE` handling
 (store/connection.py) and NOSCRIPT fallback work unchanged. A command that times out
 closes the connection (its reply may still come, and would answer the next command), and
 the next command connects again.
 """
+
 import asyncio
 from collections import deque
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import hiredis
@@ -27,8 +30,9 @@ import redis
 class LoopClient:
     """Commands pipelined on one connection, answered in order; made for one event loop."""
 
-    def __init__(self, connect, password: str | None, username: str | None, db: int, timeout: float,
-                 connect_timeout: float = 2.0):
+    def __init__(
+        self, connect, password: str | None, username: str | None, db: int, timeout: float, connect_timeout: float = 2.0
+    ):
         self._connect = connect  # a coroutine function: (transport, protocol) of a new connection
         self.connect_timeout = min(connect_timeout, timeout)  # (redis-py's socket_connect_timeout here: 2 s)
         self._hello = [("AUTH", *((username,) if username else ()), password)] if password else []
@@ -42,7 +46,7 @@ class LoopClient:
     def for_url(cls, url: str, timeout: float) -> "LoopClient | None":
         """A client of redis:// or unix:// `url`, or None for anything else."""
         parts = urlsplit(url)
-        query = parse_qs(parts.query)
+        query: dict[str, list[Any]] = parse_qs(parts.query)  # (Any: the defaults below are None and 0)
         password = unquote(parts.password) if parts.password else (query.get("password") or [None])[0]
         username = unquote(parts.username) if parts.username else None
         loop = lambda: asyncio.get_running_loop()  # noqa: E731
@@ -62,7 +66,9 @@ class LoopClient:
         """Send the commands in one write; their replies, in order (a command's error reply
         comes back as its redis-py exception, not raised). Raises redis-py's ConnectionError
         or TimeoutError when the connection fails or no reply comes in time."""
-        payload = b"".join(hiredis.pack_command(command) for command in commands)  # (first: a bad argument sends nothing)
+        payload = b"".join(
+            hiredis.pack_command(command) for command in commands
+        )  # (first: a bad argument sends nothing)
         protocol = await self._connection()
         futures = protocol.send(payload, len(commands))
         try:

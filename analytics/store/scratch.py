@@ -4,6 +4,7 @@ A job names its temporary keys through one `Scratch`; each carries a TTL before 
 used, and all are unlinked when the job ends, even when it fails, so a crashed process
 leaves nothing behind for long.
 """
+
 import secrets
 from contextlib import contextmanager
 

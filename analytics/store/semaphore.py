@@ -1,6 +1,7 @@
 """A fair counting semaphore in Redis: at most `limit` holders across all workers, served
 first come first served, and a holder that stops refreshing (a crashed worker) loses its
 slot after `timeout` seconds. See scripts/semaphore.lua."""
+
 import time
 
 import redis

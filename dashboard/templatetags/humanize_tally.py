@@ -1,5 +1,6 @@
 """Number formatting: cards 1234 -> 1,234 and 1234567 -> 1.23M; tables 1234567 ->
 1,234,567; 0.1234 -> 12.3%; 83 seconds -> 1m 23s."""
+
 from django import template
 
 register = template.Library()

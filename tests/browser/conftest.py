@@ -4,6 +4,7 @@ ASGI live-stream server in a thread.
 No Chromium: the browser tests skip with a message, except under CI=true, where a
 missing browser fails the run (.ci/run installs it).
 """
+
 import io
 import os
 import re
@@ -18,8 +19,14 @@ from tests.redis_server import free_port
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 USER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36"
 
@@ -48,7 +55,10 @@ def static_by_plain_names(settings):
     """The live server's static handler serves from the source folders by plain names,
     not the hashed names of the collected manifest (make run serves those: see
     test_make_run.py)."""
-    settings.STORAGES = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
 
 
 @pytest.fixture
@@ -60,7 +70,9 @@ def live_stream(settings):
 
     port = free_port()
     settings.LIVE_PORT = port
-    server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

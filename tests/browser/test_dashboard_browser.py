@@ -1,5 +1,6 @@
 """The dashboard in a real browser: login, charts drawn, period switch, page search, the
 live counter moving when a page with tracker.js opens in another tab, escaping, phone width."""
+
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -25,7 +26,12 @@ def dashboard(r, live_server, live_stream, django_user_model, context):
     info = SiteInfo.from_model(site)
     now = datetime.now(UTC)
     hits = [
-        Hit(now - timedelta(days=n % 20, minutes=5), f"/p{n % 9}", "pageview", identity_source(None, f"v{n % 120}", None, None))
+        Hit(
+            now - timedelta(days=n % 20, minutes=5),
+            f"/p{n % 9}",
+            "pageview",
+            identity_source(None, f"v{n % 120}", None, None),
+        )
         for n in range(1500)
     ]
     hits.append(Hit(now - timedelta(days=1), XSS, "pageview", identity_source(None, "x", None, None)))
@@ -66,7 +72,14 @@ def test_charts_periods_search_and_live(dashboard, r, live_server, context):
     page.wait_for_url(re.compile(r"period=7d"))
     charts_drawn(page)
     since = info.today() - timedelta(days=6)
-    expected = sum(1 for n in range(1500) if (datetime.now(UTC) - timedelta(days=n % 20, minutes=5)).astimezone(info.tz).date() >= since) + 1
+    expected = (
+        sum(
+            1
+            for n in range(1500)
+            if (datetime.now(UTC) - timedelta(days=n % 20, minutes=5)).astimezone(info.tz).date() >= since
+        )
+        + 1
+    )
     assert card(page, "pageviews") == expected
 
     # the retention toggle shows weekly cohorts
@@ -99,7 +112,9 @@ def test_charts_periods_search_and_live(dashboard, r, live_server, context):
     tracked.goto(f"{live_server.url}/welcome")
     deadline = time.monotonic() + 15  # (no wait_for_function: our CSP forbids eval, rightly)
     while int(page.inner_text("#live-count")) <= before:
-        assert time.monotonic() < deadline, f"the live counter did not move: {problems} {r.smembers(f'tally:{{{site.pk}}}:pages:{info.today().isoformat()}')} {page.inner_text('#live-count')}"
+        assert time.monotonic() < deadline, (
+            f"the live counter did not move: {problems} {r.smembers(f'tally:{{{site.pk}}}:pages:{info.today().isoformat()}')} {page.inner_text('#live-count')}"
+        )
         page.wait_for_timeout(200)
     assert page.streams and set(page.streams) == {200}  # pushed over server-sent events, not polled
     assert "/welcome" in r.smembers(f"tally:{{{site.pk}}}:pages:{info.today().isoformat()}").__repr__()
@@ -132,11 +147,15 @@ LEGENDS = ("visitors", "actives")
 def laid_out(page, charts, layout=None):
     """Wait until each chart has been drawn in the layout its code chose for its width
     (data-layout: "phone" or "wide"; `layout`, if given) and at its box's width."""
-    page.wait_for_function("""([charts, layout]) => charts.every(chart => {
+    page.wait_for_function(
+        """([charts, layout]) => charts.every(chart => {
         const el = document.getElementById('chart-' + chart);
         const chosen = el.getAttribute('data-layout');
         return chosen && (!layout || chosen === layout) && Math.abs(el._fullLayout.width - el.clientWidth) <= 1;
-    })""", arg=[list(charts), layout], timeout=10_000)
+    })""",
+        arg=[list(charts), layout],
+        timeout=10_000,
+    )
     return {chart: page.get_attribute(f"#chart-{chart}", "data-layout") for chart in charts}
 
 
@@ -144,10 +163,13 @@ def assert_boxes_hold_figures(page, charts):
     """Each chart's box as tall as its figure: plotly.js's responsive resize took the box's
     height, which was the CSS min-height from the second resize on (the figure squeezed
     into 220 px, or drawn over what follows)."""
-    sizes = page.evaluate("""charts => charts.map(chart => {
+    sizes = page.evaluate(
+        """charts => charts.map(chart => {
         const el = document.getElementById('chart-' + chart);
         return [chart, el.clientHeight, el._fullLayout.height, el.querySelector('.main-svg').getBoundingClientRect().height];
-    })""", list(charts))
+    })""",
+        list(charts),
+    )
     assert all(box == figure == drawn for _, box, figure, drawn in sizes), sizes
 
 
@@ -159,14 +181,21 @@ def assert_legends_placed(page):
     """Laid out as on a phone, a chart's legend sits under the plot and its dates, else above
     the plot; either way no legend name is over the plot (its drag layer)."""
     for chart in LEGENDS:
-        def boxes(selector):
+
+        def boxes(selector, chart=chart):
             return [t.bounding_box() for t in page.locator(f"#chart-{chart} {selector}").all()]
 
         names, dates = boxes("g.legend text"), boxes("g.xtick text")
         plot = page.locator(f"#chart-{chart} .nsewdrag").bounding_box()
         layout = page.get_attribute(f"#chart-{chart}", "data-layout")
-        over = [b for b in names if b["y"] < plot["y"] + plot["height"] and b["y"] + b["height"] > plot["y"]
-                and b["x"] < plot["x"] + plot["width"] and b["x"] + b["width"] > plot["x"]]
+        over = [
+            b
+            for b in names
+            if b["y"] < plot["y"] + plot["height"]
+            and b["y"] + b["height"] > plot["y"]
+            and b["x"] < plot["x"] + plot["width"]
+            and b["x"] + b["width"] > plot["x"]
+        ]
         assert over == [], (chart, layout, over, plot)
         if layout == "phone":
             top, bottom = min(b["y"] for b in names), max(b["y"] + b["height"] for b in dates)
@@ -224,13 +253,25 @@ def test_turning_a_phone_moves_the_legends_with_the_width(dashboard):
     laid_out(page, LEGENDS, "wide")
     assert_legends_placed(page)
     heights = {}
-    for width, layout in ((390, "phone"), (1280, "wide"), (920, "phone"), (1000, "phone"), (844, "wide"), (1280, "wide"), (390, "phone")):
+    for width, layout in (
+        (390, "phone"),
+        (1280, "wide"),
+        (920, "phone"),
+        (1000, "phone"),
+        (844, "wide"),
+        (1280, "wide"),
+        (390, "phone"),
+    ):
         page.set_viewport_size({"width": width, "height": 844})
         laid_out(page, LEGENDS, layout)  # (and as wide as its card again)
         assert_legends_placed(page)
         assert_boxes_hold_figures(page, LEGENDS)
-        heights.setdefault(layout, set()).add(page.evaluate("document.getElementById('chart-visitors')._fullLayout.height"))
-    assert heights["phone"] == {360} and heights["wide"] == {300}, heights  # (taller on a phone by about what the legend takes)
+        heights.setdefault(layout, set()).add(
+            page.evaluate("document.getElementById('chart-visitors')._fullLayout.height")
+        )
+    assert heights["phone"] == {360} and heights["wide"] == {300}, (
+        heights
+    )  # (taller on a phone by about what the legend takes)
     assert problems == []
 
 
@@ -281,11 +322,14 @@ def test_the_map_height_follows_the_width(dashboard):
 
     def height_for(width):
         page.set_viewport_size({"width": width, "height": 844})
-        page.wait_for_function("""() => {
+        page.wait_for_function(
+            """() => {
             const el = document.getElementById('chart-map'), svg = el.querySelector('.main-svg').getBoundingClientRect();
             const height = Math.min(300, Math.round(el.clientWidth * 0.55));
             return Math.abs(svg.width - el.clientWidth) <= 1 && Math.abs(svg.height - height) <= 1 && el._fullLayout.height === height;
-        }""", timeout=10_000)
+        }""",
+            timeout=10_000,
+        )
         return page.locator("#chart-map .main-svg").first.bounding_box()["height"]
 
     heights = [height_for(width) for width in (1280, 390, 844, 390)]
@@ -327,7 +371,10 @@ def test_the_tracker_says_why_it_ignores_localhost(context, live_server, r):
     tracker = f"{live_server.url}/static/tracker.js"
     page.route(
         f"{live_server.url}/local",
-        lambda route: route.fulfill(content_type="text/html", body=f'<!doctype html><title>x</title><script src="{tracker}" data-domain="example.com"></script>'),
+        lambda route: route.fulfill(
+            content_type="text/html",
+            body=f'<!doctype html><title>x</title><script src="{tracker}" data-domain="example.com"></script>',
+        ),
     )
     page.goto(f"{live_server.url}/local")
     page.wait_for_timeout(300)
@@ -348,7 +395,8 @@ def test_nothing_sticks_out_on_a_phone(dashboard):
             (selector, box["x"] + box["width"])
             for selector in ("table", "button", "form", ".card", "pre", "input")
             for n in range(page.locator(selector).count())
-            if (box := page.locator(selector).nth(n).bounding_box()) and box["x"] + box["width"] > 390.5
+            if (box := page.locator(selector).nth(n).bounding_box())
+            and box["x"] + box["width"] > 390.5
             and not page.locator(selector).nth(n).evaluate("e => !!e.closest('.chart, pre, .scroll')")
         ]
         assert wide == [], (path, wide)
@@ -363,17 +411,25 @@ def test_the_tracker_sends_custom_events_with_props_and_revenue(context, live_se
     site = Site.objects.create(domain="shop.example")
     page = context.new_page()
     tracker = f"{live_server.url}/static/tracker.js"
-    queue = "window.plausible=window.plausible||function(){(window.plausible.q=window.plausible.q||[]).push(arguments)};"
+    queue = (
+        "window.plausible=window.plausible||function(){(window.plausible.q=window.plausible.q||[]).push(arguments)};"
+    )
     page.route(
         f"{live_server.url}/shop",
-        lambda route: route.fulfill(content_type="text/html", body=(
-            f'<!doctype html><title>Shop</title><script>{queue} plausible("Download", {{props: {{file: "a.pdf"}}}});</script>'
-            f'<script src="{tracker}" data-domain="shop.example" data-allow-localhost></script>')),
+        lambda route: route.fulfill(
+            content_type="text/html",
+            body=(
+                f'<!doctype html><title>Shop</title><script>{queue} plausible("Download", {{props: {{file: "a.pdf"}}}});</script>'
+                f'<script src="{tracker}" data-domain="shop.example" data-allow-localhost></script>'
+            ),
+        ),
     )
     sent = []
     page.on("request", lambda req: sent.append(orjson.loads(req.post_data)) if req.url.endswith("/api/event") else None)
     page.goto(f"{live_server.url}/shop")
-    page.evaluate('() => new Promise(done => tally("Signup", {props: {plan: "pro"}, revenue: {currency: "EUR", amount: 19}, callback: done}))')
+    page.evaluate(
+        '() => new Promise(done => tally("Signup", {props: {plan: "pro"}, revenue: {currency: "EUR", amount: 19}, callback: done}))'
+    )
     deadline = time.monotonic() + 10
     while len(sent) < 3:
         assert time.monotonic() < deadline, sent
@@ -396,22 +452,33 @@ def retention_labels(page, unit="day"):
     (data-labels, for data-labels-width): which kind ("full", "short" or "none") and the
     box of each label shown, as [text, left, top, right, bottom] (the heatmap's SVG text)."""
     chart = f"chart-retention-{unit}"
-    page.wait_for_function("""id => {
+    page.wait_for_function(
+        """id => {
         const el = document.getElementById(id), layout = el._fullLayout;
         return layout && Math.abs(layout.width - el.clientWidth) <= 1 && el.getAttribute('data-labels')
             && el.getAttribute('data-labels-width') === String(layout.width);
-    }""", arg=chart, timeout=10_000)
-    boxes = page.evaluate("""id => [...document.querySelectorAll('#' + id + ' .heatmaplayer text')]
+    }""",
+        arg=chart,
+        timeout=10_000,
+    )
+    boxes = page.evaluate(
+        """id => [...document.querySelectorAll('#' + id + ' .heatmaplayer text')]
         .filter(t => t.textContent && getComputedStyle(t).display !== 'none' && getComputedStyle(t).visibility !== 'hidden')
         .map(t => { const b = t.getBoundingClientRect(); return [t.textContent, b.left, b.top, b.right, b.bottom]; })
-        .filter(([, left, top, right, bottom]) => right > left && bottom > top)""", chart)
+        .filter(([, left, top, right, bottom]) => right > left && bottom > top)""",
+        chart,
+    )
     return page.get_attribute(f"#{chart}", "data-labels"), boxes
 
 
 def overlapping(boxes):
     """The pairs of labels whose boxes share some area (touching is not overlapping)."""
-    return [(a[0], b[0]) for n, a in enumerate(boxes) for b in boxes[n + 1:]
-            if a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]]
+    return [
+        (a[0], b[0])
+        for n, a in enumerate(boxes)
+        for b in boxes[n + 1 :]
+        if a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]
+    ]
 
 
 def test_the_retention_labels_never_overlap(user_page, live_server):
@@ -437,7 +504,9 @@ def test_the_retention_labels_never_overlap(user_page, live_server):
         labels, boxes = retention_labels(page)
         assert overlapping(boxes) == [], (width, labels, overlapping(boxes)[:5])
         assert (labels, len(boxes)) == shown[width], (width, labels, len(boxes), shown)
-    assert "%{z}%" in page.evaluate("document.getElementById('chart-retention-day').data[0].hovertemplate")  # (the share, hidden or not)
+    assert "%{z}%" in page.evaluate(
+        "document.getElementById('chart-retention-day').data[0].hovertemplate"
+    )  # (the share, hidden or not)
     page.set_viewport_size({"width": 390, "height": 900})
     retention_labels(page)
     page.click("[data-cohorts=week]")

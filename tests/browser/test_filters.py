@@ -1,5 +1,6 @@
 """Filters in a real browser (issue 15): clicking a source row filters every card and
 panel, the chip shows it and removes it, and the URL alone restores it."""
+
 import re
 from datetime import timedelta
 
@@ -42,7 +43,10 @@ def test_clicking_a_source_filters_every_card_and_panel_and_the_chip_removes_it(
     page.locator("#panel-sources [data-tab=source]").click()
     expect(page.locator("#panel-sources [data-pane=source] .list[data-loaded]")).to_have_count(1)
     assert rows(page.locator("#panel-sources [data-pane=source]")) == ["Google"]
-    country_total = sum(int(c.replace(",", "")) for c in page.locator("#panel-locations [data-pane=country] ol.rows .count").all_inner_texts())
+    country_total = sum(
+        int(c.replace(",", ""))
+        for c in page.locator("#panel-locations [data-pane=country] ol.rows .count").all_inner_texts()
+    )
     assert 0 < country_total <= expected["visitors"] * 2
 
     # the URL restores the view
@@ -69,6 +73,8 @@ def test_the_funnel_chart_draws_the_demo_funnel_and_follows_the_filters(user_pag
     assert label.startswith("Funnel Signup journey: / ") and "event:Signup" in label
     first = int(re.search(r": / (\d+) visitors", label).group(1))
     page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d&filters=source%3D%3DGoogle")
-    narrowed = int(re.search(r": / (\d+) visitors", page.locator("#funnels .funnel .chart").get_attribute("aria-label")).group(1))
+    narrowed = int(
+        re.search(r": / (\d+) visitors", page.locator("#funnels .funnel .chart").get_attribute("aria-label")).group(1)
+    )
     assert 0 < narrowed < first
     assert not page.problems, page.problems

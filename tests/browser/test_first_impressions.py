@@ -1,6 +1,7 @@
 """What a new user meets (issue 11): the demo site and an empty site, on a laptop (1440 px)
 and a phone (390 px): nothing wider than the screen, no console error, Today drawn by the
 hour, and the numbers on the page agreeing with the API and with each other."""
+
 import io
 import re
 
@@ -78,8 +79,10 @@ def test_the_demo_site_reads_true_at_every_width(user_page, demo, live_server, w
 
         # the cards' visitors are the API's aggregate: one union, the same number
         start, end = page.evaluate("() => [...document.querySelectorAll('input[type=date]')].map(i => i.value)")
-        api = page.request.get(f"{live_server.url}/api/v1/stats/aggregate?site=demo.example&from={start}&to={end}"
-                               "&metrics=visitors,pageviews").json()["results"]
+        api = page.request.get(
+            f"{live_server.url}/api/v1/stats/aggregate?site=demo.example&from={start}&to={end}"
+            "&metrics=visitors,pageviews"
+        ).json()["results"]
         assert number(page.inner_text('[data-metric="visitors"] .value')) == api["visitors"]["value"], period
         assert number(page.inner_text('[data-metric="pageviews"] .value')) == api["pageviews"]["value"], period
 
@@ -146,7 +149,12 @@ def test_a_site_fed_from_an_access_log_has_its_panels(user_page, live_server, r,
     call_command("import_log", "--site", "logs.example", str(log), stdout=io.StringIO(), stderr=io.StringIO())
     page, problems = user_page
     open_at(page, f"{live_server.url}/dashboard/logs.example/?period=7d", 1440)
-    for panel, expected in (("sources", "newsletter"), ("devices", "Firefox"), ("locations", "United States"), ("pages", "/p1")):
+    for panel, expected in (
+        ("sources", "newsletter"),
+        ("devices", "Firefox"),
+        ("locations", "United States"),
+        ("pages", "/p1"),
+    ):
         text = page.inner_text(f"#panel-{panel}")
         if panel == "sources":
             page.click("#panel-sources [data-tab=source]")

@@ -2,6 +2,7 @@
 (1440 px) and a phone (390 px), the four panels list rows, every tab shows its list, the
 world map draws from the vendored outlines with no request leaving our servers, no
 console error, nothing wider than the screen."""
+
 import re
 
 import pytest
@@ -20,7 +21,9 @@ def rows(pane) -> list[str]:
 
 
 @pytest.mark.parametrize("width", [1440, 390])
-def test_every_panel_tab_lists_its_rows_and_the_map_is_drawn_locally(user_page, live_server, live_stream, width, settings):
+def test_every_panel_tab_lists_its_rows_and_the_map_is_drawn_locally(
+    user_page, live_server, live_stream, width, settings
+):
     settings.GEO_CITY_DB = ""
     page = user_page
     page.set_viewport_size({"width": width, "height": 900})
@@ -47,7 +50,9 @@ def test_every_panel_tab_lists_its_rows_and_the_map_is_drawn_locally(user_page, 
                 continue
             expect(pane.locator(".list[data-loaded]")).to_have_count(1)
             if key in empty:  # they say why
-                expect(pane.locator("ol.rows li.empty")).to_have_text(re.compile(r"^Regions and cities need a city database: set TALLY_GEO_CITY_DB"))
+                expect(pane.locator("ol.rows li.empty")).to_have_text(
+                    re.compile(r"^Regions and cities need a city database: set TALLY_GEO_CITY_DB")
+                )
             else:
                 assert len(rows(pane)) > 0, (panel, key)
                 assert pane.locator("a[data-details]").is_visible()

@@ -1,4 +1,5 @@
 """python manage.py addgoal DOMAIN (--event NAME | --page PATTERN) [--name NAME]"""
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
@@ -13,7 +14,9 @@ class Command(BaseCommand):
         which = parser.add_mutually_exclusive_group(required=True)
         which.add_argument("--event", help="a custom event's name, e.g. Signup")
         which.add_argument("--page", help="a path pattern: * within a segment, ** across segments")
-        parser.add_argument("--name", default="", help="the goal's name on the dashboard (default: the event or pattern)")
+        parser.add_argument(
+            "--name", default="", help="the goal's name on the dashboard (default: the event or pattern)"
+        )
 
     def handle(self, domain, event, page, name, **options):
         site = Site.objects.filter(domain=domain.strip().lower()).first()

@@ -1,4 +1,5 @@
 """python manage.py addsite DOMAIN [--timezone TZ] [--daily-salt]: prints the new API key last."""
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 

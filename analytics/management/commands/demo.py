@@ -6,8 +6,10 @@ of browsers and devices, returning visitors whose chance to come back fades smoo
 time (so retention curves decay without falling off a cliff), and some bot traffic that
 gets dropped. Events go through the same engine path as the APIs.
 """
+
 import random
 from datetime import UTC, datetime, time, timedelta
+from typing import cast
 
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
@@ -23,22 +25,93 @@ from analytics.store.connection import get_redis
 DOMAIN = "demo.example"
 DAYS = 90
 TOP = ["/", "/pricing", "/features", "/docs/getting-started", "/blog", "/signup", "/login", "/about", "/contact"]
-DOCS = ["installation", "configuration", "api/events", "api/stats", "api/authentication", "tracker", "self-hosting",
-        "upgrading", "faq", "troubleshooting", "exports", "retention", "funnels", "goals", "privacy", "cluster"]
+DOCS = [
+    "installation",
+    "configuration",
+    "api/events",
+    "api/stats",
+    "api/authentication",
+    "tracker",
+    "self-hosting",
+    "upgrading",
+    "faq",
+    "troubleshooting",
+    "exports",
+    "retention",
+    "funnels",
+    "goals",
+    "privacy",
+    "cluster",
+]
 OPENINGS = ["how-we", "why-we", "what-we-learned-when-we", "a-guide-to", "notes-on", "the-case-for"]
-SUBJECTS = ["counted-a-billion-events", "moved-to-redis", "dropped-cookies", "built-retention-cohorts", "made-ingest-fast",
-            "tested-with-real-browsers", "handle-bots", "sized-bloom-filters", "run-on-a-cluster", "measure-memory",
-            "ship-weekly", "price-an-open-source-product", "wrote-our-tracker-in-1kb", "think-about-privacy"]
+SUBJECTS = [
+    "counted-a-billion-events",
+    "moved-to-redis",
+    "dropped-cookies",
+    "built-retention-cohorts",
+    "made-ingest-fast",
+    "tested-with-real-browsers",
+    "handle-bots",
+    "sized-bloom-filters",
+    "run-on-a-cluster",
+    "measure-memory",
+    "ship-weekly",
+    "price-an-open-source-product",
+    "wrote-our-tracker-in-1kb",
+    "think-about-privacy",
+]
 # (share, User-Agent): roughly what a developer-tools site sees
 AGENTS = [
-    (34, "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"),
-    (18, "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"),
-    (12, "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"),
-    (10, "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Mobile Safari/537.36"),
-    (9, "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_6) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15"),
+    (
+        34,
+        (
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+            "Chrome/130.0.0.0 Safari/537.36"
+        ),
+    ),
+    (
+        18,
+        (
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) "
+            "Chrome/130.0.0.0 Safari/537.36"
+        ),
+    ),
+    (
+        12,
+        (
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+            "Version/18.1 Mobile/15E148 Safari/604.1"
+        ),
+    ),
+    (
+        10,
+        (
+            "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+            "Chrome/130.0.0.0 Mobile Safari/537.36"
+        ),
+    ),
+    (
+        9,
+        (
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_6) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+            "Version/18.1 Safari/605.1.15"
+        ),
+    ),
     (8, "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"),
-    (6, "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Edg/130.0.0.0"),
-    (3, "Mozilla/5.0 (iPad; CPU OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"),
+    (
+        6,
+        (
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+            "Chrome/130.0.0.0 Safari/537.36 Edg/130.0.0.0"
+        ),
+    ),
+    (
+        3,
+        (
+            "Mozilla/5.0 (iPad; CPU OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+            "Version/18.1 Mobile/15E148 Safari/604.1"
+        ),
+    ),
 ]
 
 
@@ -65,13 +138,35 @@ REFERRERS = [
     (3, "https://chatgpt.com/", "?utm_source=chatgpt.com"),
     (1, "https://www.perplexity.ai/", ""),
     (4, None, "?utm_source=newsletter&utm_medium=email&utm_campaign=november-update"),
-    (2, "https://www.google.com/", "?utm_source=google&utm_medium=cpc&utm_campaign=self-hosted-analytics&utm_term=redis+analytics"),
+    (
+        2,
+        "https://www.google.com/",
+        "?utm_source=google&utm_medium=cpc&utm_campaign=self-hosted-analytics&utm_term=redis+analytics",
+    ),
     (2, "https://jvns.ca/blog/2026/10/03/counting-things/", ""),
     (1, "https://lobste.rs/s/abc123/", ""),
 ]
 # (share, country): visitors' countries; addresses are drawn from each country's registry blocks
-COUNTRIES = [(30, "US"), (12, "DE"), (8, "GB"), (6, "FR"), (6, "IN"), (4, "CA"), (4, "NL"), (3, "BR"), (3, "JP"),
-             (3, "PL"), (3, "ES"), (2, "SE"), (2, "AU"), (2, "IT"), (2, "CH"), (1, "KR"), (1, "SG"), (1, "MX")]
+COUNTRIES = [
+    (30, "US"),
+    (12, "DE"),
+    (8, "GB"),
+    (6, "FR"),
+    (6, "IN"),
+    (4, "CA"),
+    (4, "NL"),
+    (3, "BR"),
+    (3, "JP"),
+    (3, "PL"),
+    (3, "ES"),
+    (2, "SE"),
+    (2, "AU"),
+    (2, "IT"),
+    (2, "CH"),
+    (1, "KR"),
+    (1, "SG"),
+    (1, "MX"),
+]
 WIDTHS = {"iPhone": 390, "Android": 412, "iPad": 820}
 
 
@@ -121,7 +216,7 @@ def new_visitors_day(seed: int, start: datetime, span: int, visitors: int) -> li
             page = pages[min(int(len(pages) ** (rng.random() ** 1.3)) - 1, len(pages) - 1)]
             attrs = attrs or crowd.visit(person, page)
             hits.append(Hit((t + timedelta(seconds=40 * n)).astimezone(UTC), page, "pageview", person[0], attrs=attrs))
-    hits.sort(key=lambda h: h.ts)
+    hits.sort(key=lambda h: cast(datetime, h.ts))  # (every hit here has its time)
     return hits
 
 
@@ -131,18 +226,28 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--visitors", type=int, default=900, help="typical weekday visitors (default 900)")
         parser.add_argument("--seed", type=int, default=1)
-        parser.add_argument("--now", type=datetime.fromisoformat, default=None,
-                            help="the moment the traffic ends (ISO 8601 with offset; default: now), for reproducible demos")
+        parser.add_argument(
+            "--now",
+            type=datetime.fromisoformat,
+            default=None,
+            help="the moment the traffic ends (ISO 8601 with offset; default: now), for reproducible demos",
+        )
 
-    def handle(self, visitors, seed, now=None, **options):
+    def handle(self, visitors, seed, now=None, **options) -> None:
         rng = random.Random(seed)
         site, created = Site.objects.get_or_create(domain=DOMAIN, defaults={"timezone": "Europe/Berlin"})
         if not created:
             self.stdout.write(f"{DOMAIN} exists already; adding another {DAYS} days of traffic to it.")
         info = SiteInfo.from_model(site)
-        for name, event, pattern in (("Signup", "Signup", ""), ("Read the docs", "", "/docs/**"), ("Pricing", "", "/pricing")):
+        for name, event, pattern in (
+            ("Signup", "Signup", ""),
+            ("Read the docs", "", "/docs/**"),
+            ("Pricing", "", "/pricing"),
+        ):
             Goal.objects.get_or_create(site=site, name=name, defaults={"event_name": event, "page_pattern": pattern})
-        Funnel.objects.get_or_create(site=site, name="Signup journey", defaults={"steps": "/\n/pricing\n/signup\nevent:Signup"})
+        Funnel.objects.get_or_create(
+            site=site, name="Signup journey", defaults={"steps": "/\n/pricing\n/signup\nevent:Signup"}
+        )
         r = get_redis()
         pages = _pages(rng)
         crowd = People(rng)
@@ -158,7 +263,8 @@ class Command(BaseCommand):
             weekend = day.weekday() >= 5
             rhythm = (0.55 if weekend else 1.0) * (1 + 0.3 * (DAYS - offset) / DAYS) * rng.uniform(0.85, 1.15)
             people = [
-                p for p, (chance, arrived) in sticky.items()
+                p
+                for p, (chance, arrived) in sticky.items()
                 if rng.random() < chance * (1 + (arrived - offset) / 3) ** -0.8 * (0.7 if weekend else 1.0)
             ]
             for _ in range(int(visitors * rhythm * 0.6)):
@@ -187,15 +293,31 @@ class Command(BaseCommand):
                 if attrs and rng.random() < 0.03:
                     plan = rng.choices(["free", "team", "business"], weights=[70, 22, 8])[0]
                     money = None if plan == "free" else ("EUR", 1900 if plan == "team" else 9900)
-                    hits.append(Hit(start.astimezone(UTC) + timedelta(seconds=30), "/signup", "Signup", source, attrs=attrs,
-                                    props=(("plan", plan),), revenue=money))
+                    hits.append(
+                        Hit(
+                            start.astimezone(UTC) + timedelta(seconds=30),
+                            "/signup",
+                            "Signup",
+                            source,
+                            attrs=attrs,
+                            props=(("plan", plan),),
+                            revenue=money,
+                        )
+                    )
             if offset == 0:  # a few people on the site right now, for the live counter
                 for _ in range(rng.randint(3, 9)):  # (people like the others: sources, devices and places too)
                     person, page = crowd.new(), rng.choice(pages[:8])
-                    hits.append(Hit(now - timedelta(seconds=rng.randrange(240)), page, "pageview", person[0],
-                                    attrs=crowd.visit(person, page)))
+                    hits.append(
+                        Hit(
+                            now - timedelta(seconds=rng.randrange(240)),
+                            page,
+                            "pageview",
+                            person[0],
+                            attrs=crowd.visit(person, page),
+                        )
+                    )
             hits += [Hit(day_start.astimezone(UTC), "/", "pageview", b"bot", bot=True)] * rng.randint(20, 60)
-            hits.sort(key=lambda h: h.ts)
+            hits.sort(key=lambda h: cast(datetime, h.ts))  # (every hit here has its time)
             for i in range(0, len(hits), 2000):
                 total += record(r, info, hits[i : i + 2000], now=now).accepted
         days = list(range(0, DAYS, 7))

@@ -13,6 +13,7 @@ commands a second for 10,000 idle sites). Every SWEEP_EVERY seconds it looks at 
 inbox (a hint lost to a crash between a push and its hint, a claim a dead drainer left)
 and reads the site list again; a site it does not know yet is read when first named.
 """
+
 import os
 import signal
 import time
@@ -59,7 +60,7 @@ class Command(BaseCommand):
 class Sites:
     """The sites by id, as last read: all at each sweep, an unknown one when first named."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.by_id: dict[int, SiteInfo] = {}
 
     def read_all(self) -> list[SiteInfo]:
@@ -71,4 +72,3 @@ class Sites:
         if unknown:
             self.by_id.update((site.pk, SiteInfo.from_model(site)) for site in Site.objects.filter(pk__in=unknown))
         return [self.by_id[i] for i in ids if i in self.by_id]
-

@@ -4,6 +4,7 @@ The password is random, printed once (on the start that made it) and kept in
 ./var/admin-password (mode 0600); later starts say where it is, not what it is. Change it
 in the admin and delete that file.
 """
+
 import os
 import secrets
 

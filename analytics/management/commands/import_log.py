@@ -11,6 +11,7 @@ which are skipped and counted in the summary. The imported days are rolled up at
 however old, and their raw keys then expire by the site's policy (a grace period after
 the rollup for days it has passed: analytics.rollups.expiry).
 """
+
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -67,7 +68,9 @@ class Command(BaseCommand):
                             summary.imported -= 1
                             summary.too_new += 1
                             continue
-                        if hit.ts < schemas.EARLIEST or day < EARLIEST_DAY:  # (as the batch API: days are numbered from 2000)
+                        if (
+                            hit.ts < schemas.EARLIEST or day < EARLIEST_DAY
+                        ):  # (as the batch API: days are numbered from 2000)
                             summary.imported -= 1
                             summary.too_old += 1
                             continue
@@ -95,23 +98,31 @@ class Command(BaseCommand):
                 bar.update(summary.lines - counted)
             try:
                 with transaction.atomic():
-                    ImportedLog.objects.create(site=site_obj, sha256=sha, name=str(path)[-500:], lines=summary.lines, imported=summary.imported)
+                    ImportedLog.objects.create(
+                        site=site_obj, sha256=sha, name=str(path)[-500:], lines=summary.lines, imported=summary.imported
+                    )
             except IntegrityError:  # imported concurrently by another run
                 pass
             self._report(path, summary)
         if start is None:
             return
         if no_rollup:
-            self.stdout.write(f"Run `manage.py rollup --site {site_obj.domain} --from {start} --to {end}` to roll the imported days up.")
+            self.stdout.write(
+                f"Run `manage.py rollup --site {site_obj.domain} --from {start} --to {end}` "
+                "to roll the imported days up."
+            )
             return
         summary = rollups.rollup_when_free(r, site_obj, start, end)
-        days = f", {summary.first} to {summary.last}" if summary.days else ""  # (a day still to come waits for the beat jobs)
+        days = (
+            f", {summary.first} to {summary.last}" if summary.days else ""
+        )  # (a day still to come waits for the beat jobs)
         self.stdout.write(f"Rolled up {summary.days} day(s){days}.")
 
     def _report(self, path, s: "logs.Summary"):
         bad = f" (first: line {', '.join(map(str, s.unparsable_lines))})" if s.unparsable_lines else ""
         self.stdout.write(
             f"{path}: {s.lines:,} lines: imported {s.imported:,} pageviews; skipped {s.static:,} static, "
-            f"{s.bots:,} bots, {s.not_pages:,} not page views, {s.too_old:,} dated before 2000, {s.sealed:,} for days sealed (rolled up, raw keys expired), "
+            f"{s.bots:,} bots, {s.not_pages:,} not page views, {s.too_old:,} dated before 2000, "
+            f"{s.sealed:,} for days sealed (rolled up, raw keys expired), "
             f"{s.too_new:,} dated in the future (over an hour ahead); unparsable {s.unparsable:,}{bad}."
         )

@@ -10,6 +10,7 @@ site without DOMAIN; ids do not change:
 - the first days seen kept as a u16 per id (2 bytes a visitor) become runs of ids
   (analytics/store/scripts/lib/firstdays.lua).
 """
+
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
@@ -34,5 +35,6 @@ class Command(BaseCommand):
             with tqdm(unit=" ids", desc=f"{site.domain}, first days", file=self.stderr._out) as bar:
                 days = firstdays.migrate(r, site.pk, progress=bar.update)
             self.stdout.write(
-                f"{site.domain}: {moved:,} visitor ids moved into buckets, {packed:,} packed; first days of {days:,} ids into runs."
+                f"{site.domain}: {moved:,} visitor ids moved into buckets, {packed:,} packed; "
+                f"first days of {days:,} ids into runs."
             )

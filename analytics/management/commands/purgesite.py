@@ -7,6 +7,7 @@ its API keys and its rolled-up numbers in the database stay unless --delete-site
 Deleting a site purges its keys by itself (analytics.site_deletion); `--site-id` is for
 the keys of a site deleted while Redis was out, whose row, and so domain, is gone.
 """
+
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
@@ -20,7 +21,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("domain", nargs="?")
-        parser.add_argument("--site-id", type=int, help="the site by id; also a deleted site, whose keys were left behind")
+        parser.add_argument(
+            "--site-id", type=int, help="the site by id; also a deleted site, whose keys were left behind"
+        )
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         parser.add_argument("--delete-site", action="store_true", help="delete the Site row too, after its keys")
         parser.add_argument("--batch", type=int, default=500, help="keys per SCAN/UNLINK round (default 500)")
@@ -38,7 +41,9 @@ class Command(BaseCommand):
         name = site.domain if site else f"deleted site {site_id}"
         what = "all Redis keys" + (" and the site itself" if delete_site and site else "")
         if not yes:
-            answer = input(f"Delete {what} of {name} (site id {site_id})? Type the {'domain' if site else 'id'} to confirm: ")
+            answer = input(
+                f"Delete {what} of {name} (site id {site_id})? Type the {'domain' if site else 'id'} to confirm: "
+            )
             if answer.strip().lower() != (site.domain if site else str(site_id)):
                 raise CommandError("not confirmed; nothing deleted")
         with tqdm(unit=" keys", desc=f"purging {name}", file=self.stderr._out) as bar:

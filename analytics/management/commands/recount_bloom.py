@@ -6,6 +6,7 @@ filters whose keys were removed by hand come off. Every site when none is named.
 walks the whole keyspace of the site's server: a command for an upgrade or a repair, not
 for a schedule (the books keep themselves right as filters are made and expire).
 """
+
 from django.core.management.base import BaseCommand, CommandError
 
 from analytics.dedup import bloom
@@ -20,7 +21,11 @@ class Command(BaseCommand):
         parser.add_argument("domains", nargs="*", help="the sites (default: every site)")
 
     def handle(self, domains=(), **options):
-        sites = list(Site.objects.filter(domain__in=[d.strip().lower() for d in domains])) if domains else list(Site.objects.all())
+        sites = (
+            list(Site.objects.filter(domain__in=[d.strip().lower() for d in domains]))
+            if domains
+            else list(Site.objects.all())
+        )
         missing = {d.strip().lower() for d in domains} - {site.domain for site in sites}
         if missing:
             raise CommandError(f"no site {', '.join(sorted(missing))}")

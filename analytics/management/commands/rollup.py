@@ -4,6 +4,7 @@ Runs the same rollups as the beat jobs, at once, with a progress bar: for operat
 an outage, and after a backfill. Without dates it rolls every day from the last final one
 through today (what the scheduled jobs would do); with dates, exactly that range.
 """
+
 from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError

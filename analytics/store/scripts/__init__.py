@@ -4,6 +4,7 @@ Scripts are sent with EVALSHA inside the caller's pipeline so a batch stays one 
 trip; a NOSCRIPT reply (the server restarted or was flushed) loads the script and retries
 just that call.
 """
+
 import hashlib
 from pathlib import Path
 
@@ -105,7 +106,10 @@ def _as_full(error: Exception) -> Exception:
     allowed"), later servers refuse the call before it runs (-OOM). Either way nothing was
     written (a script is refused only before its first write), and ingest spools the call
     (store/connection.py OUTAGE)."""
-    if (isinstance(error, redis.exceptions.ResponseError) and not isinstance(error, redis.exceptions.OutOfMemoryError)
-            and "OOM command not allowed" in str(error)):
+    if (
+        isinstance(error, redis.exceptions.ResponseError)
+        and not isinstance(error, redis.exceptions.OutOfMemoryError)
+        and "OOM command not allowed" in str(error)
+    ):
         return redis.exceptions.OutOfMemoryError(str(error))
     return error
