@@ -9,7 +9,7 @@ STAMP := $(VENV)/.requirements-installed
 .PHONY: run test test-fast lint bench setup clean
 
 run: setup
-	$(PY) -m config.runner
+	$(PY) -m server.runner
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -23,7 +23,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy analytics config dashboard
+	$(VENV)/bin/mypy analytics config dashboard server
 
 bench: setup
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk) || echo "wrk missing: HTTP rows skipped"

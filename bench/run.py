@@ -14,7 +14,7 @@ Everything runs against one fresh server started here, the one tests and `make r
   own virtualenv (it pins redis-py < 6);
 * over HTTP, one worker per core and wrk on the same two cores: 1,000-event batches to
   `/api/v1/events` and single events to `/api/event` at 8, 16 and 32 connections, Tally
-  served as `make run` serves it (granian's RSGI + config/buffered.py) and, as the "before" row, on gunicorn sync workers, each
+  served as `make run` serves it (granian's RSGI + server/front.py) and, as the "before" row, on gunicorn sync workers, each
   beside a bare WSGI app doing a plain redis-py pipeline per request on gunicorn sync
   workers (bench/reference_app.py).
 
@@ -235,7 +235,7 @@ class _WithDrainer:
 
 def start_server(app: str, redis_url: str, server: str = "gunicorn") -> tuple[subprocess.Popen, str]:
     """gunicorn with sync workers (the reference app; Tally before it had its own front), or
-    granian serving config.buffered with `manage.py drain_inboxes` beside it (Tally as
+    granian serving server.front with `manage.py drain_inboxes` beside it (Tally as
     `make run` serves it), one worker per core."""
     port = free_port()
     env = dict(
@@ -409,7 +409,7 @@ def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
         files.append(str(path))
     results = {}
     servers = (
-        ("tally", "config.buffered:application", "granian"),
+        ("tally", "server.front:application", "granian"),
         ("tally-sync", "config.wsgi:application", "gunicorn"),
         ("reference", "reference_app:application", "gunicorn"),
     )
@@ -514,7 +514,7 @@ def first_draw(site) -> list[tuple]:
 
     token = site.enable_sharing()
     full = first_draw_bench.full_bundle(Path(settings.STATIC_ROOT))  # (before the server scans the files)
-    process, url = start_server("config.buffered:application", os.environ["REDIS_URL"], "granian")
+    process, url = start_server("server.front:application", os.environ["REDIS_URL"], "granian")
     try:
         return first_draw_bench.run(url, token, full, say)
     finally:

@@ -124,7 +124,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "config.middleware.UntrustedProxyHeadersMiddleware",
+    "server.middleware.UntrustedProxyHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -133,9 +133,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.middleware.ContentSecurityPolicyMiddleware",
-    "config.middleware.PrivateCacheMiddleware",
-    "config.middleware.StorageOutageMiddleware",
+    "server.middleware.ContentSecurityPolicyMiddleware",
+    "server.middleware.PrivateCacheMiddleware",
+    "server.middleware.StorageOutageMiddleware",
 ]
 
 # The ingestion endpoints run with just this (see config/wsgi.py): no sessions, no CSRF.
@@ -207,7 +207,7 @@ SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # Served over HTTPS (SECURE_COOKIES on): browsers are told to stay on HTTPS (HSTS, a year
 # by default) and plain-HTTP pages redirect. The proxy's X-Forwarded-Proto says whether a
-# request came over HTTPS, believed only from TRUSTED_PROXIES (config/middleware.py strips
+# request came over HTTPS, believed only from TRUSTED_PROXIES (server/middleware.py strips
 # it from everyone else, so no client can claim HTTPS).
 SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 365 * 86400 if SESSION_COOKIE_SECURE else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SESSION_COOKIE_SECURE)

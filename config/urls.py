@@ -4,7 +4,7 @@ from django.http import HttpResponseRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
-from config.login import ThrottledLoginView
+from server.login import ThrottledLoginView
 
 
 def favicon(request):

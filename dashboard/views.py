@@ -18,8 +18,8 @@ from analytics import queries
 from analytics.queries import access, recommendations
 from analytics.sites import SiteInfo, tracking_snippet
 from analytics.store.connection import get_redis
-from config.middleware import live_origin
-from config.share import share_render_refused, share_throttled
+from server.middleware import live_origin
+from server.share import share_render_refused, share_throttled
 
 from . import charts, filtering, panels, periods
 

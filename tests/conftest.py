@@ -13,7 +13,7 @@ from django.conf import settings
 
 from analytics import sites
 from analytics.store import connection
-from config.runner import SERVERS, package_file
+from server.runner import SERVERS, package_file
 from tests.redis_server import RedisServer, free_port
 
 
@@ -144,8 +144,8 @@ def site(make_site):
 
 @pytest.fixture
 def front_server(transactional_db, redis_server, tmp_path):
-    """`make run`'s web server (granian + config.buffered), one worker, on the test Redis."""
-    from config import runner
+    """`make run`'s web server (granian + server.front), one worker, on the test Redis."""
+    from server import runner
 
     port = free_port()
     env = dict(

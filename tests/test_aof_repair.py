@@ -1,5 +1,5 @@
 """A transaction torn by a crash at the end of the AOF is cut off before the server loads
-it (config/aof_repair.py): on Redis 8.2 (and 6.2) the server's own loader keeps the torn
+it (server/aof_repair.py): on Redis 8.2 (and 6.2) the server's own loader keeps the torn
 block's complete commands and runs them with the next transaction after the next restart.
 On a real server of the matrix; the second restart is the one that went wrong."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from config import aof_repair
+from server import aof_repair
 from tests.redis_server import RedisServer
 
 TWO_WRITES = "redis.call('SET', KEYS[1], ARGV[1]); redis.call('SET', KEYS[2], ARGV[1]); return 1"

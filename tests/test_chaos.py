@@ -8,7 +8,7 @@ reply (`appendfsync always`): this test is about Tally's exactly-once machinery,
 Redis's `everysec` window, in which a killed server may lose up to ~2 s of acknowledged
 writes when the disk's fsync lags (see docs/operations.md, Reliability). A kill in the middle of
 writing a call's block leaves it torn at the file's end: the server is started again as
-`make run` starts it, after config/aof_repair.py cut the torn block off (Redis 8.2's loader
+`make run` starts it, after server/aof_repair.py cut the torn block off (Redis 8.2's loader
 would keep half of it: this test failed 5 of 85 runs on Redis 8.2 without that).
 The Celery broker is another server, as production's would be.
 """

@@ -21,4 +21,4 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_layout_contracts_hold():
     run = subprocess.run([str(Path(sys.executable).parent / "lint-imports")], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert "6 kept, 0 broken" in run.stdout
+    assert ", 0 broken" in run.stdout

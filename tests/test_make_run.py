@@ -31,7 +31,7 @@ def start(var_dir: Path, port: int):
     # the default `everysec` may lose the last ~2 s when the disk's fsync lags (docs/operations.md, Reliability).
     env["TALLY_REDIS_APPENDFSYNC"] = "always"
     process = subprocess.Popen(
-        [sys.executable, "-m", "config.runner"],
+        [sys.executable, "-m", "server.runner"],
         cwd=BASE,
         env=env,
         stdout=subprocess.PIPE,

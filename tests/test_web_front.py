@@ -1,4 +1,4 @@
-"""The web front `make run` serves (config/buffered.py over granian's RSGI interface): bodies
+"""The web front `make run` serves (server/front.py over granian's RSGI interface): bodies
 refused as soon as they pass the limit or take too long, and requests read the same way
 whichever interface served them (RSGI under `make run`, ASGI under any other server)."""
 
@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from config.buffered import Request
+from server.front import Request
 
 
 def exchange(url: str, head: bytes, body: bytes, wait: float = 10) -> bytes:

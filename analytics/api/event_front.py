@@ -3,7 +3,7 @@
 Browsers send one event per request, so this is the path real traffic takes, and most of
 its cost was around the work, not the work: building a Django request, middleware, URL
 resolution, a thread for each request, and a Redis round trip of its own. Behind `make
-run`'s server (config/buffered.py) the front answers this one path itself, in the event
+run`'s server (server/front.py) the front answers this one path itself, in the event
 loop: the same checks as the Django view (api/ingest.py single_event(), the same answers
 and error messages, byte for byte), then the event joins the next group write
 (ingest/group_commit.py). Every other path, and this one under any other server, is
@@ -57,7 +57,7 @@ class EventFront:
         return _error(status, message, headers)
 
     async def handle(self, request, body: bytes):
-        """(status, headers, body) for a request to PATH (config/buffered.py's Request)
+        """(status, headers, body) for a request to PATH (server/front.py's Request)
         whose whole body is `body`."""
         method = request.method
         if method == "OPTIONS":

@@ -15,7 +15,7 @@ from django.http import HttpResponse
 from .. import sites
 from ..store.connection import OUTAGE
 
-UNREADABLE = "tally.unreadable_headers"  # environ (config/buffered.py): headers the server held back (non-ASCII values)
+UNREADABLE = "tally.unreadable_headers"  # environ (server/front.py): headers the server held back (non-ASCII values)
 
 
 class ApiError(Exception):

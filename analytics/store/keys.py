@@ -150,22 +150,27 @@ def minute_str(moment: datetime) -> str:
 
 
 def site_visitors(site_id: int, day: date) -> str:
+    """HLL: the site's visitors that day (any event)."""
     return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}"
 
 
 def page_visitors(site_id: int, day: date, path: str) -> str:
+    """HLL: the visitors of page <path> that day (pageviews)."""
     return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}:page:{path}"
 
 
 def event_visitors(site_id: int, day: date, name: str) -> str:
+    """HLL: the visitors who sent custom event <name> that day."""
     return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}:event:{name}"
 
 
 def pageviews(site_id: int, day: date) -> str:
+    """Pageviews of the site that day (a counter)."""
     return f"{PREFIX}:{{{site_id}}}:pv:{day.isoformat()}"
 
 
 def page_pageviews(site_id: int, day: date, path: str) -> str:
+    """Pageviews of page <path> that day (a counter)."""
     # A string per page, not a field of one hash per day: a hash of a few hundred fields is
     # a ziplist in Redis 6.2, where HINCRBY scans linearly (measured ~10 µs against 0.4 µs).
     return f"{PREFIX}:{{{site_id}}}:pv:{day.isoformat()}:page:{path}"
@@ -177,14 +182,17 @@ def hour_visitors(site_id: int, day: date, hour: int) -> str:
 
 
 def hour_pageviews(site_id: int, day: date, hour: int) -> str:
+    """Pageviews of one local hour of a day (a counter), for the hourly charts."""
     return f"{PREFIX}:{{{site_id}}}:pv:{day.isoformat()}:hour:{hour:02d}"
 
 
 def pages_index(site_id: int, day: date) -> str:
+    """Set: the page paths seen that day (capped per day; then "(other)"): the index for top pages."""
     return f"{PREFIX}:{{{site_id}}}:pages:{day.isoformat()}"
 
 
 def event_count(site_id: int, day: date, name: str) -> str:
+    """How many times custom event <name> was sent that day (a counter)."""
     return f"{PREFIX}:{{{site_id}}}:ev:{day.isoformat()}:{name}"
 
 
@@ -200,10 +208,12 @@ def props_sizes(site_id: int, day: date) -> str:
 
 
 def prop_visitors(site_id: int, day: date, group: str) -> str:
+    """HLL: the visitors who sent custom property group <group> that day."""
     return f"{PREFIX}:{{{site_id}}}:uv:{day.isoformat()}:prop:{group}"
 
 
 def prop_count(site_id: int, day: date, group: str) -> str:
+    """Events with custom property group <group> that day (a counter)."""
     return f"{PREFIX}:{{{site_id}}}:ev:{day.isoformat()}:prop:{group}"
 
 
@@ -213,14 +223,17 @@ def revenue(site_id: int, day: date) -> str:
 
 
 def events_index(site_id: int, day: date) -> str:
+    """Set: the custom event names seen that day (capped per day; then "(other)")."""
     return f"{PREFIX}:{{{site_id}}}:events:{day.isoformat()}"
 
 
 def active(site_id: int, day: date) -> str:
+    """Bitmap: bit <dense id> set for each visitor active that day (DAU, retention)."""
     return f"{PREFIX}:{{{site_id}}}:active:{day.isoformat()}"
 
 
 def new_visitors(site_id: int, day: date) -> str:
+    """Bitmap: bit set for each visitor first seen that day (the new-visitor cohort)."""
     return new_visitors_prefix(site_id) + day.isoformat()
 
 
@@ -285,6 +298,7 @@ def dimension_sizes(site_id: int, day: date) -> str:
 
 
 def dimension_visitors(site_id: int, day: date, field: str) -> str:
+    """HLL: the visitors of a dimension field that day."""
     return f"{dimensions_prefix(site_id)}{day.isoformat()}:v:{field}"
 
 
@@ -460,15 +474,18 @@ def visitor_id_narrow(site_id: int) -> str:
 
 
 def visitor_id_counter(site_id: int, day: date | None = None) -> str:
+    """The dense-id counter: the next visitor's id (one per site, or per day when the salt rotates)."""
     suffix = f":{day.isoformat()}" if day else ""
     return f"{PREFIX}:{{{site_id}}}:ids-next{suffix}"
 
 
 def realtime(site_id: int, minute: datetime) -> str:
+    """HLL: the visitors of one UTC minute (a short TTL), for realtime counts."""
     return f"{PREFIX}:{{{site_id}}}:rt:{minute_str(minute)}"
 
 
 def bots_dropped(site_id: int, day: date) -> str:
+    """Events dropped as bots that day (a counter)."""
     return f"{PREFIX}:{{{site_id}}}:bots:{day.isoformat()}"
 
 
@@ -515,14 +532,17 @@ def period_visitors(site_id: int, unit: str, start: date, path: str | None = Non
 
 
 def active_week(site_id: int, monday: date) -> str:
+    """Bitmap: the week's active visitors, OR of its days (rollups/windows.py), for WAU."""
     return f"{PREFIX}:{{{site_id}}}:active-week:{monday.isoformat()}"
 
 
 def new_week(site_id: int, monday: date) -> str:
+    """Bitmap: the week's new visitors, OR of its days (rollups/windows.py)."""
     return f"{PREFIX}:{{{site_id}}}:new-week:{monday.isoformat()}"
 
 
 def page_search(site_id: int) -> str:
+    """Sorted set of page paths, score 0, for prefix search (ZRANGEBYLEX); capped by page_rank."""
     return f"{PREFIX}:{{{site_id}}}:page-search"
 
 
@@ -533,10 +553,12 @@ def page_rank(site_id: int) -> str:
 
 
 def live_tick(site_id: int) -> str:
+    """Set for a second after ingest published on the live channel (at most once a second a site)."""
     return f"{PREFIX}:{{{site_id}}}:tick"
 
 
 def live_channel(site_id: int) -> str:
+    """Pub/sub channel: ingest publishes there when new events arrive; live dashboards listen."""
     return f"{PREFIX}:{{{site_id}}}:live"
 
 
@@ -546,6 +568,7 @@ def bloom(site_id: int, user_digest: str) -> str:
 
 
 def bloom_shape(site_id: int, user_digest: str) -> str:
+    """Hash: the shape of a plain-Redis Bloom filter, its sub-filters' sizes (scripts/bloom.lua)."""
     return f"{PREFIX}:{{{site_id}}}:bloom:{user_digest}:shape"
 
 
@@ -596,8 +619,10 @@ def export_semaphore() -> tuple[str, str, str]:
 
 
 def export_job(job_id: str) -> str:
+    """Hash: an export job's state (status, format, site, error)."""
     return f"{PREFIX}:{{exports}}:job:{job_id}"
 
 
 def export_file(job_id: str) -> str:
+    """The file an export job made, kept until it is fetched or expires."""
     return f"{PREFIX}:{{exports}}:job:{job_id}:file"

@@ -11,7 +11,7 @@ as soon as it passes the limit; one that takes longer than BODY_TIMEOUT is refus
 `/api/event`, which the event front answers in the event loop with group commit
 (analytics/api/event_front.py).
 
-Served by granian's own RSGI interface (`config.buffered:application`, see config/runner.py):
+Served by granian's own RSGI interface (`server.front:application`, see server/runner.py):
 measured, 4,669 single events a second at 16 connections against ~4,200 through its ASGI
 interface, the web worker's CPU 204 µs a request against 251. The same object is an ASGI
 app for any other server.

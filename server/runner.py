@@ -9,7 +9,7 @@ REDIS_CLUSTER_URL set, Tally's data lives on that cluster and the embedded serve
 REDIS_URL) is only Celery's broker.
 
 Then: migrations, static files, an admin account on first run, granian (one worker per
-core) serving config.buffered, which reads each request whole before Django's WSGI app
+core) serving server.front, which reads each request whole before Django's WSGI app
 takes it in a thread (slow clients cannot hold a worker), uvicorn on PORT + 1 for the
 dashboards' live stream, `manage.py drain_inboxes` (it counts the single events the web
 workers pushed: analytics/ingest/inbox.py), and one Celery worker with beat for the
@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from config import aof_repair
+from server import aof_repair
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TALLY_VAR_DIR", BASE_DIR / "var"))
@@ -43,7 +43,7 @@ HEADER_TIMEOUT_MS = int(os.environ.get("TALLY_HEADER_TIMEOUT_MS", "10000"))
 
 def web_command(port: int, workers: str, header_timeout_ms: int = HEADER_TIMEOUT_MS) -> list[str]:
     """The web server's command: granian's RSGI interface (measured ~13% more single
-    events a second than its ASGI) over config/buffered.py, which reads each request whole
+    events a second than its ASGI) over server/front.py, which reads each request whole
     before a Python thread takes it, so slow clients cannot hold the workers."""
     return [
         str(BIN / "granian"),
@@ -64,7 +64,7 @@ def web_command(port: int, workers: str, header_timeout_ms: int = HEADER_TIMEOUT
         str(header_timeout_ms),
         "--loop",
         "uvloop",  # (measured: ~12% more single events a second than asyncio's loop)
-        "config.buffered:application",
+        "server.front:application",
     ]
 
 
@@ -166,7 +166,7 @@ def start_embedded_redis(port: int | None = None) -> tuple[subprocess.Popen, str
     stop_stale_redis(pidfile)
     cut = aof_repair.repair_dir(data_dir)
     if cut:
-        log(f"cut a transaction torn by a crash ({cut} bytes) off the end of the AOF (config/aof_repair.py says why)")
+        log(f"cut a transaction torn by a crash ({cut} bytes) off the end of the AOF (server/aof_repair.py says why)")
     port = port or pick_port(int(os.environ.get("REDIS_PORT", "6390")))
     password = embedded_password()
     config = data_dir / "tally.conf"  # (the password in a file of ours, not on the command line `ps` shows)

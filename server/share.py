@@ -20,7 +20,7 @@ from analytics.store.limits import Bucket, Limited, Rate, throttle
 
 def share_throttled(request):
     """A 429 page for a client past its share-page rate, else None. (While Redis is out,
-    the page answers 503 anyway: config/middleware.py.)"""
+    the page answers 503 anyway: server/middleware.py.)"""
     if not settings.SHARE_PAGES_PER_MINUTE:
         return None
     digest = hashlib.blake2b(

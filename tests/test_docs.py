@@ -1,0 +1,7 @@
+"""Generated documentation stays in step with the code it is generated from."""
+
+from django.core.management import call_command
+
+
+def test_the_keys_page_is_generated_from_keys_py():
+    call_command("keys_doc", "--check")  # (fails naming the command that brings it up to date)
