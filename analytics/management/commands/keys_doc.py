@@ -40,7 +40,7 @@ class Placeholder(str):
     def astimezone(self, *args):
         return self
 
-    def replace(self, *args, **kwargs):  # type: ignore[override]
+    def replace(self, *args, **kwargs):
         return self
 
 
