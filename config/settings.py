@@ -14,7 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("TALLY_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = Path(os.environ.get("TALLY_VAR_DIR", BASE_DIR / "var"))  # (the database, keys, spool, embedded Redis)
 
 
 def envbool(name, default):
@@ -86,9 +86,9 @@ def _networks(name, default):
 
 
 SECRET_KEY = _secret_key()
-DEBUG = envbool("DEBUG", False)
-ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
-CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+DEBUG = envbool("DEBUG", False)  # (Django's debug pages: never on a public server)
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])  # (comma-separated host names served)
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])  # (https://origins forms may post from, behind a proxy)
 
 # Proxies whose X-Forwarded-For we believe (IPs or CIDRs). Empty: the socket address is the
 # client, and X-Forwarded-For is ignored, so nobody can forge their visitor identity.
@@ -162,6 +162,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": dj_database_url.parse(
+        # (a database URL: SQLite under var/ by default, postgres://... for PostgreSQL)
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'tally.sqlite3'}"),
         conn_max_age=600,
     )
@@ -203,7 +204,7 @@ WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)  # (served over HTTPS: cookies only over it)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # Served over HTTPS (SECURE_COOKIES on): browsers are told to stay on HTTPS (HSTS, a year
 # by default) and plain-HTTP pages redirect. The proxy's X-Forwarded-Proto says whether a
@@ -285,5 +286,5 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {"denied_without_traceback": {"()": "config.log_filters.DeniedWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["denied_without_traceback"]}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},  # (Python's level names)
 }

@@ -31,7 +31,7 @@ from granian.rsgi import ProtocolError as RSGIProtocolError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-BODY_TIMEOUT = float(os.environ.get("TALLY_BODY_TIMEOUT", "10"))
+BODY_TIMEOUT = float(os.environ.get("TALLY_BODY_TIMEOUT", "10"))  # (seconds a body may take to arrive: then 408)
 # Threads per worker process that run Django. Measured here (2 cores, 2 workers, single
 # events): 1 thread ~1,860 req/s, 2 ~1,620, 4 ~1,650 (gunicorn sync: ~1,560). Two, so
 # one slow dashboard request does not hold up the worker's ingestion.

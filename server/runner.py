@@ -358,7 +358,7 @@ def main() -> None:
             return  # Ctrl-C at the question: the finally below stops Redis
 
         port = int(os.environ.get("PORT", "8000"))
-        workers = os.environ.get("WEB_WORKERS", str(os.cpu_count() or 2))
+        workers = os.environ.get("WEB_WORKERS", str(os.cpu_count() or 2))  # (web processes: one a core)
         os.environ.setdefault("LIVE_PORT", str(port + 1))
         live_port = int(os.environ.get("LIVE_PORT", port + 1))
         commands = {
@@ -387,7 +387,7 @@ def main() -> None:
                 "--schedule",
                 str(VAR_DIR / "celerybeat-schedule"),
                 "--concurrency",
-                os.environ.get("CELERY_CONCURRENCY", "1"),
+                os.environ.get("CELERY_CONCURRENCY", "1"),  # (Celery worker processes: rollups, exports)
                 "--loglevel",
                 "warning",
                 "--without-gossip",
