@@ -1,11 +1,11 @@
 """Celery tasks: thin wrappers that take plain ids and call the plain functions in
-analytics.rollups, analytics.ingest.spool and analytics.reports (which tests call directly).
+analytics.rollups, analytics.capture.spool and analytics.reports (which tests call directly).
 The schedule is in config/celery.py."""
 
 from celery import shared_task
 
 from . import keybrowser, rollups
-from .ingest import inbox, spool
+from .capture import inbox, spool
 from .models import Site
 from .reports import exports
 from .rollups import expiry

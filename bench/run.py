@@ -464,7 +464,7 @@ def http(redis_url: str, key: str, bodies: list[bytes]) -> dict:
 
 
 def _drain_tail(redis_url: str) -> float:
-    """Seconds from the end of a run until the inboxes hold no event (ingest/inbox.py): the
+    """Seconds from the end of a run until the inboxes hold no event (capture/inbox.py): the
     events acknowledged but not yet counted when wrk stopped. The table's "counted/s"
     divides by the run plus this tail, so a backlog cannot pass for speed."""
     import redis

@@ -33,7 +33,7 @@ app.conf.beat_schedule = {
         "schedule": HOUR,
         "options": {"expires": HOUR * 1.5},
     },
-    # events kept on local disk while Redis was down (analytics/ingest/spool.py)
+    # events kept on local disk while Redis was down (analytics/capture/spool.py)
     "replay-spool": {
         "task": "analytics.tasks.replay_spool",
         "schedule": MINUTE,

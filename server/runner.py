@@ -12,7 +12,7 @@ Then: migrations, static files, an admin account on first run, granian (one work
 core) serving server.front, which reads each request whole before Django's WSGI app
 takes it in a thread (slow clients cannot hold a worker), uvicorn on PORT + 1 for the
 dashboards' live stream, `manage.py drain_inboxes` (it counts the single events the web
-workers pushed: analytics/ingest/inbox.py), and one Celery worker with beat for the
+workers pushed: analytics/capture/inbox.py), and one Celery worker with beat for the
 rollups. A service that
 dies is started again (the embedded Redis on the same port; ingest spools meanwhile). The
 children run in their own process groups, so Ctrl-C reaches only this supervisor, which

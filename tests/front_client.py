@@ -53,7 +53,7 @@ class FrontResponse:
 
 
 def catch_up_every_site():
-    from analytics.ingest import inbox
+    from analytics.capture import inbox
     from analytics.models import Site
     from analytics.sites import SiteInfo
     from analytics.store.connection import get_redis

@@ -152,7 +152,7 @@ def test_a_missing_user_agent_is_refused(client, site):
 
 @pytest.mark.single_server
 def test_a_storage_outage_keeps_events_in_the_spool(client, site, settings, tmp_path, r, redis_server):
-    from analytics.ingest import spool
+    from analytics.capture import spool
     from analytics.store import connection
 
     settings.VAR_DIR = tmp_path
@@ -201,7 +201,7 @@ def test_rate_limits_hold_while_redis_is_out(client, site, settings, tmp_path):
 def test_a_full_spool_refuses_with_503_and_never_drops_what_it_accepted(
     client, site, settings, tmp_path, r, redis_server
 ):
-    from analytics.ingest import spool
+    from analytics.capture import spool
     from analytics.store import connection
 
     settings.VAR_DIR = tmp_path

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 import pytest
 
 from analytics import queries
-from analytics.ingest import Hit, record, spool
+from analytics.capture import spool
+from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.ingest.record import Mark, new_mark
 from analytics.sites import SiteInfo

@@ -1,4 +1,4 @@
-"""Group commit (analytics/ingest/group_commit.py) and the inbox (ingest/inbox.py):
+"""Group commit (analytics/capture/group_commit.py) and the inbox (capture/inbox.py):
 concurrent single events share one Redis call, none is answered before it is in Redis,
 and none is lost or counted twice, whatever fails in between."""
 
@@ -17,8 +17,8 @@ import redis
 from redis.cluster import RedisCluster
 
 from analytics.api.ingest import single_event
-from analytics.ingest import inbox, spool
-from analytics.ingest.group_commit import SPOOLED, WRITTEN, Entry, GroupCommit
+from analytics.capture import inbox, spool
+from analytics.capture.group_commit import SPOOLED, WRITTEN, Entry, GroupCommit
 from analytics.sites import SiteInfo
 from analytics.store import connection, keys
 from analytics.store.limits import Limited

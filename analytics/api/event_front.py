@@ -6,7 +6,7 @@ resolution, a thread for each request, and a Redis round trip of its own. Behind
 run`'s server (server/front.py) the front answers this one path itself, in the event
 loop: the same checks as the Django view (api/ingest.py single_event(), the same answers
 and error messages, byte for byte), then the event joins the next group write
-(ingest/group_commit.py). Every other path, and this one under any other server, is
+(capture/group_commit.py). Every other path, and this one under any other server, is
 Django's.
 
 The site lookup is cached per process (sites.py); on a miss it reads the database, which
@@ -20,9 +20,9 @@ import orjson
 from django.conf import settings
 from django.core.exceptions import SynchronousOnlyOperation
 
+from ..capture.group_commit import SPOOLED, Entry, GroupCommit
+from ..capture.spool import StorageUnavailable
 from ..ingest import visit
-from ..ingest.group_commit import SPOOLED, Entry, GroupCommit
-from ..ingest.spool import StorageUnavailable
 from ..store.limits import Limited
 from .http import CORS_HEADERS, ApiError, decode_body, forwarded_client
 from .ingest import DROPPED_HEADER, SPOOLED_HEADER, single_event

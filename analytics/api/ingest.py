@@ -16,7 +16,8 @@ from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 
 from .. import sites
-from ..ingest import schemas, spool
+from ..capture import spool
+from ..ingest import schemas
 from ..ingest.bots import is_bot
 from ..ingest.identity import identity_source
 from ..ingest.record import IDEMPOTENCY_KEY_TTL, Hit, Mark, client_mark, idempotency_digest, new_mark

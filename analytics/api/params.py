@@ -4,7 +4,7 @@ naming the parameter."""
 from datetime import date, timedelta
 
 from .. import sites
-from ..ingest import inbox
+from ..capture import inbox
 from ..periods import EARLIEST_DAY, named_range, out_of_bounds
 from ..queries import access, segments
 from ..store.connection import get_redis

@@ -5,10 +5,10 @@
     identity.py  who is "the same visitor", as a keyed hash
     sources.py   where a visit came from: referrer, source, channel, UTM tags
     record.py    validated hits into Redis, one round trip per call
-    spool.py     a local append-only file for events accepted while Redis is down
     logs.py      access-log lines (Apache/Nginx combined) as hits
 
-Ingestion writes raw counters only; it never imports the read side (analytics.queries).
+Ingestion writes raw counters only; it never imports the read side (analytics.queries),
+nor the capture edge that calls it (analytics.capture: group commit, inbox, spool).
 """
 
 from .record import PAGEVIEW, Hit, Recorded, record

@@ -53,7 +53,7 @@ class Hit(NamedTuple):
     props: tuple = ()  # ((name, value), ...): custom properties, checked (schemas.check_props)
     revenue: tuple | None = None  # (currency, amount in hundredths)
     # (digest, digest under yesterday's salt or None): the identity hashed already, for
-    # events that waited in the inbox (ingest/inbox.py), which never keeps `identity`
+    # events that waited in the inbox (capture/inbox.py), which never keeps `identity`
     digests: tuple | None = None
 
 

@@ -92,7 +92,7 @@ bloom-live         zset    d -> when its filter expires (ms): every live filter 
 bloom-sizes        hash    d -> the bytes its filter is charged against the site's budget
 bloom-budget       hash    bytes (all filters' charges), full-since (ms) and refused (adds
                            refused since): the site's Bloom memory budget
-inbox              list    single events accepted and not yet counted (ingest/inbox.py)
+inbox              list    single events accepted and not yet counted (capture/inbox.py)
 inbox-claim        hash    the batch of the inbox a drainer is counting: id, lease end, server run id
 inbox-claimed      list    that batch's events (counted again, once, if its drainer dies)
 inbox-claims       string  the claim id counter (a claim's id names its calls' marks)

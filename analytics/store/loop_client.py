@@ -1,7 +1,7 @@
 """A lean Redis client on the event loop, for the one command the event front sends.
 
 Why not redis-py: each single event's group is pushed into its site's inbox with one
-EVALSHA (ingest/inbox.py). Sent from a thread with redis-py's client, a push cost the web
+EVALSHA (capture/inbox.py). Sent from a thread with redis-py's client, a push cost the web
 worker ~120 µs of CPU a group on top of the script (the hand-off to the thread and back,
 the GIL, redis-py's command machinery); redis.asyncio measured no cheaper (403 against 407
 µs a request, make bench's 8 connections). This client writes the command bytes with

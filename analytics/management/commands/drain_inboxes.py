@@ -1,6 +1,6 @@
 """python manage.py drain_inboxes [--once]
 
-Counts the single events waiting in the sites' inboxes (analytics/ingest/inbox.py), every
+Counts the single events waiting in the sites' inboxes (analytics/capture/inbox.py), every
 DRAIN_DELAY seconds, until stopped (SIGTERM or Ctrl-C: it finishes the batch in hand).
 `make run` starts it and tells its web workers to leave the draining to it
 (TALLY_INBOX_DRAINER=process), so their event loops never wait on a drain for the GIL:
@@ -20,7 +20,7 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from analytics.ingest import inbox
+from analytics.capture import inbox
 from analytics.models import Site
 from analytics.sites import SiteInfo
 from analytics.store.connection import OUTAGE, get_redis

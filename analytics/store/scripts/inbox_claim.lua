@@ -1,4 +1,4 @@
--- inbox_claim.lua: take the next batch of a site's inbox to count (ingest/inbox.py).
+-- inbox_claim.lua: take the next batch of a site's inbox to count (capture/inbox.py).
 --
 -- Why Lua: moving events out of the inbox and into the claim must be one step, or a
 -- drainer that dies between the two loses them. One claim at a time per site: a site's

@@ -1,4 +1,4 @@
--- inbox_push.lua: accept single events into a site's inbox (analytics/ingest/inbox.py).
+-- inbox_push.lua: accept single events into a site's inbox (analytics/capture/inbox.py).
 --
 -- Why Lua: the rate limits, the call's mark and the push are one atomic step, so an event
 -- is acknowledged only once it is in Redis, a refused call leaves nothing behind, and a

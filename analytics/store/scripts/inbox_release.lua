@@ -1,4 +1,4 @@
--- inbox_release.lua: a drainer is done with its claim (ingest/inbox.py): drop it, if it
+-- inbox_release.lua: a drainer is done with its claim (capture/inbox.py): drop it, if it
 -- is still this drainer's (the id matches), then say how many events wait in the inbox.
 -- A drainer that failed (Redis timed out mid-batch) gives the claim up instead: its lease
 -- ends now, and the next drainer takes it over (the marks skip what was counted).

@@ -39,13 +39,13 @@ import orjson
 import redis
 from django.conf import settings
 
+from ..ingest import identity
+from ..ingest.record import Hit, Mark, previous_digest, record
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.connection import OUTAGE, get_redis
 from ..store.limits import Bucket, Limited
 from ..store.scripts import INBOX_CLAIM, INBOX_PUSH, INBOX_RELEASE
-from . import identity
-from .record import Hit, Mark, previous_digest, record
 
 log = logging.getLogger(__name__)
 

@@ -30,12 +30,12 @@ import orjson
 import redis
 from django.conf import settings
 
+from ..ingest.record import Hit, Mark, Recorded, record
 from ..models import Site
 from ..sites import SiteInfo
 from ..store.connection import OUTAGE
 from ..store.limits import outage_seen, throttle_locally
 from . import inbox
-from .record import Hit, Mark, Recorded, record
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ while a write is in flight go together in the next write: one pipeline, one scri
 per site. Nothing waits for a timer: an idle server writes each event at once, a busy one
 writes bigger groups, as fast as Redis answers (the database world's group commit).
 
-A group's write is a push into each site's inbox (ingest/inbox.py): the events are in
+A group's write is a push into each site's inbox (capture/inbox.py): the events are in
 Redis, atomically with their rate limits, and a drainer counts them in big batches a few
 milliseconds later (counting one event alone costs Redis ~10x its share of a batch).
 With INGEST_INBOX off, the group is counted at once, with record() (the older path).
@@ -30,12 +30,12 @@ from typing import NamedTuple
 import redis
 from django.conf import settings
 
+from ..ingest.record import Hit, execute, new_mark, prepare
 from ..sites import SiteInfo
 from ..store.connection import OUTAGE, get_redis, new_loop_client
 from ..store.limits import Bucket, Limited, outage_seen, throttle_locally
 from ..store.loop_client import LoopClient
 from . import inbox, spool
-from .record import Hit, execute, new_mark, prepare
 
 MAX_GROUP = 500  # events per write: past this, the rest wait for the next one
 WRITTEN, SPOOLED = "written", "spooled"
