@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 from granian.rsgi import ProtocolClosed as RSGIProtocolClosed
@@ -196,7 +196,7 @@ class BufferedWSGI:
 
     def _run(self, request: Request, body: bytes):
         """Call the WSGI app in a pool thread; returns (status, headers, body)."""
-        answer = {}
+        answer: dict[str, Any] = {}
 
         def start_response(status, headers, exc_info=None):
             answer["status"] = int(status.split(" ", 1)[0])

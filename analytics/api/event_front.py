@@ -15,6 +15,7 @@ pool instead.
 """
 
 import asyncio
+from typing import Any
 
 import orjson
 from django.conf import settings
@@ -79,6 +80,7 @@ class EventFront:
                 accepted = await asyncio.get_running_loop().run_in_executor(
                     self.django_pool, single_event, body, user_agent, ip
                 )
+            outcomes: list[Any]  # (each a result, or the exception it raised)
             if len(accepted.targets) == 1:  # (the usual case: no gather, no tasks of its own)
                 try:
                     outcomes = [await self.commit.submit(Entry(*accepted.targets[0]))]

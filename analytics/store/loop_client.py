@@ -133,7 +133,7 @@ class _Replies(asyncio.Protocol):
     def __init__(self):
         self.reader = hiredis.Reader()
         self.waiting: deque[asyncio.Future] = deque()
-        self.transport = None
+        self.transport: Any = None  # (set by connection_made(), before any use)
         self.lost = False
 
     def connection_made(self, transport):

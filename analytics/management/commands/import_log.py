@@ -12,8 +12,9 @@ however old, and their raw keys then expire by the site's policy (a grace period
 the rollup for days it has passed: analytics.rollups.expiry).
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import cast
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError, transaction
@@ -63,13 +64,14 @@ class Command(BaseCommand):
                 sealed: dict = {}  # day -> sealed since its rollup (sites.sealed_days): its lines are skipped
                 try:
                     for hit in logs.hits_from_lines(logs.open_lines(path), summary, info.domain):
-                        day = hit.ts.astimezone(info.tz).date()
-                        if hit.ts > latest:  # (as the batch API: its keys would wait without expiry for that day)
+                        ts = cast(datetime, hit.ts)  # (a log line's hit always has its time)
+                        day = ts.astimezone(info.tz).date()
+                        if ts > latest:  # (as the batch API: its keys would wait without expiry for that day)
                             summary.imported -= 1
                             summary.too_new += 1
                             continue
                         if (
-                            hit.ts < schemas.EARLIEST or day < EARLIEST_DAY
+                            ts < schemas.EARLIEST or day < EARLIEST_DAY
                         ):  # (as the batch API: days are numbered from 2000)
                             summary.imported -= 1
                             summary.too_old += 1
@@ -112,11 +114,11 @@ class Command(BaseCommand):
                 "to roll the imported days up."
             )
             return
-        summary = rollups.rollup_when_free(r, site_obj, start, end)
+        rolled = rollups.rollup_when_free(r, site_obj, start, cast(date, end))  # (set with start)
         days = (
-            f", {summary.first} to {summary.last}" if summary.days else ""
+            f", {rolled.first} to {rolled.last}" if rolled.days else ""
         )  # (a day still to come waits for the beat jobs)
-        self.stdout.write(f"Rolled up {summary.days} day(s){days}.")
+        self.stdout.write(f"Rolled up {rolled.days} day(s){days}.")
 
     def _report(self, path, s: "logs.Summary"):
         bad = f" (first: line {', '.join(map(str, s.unparsable_lines))})" if s.unparsable_lines else ""
