@@ -8,10 +8,10 @@ import ast
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+
+from analytics.management.generated import GeneratedPage, first_sentence
 
 BASE = Path(settings.BASE_DIR)
-PAGE = BASE / "docs" / "environment.md"
 READERS = {"envint", "envbool", "envfloat", "envlist", "_networks", "get", "getenv", "setdefault"}
 ROOTS = ("config", "server", "analytics")
 
@@ -57,7 +57,7 @@ def collect() -> dict[str, tuple[str, str, str]]:
             lines = source.splitlines()
             tree = ast.parse(source)
             functions = [
-                (f.lineno, f.end_lineno or f.lineno, _first_sentence(ast.get_docstring(f)))
+                (f.lineno, f.end_lineno or f.lineno, first_sentence(ast.get_docstring(f)))
                 for f in ast.walk(tree)
                 if isinstance(f, ast.FunctionDef)
             ]
@@ -75,12 +75,6 @@ def collect() -> dict[str, tuple[str, str, str]]:
                 if name not in found or (comment and not found[name][2]):
                     found[name] = (found.get(name, (default,))[0] or default, found.get(name, ("", where))[1], comment)
     return found
-
-
-def _first_sentence(doc: str | None) -> str:
-    text = " ".join((doc or "").split())
-    cut = text.find(". ")
-    return text[: cut + 1] if cut >= 0 else text
 
 
 def render() -> str:
@@ -101,17 +95,9 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
-class Command(BaseCommand):
+class Command(GeneratedPage):
     help = "Write docs/environment.md from the code (--check: fail if it is out of date)."
+    page = "environment.md"
 
-    def add_arguments(self, parser):
-        parser.add_argument("--check", action="store_true")
-
-    def handle(self, *args, check=False, **options):
-        text = render()
-        if check:
-            if not PAGE.exists() or PAGE.read_text() != text:
-                raise CommandError("docs/environment.md is out of date: run manage.py env_doc")
-            return
-        PAGE.write_text(text)
-        self.stdout.write(f"wrote {PAGE} ({text.count(chr(10)) - 9} variables)")
+    def render(self) -> str:
+        return render()

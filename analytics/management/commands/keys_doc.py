@@ -4,14 +4,10 @@ the page cannot drift from the code; `--check` fails when the page is out of dat
 (tests/test_docs.py runs it)."""
 
 import inspect
-from pathlib import Path
 
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
-
+from analytics.management.generated import GeneratedPage, first_sentence
 from analytics.store import keys
 
-PAGE = Path(settings.BASE_DIR) / "docs" / "keys.md"
 HELPERS = {
     "site_prefix",
     "site_pattern",
@@ -53,12 +49,6 @@ def _placeholders(function) -> list:
     return args
 
 
-def _first_sentence(doc: str | None) -> str:
-    text = " ".join((doc or "").split())
-    cut = text.find(". ")
-    return (text[: cut + 1] if cut >= 0 else text).replace("|", "\\|")
-
-
 def render() -> str:
     lines = [
         "# Redis keys",
@@ -79,21 +69,14 @@ def render() -> str:
         made = function(*_placeholders(function))
         names = made if isinstance(made, tuple | list) else (made,)
         shown = "<br>".join(f"`{n}`" for n in names)
-        lines.append(f"| `{name}` | {shown} | {_first_sentence(function.__doc__)} |")
+        what = first_sentence(function.__doc__).replace("|", "\\|")
+        lines.append(f"| `{name}` | {shown} | {what} |")
     return "\n".join(lines) + "\n"
 
 
-class Command(BaseCommand):
+class Command(GeneratedPage):
     help = "Write docs/keys.md from analytics/store/keys.py (--check: fail if it is out of date)."
+    page = "keys.md"
 
-    def add_arguments(self, parser):
-        parser.add_argument("--check", action="store_true")
-
-    def handle(self, *args, check=False, **options):
-        text = render()
-        if check:
-            if not PAGE.exists() or PAGE.read_text() != text:
-                raise CommandError("docs/keys.md is out of date: run manage.py keys_doc")
-            return
-        PAGE.write_text(text)
-        self.stdout.write(f"wrote {PAGE} ({text.count(chr(10)) - 11} keys)")
+    def render(self) -> str:
+        return render()
