@@ -18,13 +18,10 @@ from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.models import Site
 from analytics.sites import SiteInfo
+from tests.junk import flood, used_memory
 
 EVENTS = 100_000
 BATCH = 1000
-
-
-def _used(r) -> int:
-    return r.info("memory")["used_memory"]
 
 
 def _one(r, quota: int, say) -> tuple:
@@ -34,7 +31,7 @@ def _one(r, quota: int, say) -> tuple:
     info = SiteInfo.from_model(site)
     rng = random.Random(1)
     now = datetime.now(UTC)
-    before = _used(r)
+    before = used_memory(r)
     for _start in range(0, EVENTS, BATCH):
         hits = [
             Hit(
@@ -46,13 +43,13 @@ def _one(r, quota: int, say) -> tuple:
             for _ in range(BATCH)
         ]
         record(r, info, hits, now=now)
-    ingested = _used(r) - before
+    ingested = used_memory(r) - before
     keys = r.dbsize()
     say(f"quota {quota:,}: {ingested / 1e6:.1f} MB after ingest; rolling the day up")
     started = time.perf_counter()
     rollups.rollup(r, site, info.today(), info.today())
     seconds = time.perf_counter() - started
-    after_rollup = _used(r) - before
+    after_rollup = used_memory(r) - before
     return ingested, keys, seconds, after_rollup
 
 
@@ -96,21 +93,16 @@ def worst_case(r, say) -> list[tuple]:
     now = datetime.now(UTC)
     from analytics.store import keys as key_names
 
-    def settled() -> int:
-        while r.info("memory").get("lazyfree_pending_objects", 0):
-            time.sleep(0.05)
-        return _used(r)
-
-    rows, base = [], _used(r)
+    rows, base = [], used_memory(r)
     for label in ("first", "second, same day"):
-        before = settled()
-        _junk(r, info, rng, now)
-        ingested = _used(r) - before
+        before = used_memory(r)
+        flood(r, info, rng, JUNK_EVENTS, now)
+        ingested = used_memory(r) - before
         keys = r.dbsize()
         r.delete(
             *r.scan_iter(match=key_names.site_prefix(site.pk) + "*sess*", count=1000)
         )  # (as their expiry will, 1.5 h on)
-        kept = settled() - before
+        kept = used_memory(r) - before
         say(
             f"worst case, {label} flood: {ingested / JUNK_EVENTS:,.0f} B an event after ingest, {kept / JUNK_EVENTS:,.0f} B once "
             "the open visits are gone; rolling the day up"
@@ -125,7 +117,7 @@ def worst_case(r, say) -> list[tuple]:
                 f"{ingested / 1e6:.1f}",
                 f"{ingested / JUNK_EVENTS:,.0f}",
                 f"{kept / JUNK_EVENTS:,.0f}",
-                f"{(settled() - base) / 1e6:.1f}",
+                f"{(used_memory(r) - base) / 1e6:.1f}",
                 f"{keys:,}",
                 f"{seconds:.1f}",
                 f"{stored:,}",
@@ -133,28 +125,3 @@ def worst_case(r, say) -> list[tuple]:
         )
     r.execute_command("FLUSHALL", "SYNC")
     return rows
-
-
-def _junk(r, info, rng, now):
-    from analytics.ingest.visit import visit_attrs
-
-    def junk() -> str:
-        return f"{rng.getrandbits(64):016x}"
-
-    for _ in range(0, JUNK_EVENTS, 100):
-        hits = []
-        for _ in range(100):
-            attrs = visit_attrs(
-                "junk.example",
-                f"https://junk.example/{junk()}?utm_source={junk()}&utm_campaign={junk()}",
-                f"https://{junk()}.example/{junk()}",
-                "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0",
-                None,
-                rng.randrange(300, 4000),
-            )
-            name = "pageview" if rng.random() < 0.5 else f"e{junk()}"
-            props = tuple((f"p{junk()}", junk()) for _ in range(10)) if name != "pageview" else ()
-            hits.append(
-                Hit(None, f"/{junk()}", name, identity_source(None, junk(), None, None), attrs=attrs, props=props)
-            )
-        record(r, info, hits, now=now)

@@ -13,6 +13,7 @@ from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
 from analytics.store import keys
 from tests.hll import hll_tolerance
+from tests.junk import flood, used_memory
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -196,34 +197,6 @@ def test_a_goal_lists_its_ten_most_sent_properties_not_every_name(site, r):
     assert len(shown) == 10 and "plan" in shown and shown["plan"][0]["events"] == 30
 
 
-def _junk_flood(r, info, rng, events: int, now: datetime):
-    """`events` anonymous events with everything the public controls random (path, referrer,
-    UTM tags, screen, event name, ten property names and values): bench/quota_bench.py's
-    worst case, at test scale."""
-    from analytics.ingest.visit import visit_attrs
-
-    def junk() -> str:
-        return f"{rng.getrandbits(64):016x}"
-
-    for _ in range(0, events, 100):
-        hits = []
-        for _ in range(100):
-            attrs = visit_attrs(
-                "example.com",
-                f"https://example.com/{junk()}?utm_source={junk()}&utm_campaign={junk()}",
-                f"https://{junk()}.example/{junk()}",
-                "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0",
-                None,
-                rng.randrange(300, 4000),
-            )
-            name = "pageview" if rng.random() < 0.5 else f"e{junk()}"
-            props = tuple((f"p{junk()}", junk()) for _ in range(10)) if name != "pageview" else ()
-            hits.append(
-                Hit(now, f"/{junk()}", name, identity_source(None, junk(), None, None), attrs=attrs, props=props)
-            )
-        record(r, info, hits, now=now)
-
-
 def _rolled_up(r, site, day) -> dict[str, int]:
     from analytics.models import DimensionDaily, EventDaily, PageDaily
     from analytics.rollups.jobs import rollup
@@ -233,12 +206,6 @@ def _rolled_up(r, site, day) -> dict[str, int]:
         model.__name__: model.objects.filter(site=site, date=day).count()
         for model in (PageDaily, EventDaily, DimensionDaily)
     }
-
-
-def _used(r) -> int:
-    while r.info("memory").get("lazyfree_pending_objects", 0):
-        pass
-    return r.info("memory")["used_memory"]
 
 
 @pytest.mark.single_server  # (INFO memory of one server)
@@ -256,16 +223,16 @@ def test_a_junk_flood_costs_at_most_400_bytes_an_event_and_past_the_caps_only_it
 
     def without_open_visits() -> int:
         r.delete(*r.scan_iter(match=keys.site_prefix(site.pk) + "*sess*"))  # (as their expiry will)
-        return _used(r)
+        return used_memory(r)
 
-    _junk_flood(r, info, random.Random(0), 100, now - timedelta(days=1))  # (the scripts loaded: not the events' cost)
-    before = _used(r)
-    _junk_flood(r, info, rng, n, now)
-    assert (_used(r) - before) / n <= 400
+    flood(r, info, random.Random(0), 100, now - timedelta(days=1))  # (the scripts loaded: not the events' cost)
+    before = used_memory(r)
+    flood(r, info, rng, n, now)
+    assert (used_memory(r) - before) / n <= 400
     rows = _rolled_up(r, site, info.today())
     first = without_open_visits()
-    _junk_flood(r, info, rng, n, now)
-    assert (_used(r) - first) / n <= 400
+    flood(r, info, rng, n, now)
+    assert (used_memory(r) - first) / n <= 400
     assert _rolled_up(r, site, info.today()) == rows  # (the stored rows are the caps' too)
     second = without_open_visits()
     assert (second - first) / n <= 48, (second - first) / n
