@@ -469,6 +469,30 @@ class _PageMatcher:
         return self.last.search(path, at) is not None  # the last piece ends the path
 
 
+class DaySketch(models.Model):
+    """A day's HyperLogLog of visitors, as the rollup found it before the day's raw keys
+    expired: the site's (field ""), each page's, custom event's and visit value's (`field`
+    as analytics.dimensions.field() writes it), zlib-compressed. Kept for good, beside the
+    day's counts: a union over days whose keys expired, or filters combined on such a day,
+    is then counted from these (PFCOUNT of the sketches set back into scratch keys:
+    queries/expired.py), an estimate within an HLL's error, not a guess from the counts."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="day_sketches")
+    date = models.DateField()
+    # The field, hashed (field_key()): page paths run to 1,024 characters, past what a
+    # unique index holds on PostgreSQL.
+    key = models.CharField(max_length=32)
+    field = models.TextField()
+    sketch = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "date", "key"], name="day_sketch_unique")]
+
+    @staticmethod
+    def field_key(field: str) -> str:
+        return hashlib.blake2b(field.encode(), digest_size=16).hexdigest()
+
+
 class DimensionDaily(models.Model):
     """A visit dimension value's numbers on one day (a source, a country, an entry page...),
     stored by the rollups so that breakdowns over long periods are one indexed query.

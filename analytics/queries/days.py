@@ -25,6 +25,10 @@ UNION_STORED = (
     "an estimate: some days' raw keys have expired, so the visitors over the range are the days' stored "
     "visitors summed times the share of distinct people the rollups stored (DAU, WAU, MAU); no stated bound"
 )
+UNION_SKETCHED = (
+    "an estimate: some days' raw keys have expired, so the visitors over the range are a HyperLogLog union "
+    "of the days' sketches the rollup stored (±0.81%)"
+)
 UNION_DAILY_SALT = "an estimate: daily-salt visitors over several days are a HyperLogLog union (±0.81%)"
 DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
 PERIOD_METRICS = ("visitors", "pageviews", "new_visitors")  # for interval=week|month
@@ -131,7 +135,7 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
         unions, expired = visitors_over(r, site, {"period": days}, tmp)
     visitors = unions["period"]
     if expired:
-        estimates = {"visitors": UNION_STORED}
+        estimates = {"visitors": UNION_SKETCHED if expired == "sketches" else UNION_STORED}
     elif site.daily_salt and len(days) > 1:
         estimates = {"visitors": UNION_DAILY_SALT}
     else:

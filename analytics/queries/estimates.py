@@ -11,8 +11,7 @@ from itertools import combinations
 
 import redis
 
-from ..counts import fold
-from ..store import keys
+from ..counts import fold, sketches
 
 
 def estimate(r: redis.Redis, segment, ranges: list[list[date]]) -> list[int]:
@@ -29,12 +28,12 @@ def estimate(r: redis.Redis, segment, ranges: list[list[date]]) -> list[int]:
         positives: list[list[str]] = []
         negative: list[str] = []
         for i in range(len(segment.filters)):
-            hlls = [keys.field_visitors(sid, day, name) for day in days for name in segment.terms[day][i].fields]
+            hlls = [segment.hll(day, name) for day in days for name in segment.terms[day][i].fields]
             if segment.terms[days[0]][i].negate:
                 negative += hlls
             else:
                 positives.append(hlls)
-        universe_keys = [keys.site_visitors(sid, day) for day in days]
+        universe_keys = [segment.hll(day, sketches.SITE) for day in days]
         plan: dict[tuple[int, tuple[int, ...]] | str, int] = {}
         for sets in ([*positives], [*positives, negative] if negative else None):
             if sets is None:

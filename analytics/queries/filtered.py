@@ -49,11 +49,25 @@ STORED = (
     "(one value exact to ±0.81%; several values or filters combined as if independent, no stated bound)"
 )
 
+SKETCHED = (
+    "an estimate: some days' raw keys have expired, so they are counted from the HyperLogLogs the rollup stored "
+    "(±0.81% each; by inclusion-exclusion where filters combine)"
+)
+
 
 def why(kinds: dict, days) -> str:
     """Why a number over these days is an estimate ("" when it is exact)."""
     found = {kinds[day] for day in days if day in kinds}
-    return STORED if STORED in found else (ESTIMATED if found else "")
+    return next((reason for reason in (STORED, SKETCHED, ESTIMATED) if reason in found), "")
+
+
+def union_why(filters, kinds: dict, days) -> str:
+    """why() for the visitors over several days: where their keys expired, a union of
+    sketches only for the segments segments.visitors() counts that way."""
+    reason = why(kinds, days)
+    if reason == SKETCHED and len(days) > 1 and not segments.unions_from_sketches(filters):
+        return STORED
+    return reason
 
 
 def marked(estimates: dict, metric: str) -> dict:
@@ -150,7 +164,10 @@ def _days(
     estimated = estimated or any(
         segment.estimate_over(members) for members in [*(unions or {}).values(), *windows.values()]
     )
-    kinds = {day: STORED if day in segment.stored else ESTIMATED for day in segment.estimated | set(segment.stored)}
+    kinds = {
+        day: (SKETCHED if day in segment.sketched else STORED) if day in segment.stored else ESTIMATED
+        for day in segment.estimated | set(segment.stored)
+    }
     return values, estimated, totals, kinds
 
 
@@ -230,7 +247,7 @@ def timeseries(
 
     def marked(members: list[date]) -> dict:
         """The row's "estimate": why, where a day its numbers count is one."""
-        reason = why(kinds, [m - timedelta(days=n) for m in members for n in range(reach)]) or _first(
+        reason = union_why(filters, kinds, [m - timedelta(days=n) for m in members for n in range(reach)]) or _first(
             visit_why, members
         )
         return {"estimate": reason} if reason else {}
@@ -306,9 +323,11 @@ def summary(r: redis.Redis, site: SiteInfo, filters, start: date, end: date) -> 
     values, estimated, unions, kinds = _days(r, site, filters, start, end, [last], {"period": days}, visit_counts)
     window = [last - timedelta(days=n) for n in range(30)]
     estimates = {
-        "visitors": DAILY_SALT if site.daily_salt and len(days) > 1 else why(kinds, days),
+        "visitors": DAILY_SALT if site.daily_salt and len(days) > 1 else union_why(filters, kinds, days),
         **dict.fromkeys(("dau", "new_visitors"), why(kinds, days)),
-        **dict.fromkeys(("wau", "mau", "stickiness"), DAILY_SALT if site.daily_salt else why(kinds, window)),
+        **dict.fromkeys(
+            ("wau", "mau", "stickiness"), DAILY_SALT if site.daily_salt else union_why(filters, kinds, window)
+        ),
         **dict.fromkeys(VISIT_METRICS, _first(visit_why, days)),
     }
     rows = [values[day] for day in days]

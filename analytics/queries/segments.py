@@ -36,7 +36,7 @@ from typing import Any
 import redis
 
 from .. import dimensions
-from ..counts import fold
+from ..counts import fold, sketches
 from ..counts.dimensions import day_visitors, queue_day_visitors
 from ..models import Goal, page_pattern_regex
 from ..sites import SiteInfo
@@ -171,10 +171,23 @@ class Segment:
     bitmapped: dict[date, set[str]] = field(default_factory=dict)  # the fields with a bitmap each day
     stored: dict[date, DayTotals] = field(default_factory=dict)  # days answered from their stored rows
     ratios: dict = field(default_factory=dict)  # repeat_ratio()'s memo, for this answer
+    thawed: dict[tuple[date, str], str] = field(default_factory=dict)  # (day, field): its stored sketch's scratch key
+    sketched: set[date] = field(default_factory=set)  # stored days whose every HLL needed has its sketch
+
+    def hll(self, day: date, name: str) -> str:
+        """The HLL of a field ("" the site's) on a day: its stored sketch where the day's
+        keys expired (thawed), else the live key."""
+        return self.thawed.get((day, name)) or sketches.hll_key(self.site.id, day, name)
 
     def stored_over(self, days) -> bool:
         """Does a range hold a day answered from stored rows (its keys expired)?"""
         return any(day in self.stored for day in days)
+
+    def sketched_over(self, days) -> bool:
+        """Is every day of a range answered from stored rows also one whose sketches are
+        there, and the segment one union of values (so its visitors over the range are
+        one PFCOUNT of sketches and live HLLs: estimate())?"""
+        return unions_from_sketches(self.filters) and all(d in self.sketched for d in days if d in self.stored)
 
     def estimate_over(self, days) -> bool:
         """Is a number over these days an estimate? (Daily-salt ids mean nothing across days.)"""
@@ -250,6 +263,7 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
             segment.estimated.add(day)  # (its numbers come from stored rows, whatever its terms say)
         if not all(t.complete and len(t.bitmaps) == len(t.fields) for t in terms.values()):
             segment.estimated.add(day)
+    _thaw(r, segment, gone)
     # 2. Each day's bitmap, and its size; and whether each bitmap used holds all of its
     # value's visitors that day (one made after the day's first visitors, say by a goal
     # made at noon, misses the morning's: that day is estimated).
@@ -276,9 +290,13 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     for day, _ in checked:
         if not day_visitors(checks, bitmapped=True)[1]:
             segment.estimated.add(day)
-    # 3. Estimates for the days that need them: from HLLs, or from the stored rows of a
-    # day whose keys expired.
+    # 3. Estimates for the days that need them: from HLLs (a day whose keys expired: its
+    # sketches), or from the stored rows of such a day where they are not all there, or
+    # where the filter is one value (its row is its own number).
+    sketched = [] if _one_value(filters) else sorted(segment.sketched)
     for day, recorded in segment.stored.items():
+        if day in sketched:
+            continue
         sizes = [
             (
                 t.negate,
@@ -289,7 +307,7 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
             for n, t in enumerate(segment.terms[day])
         ]
         segment.sizes[day] = segment_size(recorded.dau, sizes)
-    late = sorted(segment.estimated - set(segment.stored))
+    late = sorted((segment.estimated - set(segment.stored)) | set(sketched))
     if late:
         for day, size in zip(late, estimate(r, segment, [[day] for day in late])):
             segment.sizes[day] = size
@@ -341,11 +359,14 @@ def visitors(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
         elif len(days) == 1:
             result[name] = segment.sizes[days[0]]
         elif segment.stored_over(days):
-            kept[name] = days
+            if segment.sketched_over(days):
+                result[name] = None  # (a union of the values' sketches and HLLs over the days: estimate() below)
+            else:
+                kept[name] = days
         elif segment.site.daily_salt:
             result[name] = None
         elif segment.estimate_over(days):
-            if _one_union(segment.filters):
+            if one_union(segment.filters):
                 result[name] = None  # (a union of the values' HLLs over the days: estimate() below)
             else:
                 scaled[name] = days
@@ -372,7 +393,46 @@ def visitors(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
     return result
 
 
-def _one_union(filters: tuple[Filter, ...]) -> bool:
+def _thaw(r: redis.Redis, segment: Segment, gone: set[tuple[date, str]]):
+    """Set into scratch keys the stored sketches (counts/sketches.py) of the HLLs a day
+    whose keys expired would have read: the site's and every field of its filters, for
+    a day whose daily keys expired; the page fields, for one whose page keys did. A stored
+    day all of whose sketches are there is `sketched`."""
+    wanted: dict[date, list[str]] = {}
+    for day, terms in segment.terms.items():
+        daily, pages = (day, "daily") in gone, (day, "page") in gone
+        names = [sketches.SITE] if daily else []
+        for t in terms:
+            names += [n for n in t.fields if (pages if n.startswith(PAGE_FIELD) else daily)]
+        if names:
+            wanted[day] = names
+    if not wanted:
+        return
+    segment.thawed.update(
+        sketches.thaw(r, segment.site.id, [(d, n) for d, ns in wanted.items() for n in ns], segment.tmp)
+    )
+    segment.sketched = {day for day in segment.stored if all((day, n) in segment.thawed for n in wanted.get(day, ()))}
+
+
+PAGE_FIELD = dimensions.field("page", "")
+
+
+def _one_value(filters: tuple[Filter, ...]) -> bool:
+    """Is the segment one value's visitors (`prop==value`)? A day whose keys expired then
+    has its stored row as its number."""
+    return len(filters) == 1 and filters[0].op == "==" and len(filters[0].values) == 1
+
+
+def unions_from_sketches(filters: tuple[Filter, ...]) -> bool:
+    """Are the segment's visitors over days whose keys expired a union of sketches? Of one
+    union of values, yes; one page's are its own period and day HLLs (pages.page_union, as
+    its breakdown row); filters combined are unions of each day's estimates
+    (expired.stored_unions())."""
+    one_page = _one_value(filters) and filters[0].prop == "page"
+    return one_union(filters) and not one_page
+
+
+def one_union(filters: tuple[Filter, ...]) -> bool:
     """Is the segment one union of values' visitors (a single filter, no `!=`)? Over several
     days its visitors are then the union of those values' HLLs over the days, which is what
     estimate() counts; with more filters, estimate() intersects unions over the whole range
