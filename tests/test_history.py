@@ -14,7 +14,7 @@ import pytest
 from analytics import queries, rollups
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
-from analytics.models import DailyMetrics, PageDaily
+from analytics.models import DailyMetrics, DaySketch, PageDaily
 from analytics.periods import days_between
 from analytics.rollups import expiry
 from analytics.rollups.jobs import roll_recent
@@ -334,9 +334,10 @@ def test_a_pages_visitors_over_history_whose_week_and_month_hlls_are_gone_come_f
     site, r, tmp_path, no_grace
 ):
     """Once a period's merged page HLLs expire (keep_page_period_days), a page's visitors
-    over it are its stored row (PagePeriod): exact to the HLL's error over a whole month,
-    an estimate over several periods (the rows summed, times the site's share of distinct
-    people across them)."""
+    over it are a union of its days' stored sketches (counts/sketches.py), to an HLL's
+    error over any range; where the sketches are not there (days rolled up before they
+    were kept), its stored row (PagePeriod) over a whole month, and over several periods
+    the rows summed times the site's share of distinct people across them (no stated bound)."""
     first = (datetime.now(UTC).date() - timedelta(days=site.keep_page_period_days + 120)).replace(day=1)
     month_end = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
     days = days_between(first, month_end + timedelta(days=20))
@@ -344,10 +345,14 @@ def test_a_pages_visitors_over_history_whose_week_and_month_hlls_are_gone_come_f
     import_("--site", site.domain, write_log(tmp_path / "a.log", lines))
     assert not r.exists(keys.period_visitors(site.id, "month", first, "/pricing"))  # (the policy let it go)
     info = SiteInfo.from_model(site)
-    for start, end, bound in (
-        (first, month_end, 0.03),
-        (days[0], days[-1], 0.45),
-    ):  # (several periods: an estimate, no stated bound)
+    for start, end, bound, kept in (
+        (first, month_end, 3 * 0.0081, True),
+        (days[0], days[-1], 3 * 0.0081, True),
+        (first, month_end, 0.03, False),
+        (days[0], days[-1], 0.45, False),  # (several periods from their rows: an estimate, no stated bound)
+    ):
+        if not kept:
+            DaySketch.objects.filter(site=site).delete()
         rows, _ = queries.ranked_pages(r, info, start, end, limit=5)
         for row in rows:
             truth = len(

@@ -89,7 +89,7 @@ def converters_by_rows(site: SiteInfo, segment, goal, days: list[date], totals: 
     return sum(share_of(goal.name, {goal.name: people[day]}, segment.sizes[day], totals[day].dau, []) for day in days)
 
 
-def _one_page(filters) -> str | None:
+def one_page(filters) -> str | None:
     """The page of a segment that is one page's visitors (`page==PATH`), else None."""
     if len(filters) == 1 and filters[0].prop == "page" and filters[0].op == "==" and len(filters[0].values) == 1:
         return filters[0].values[0]
@@ -124,7 +124,7 @@ def stored_unions(r: redis.Redis, segment, ranges: dict) -> dict:
                 pipe.bitcount(keys.active(sid, day))
     answers = pipe.execute()
     result = {}
-    page = _one_page(segment.filters)
+    page = one_page(segment.filters)
     for name, days in ranges.items():
         sizes = [segment.sizes[day] for day in days]
         if page is not None:  # (one page's visitors: its own period and day HLLs, as its breakdown row)

@@ -63,9 +63,9 @@ def why(kinds: dict, days) -> str:
 
 def union_why(filters, kinds: dict, days) -> str:
     """why() for the visitors over several days: where their keys expired, a union of
-    sketches only for the segments segments.visitors() counts that way."""
+    sketches only for one union of values (segments.visitors())."""
     reason = why(kinds, days)
-    if reason == SKETCHED and len(days) > 1 and not segments.unions_from_sketches(filters):
+    if reason == SKETCHED and len(days) > 1 and not segments.one_union(filters):
         return STORED
     return reason
 

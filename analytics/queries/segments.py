@@ -187,7 +187,7 @@ class Segment:
         """Is every day of a range answered from stored rows also one whose sketches are
         there, and the segment one union of values (so its visitors over the range are
         one PFCOUNT of sketches and live HLLs: estimate())?"""
-        return unions_from_sketches(self.filters) and all(d in self.sketched for d in days if d in self.stored)
+        return one_union(self.filters) and all(d in self.sketched for d in days if d in self.stored)
 
     def estimate_over(self, days) -> bool:
         """Is a number over these days an estimate? (Daily-salt ids mean nothing across days.)"""
@@ -359,7 +359,7 @@ def visitors(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
         elif len(days) == 1:
             result[name] = segment.sizes[days[0]]
         elif segment.stored_over(days):
-            if segment.sketched_over(days):
+            if segment.sketched_over(days) and not expired.one_page(segment.filters):
                 result[name] = None  # (a union of the values' sketches and HLLs over the days: estimate() below)
             else:
                 kept[name] = days
@@ -421,15 +421,6 @@ def _one_value(filters: tuple[Filter, ...]) -> bool:
     """Is the segment one value's visitors (`prop==value`)? A day whose keys expired then
     has its stored row as its number."""
     return len(filters) == 1 and filters[0].op == "==" and len(filters[0].values) == 1
-
-
-def unions_from_sketches(filters: tuple[Filter, ...]) -> bool:
-    """Are the segment's visitors over days whose keys expired a union of sketches? Of one
-    union of values, yes; one page's are its own period and day HLLs (pages.page_union, as
-    its breakdown row); filters combined are unions of each day's estimates
-    (expired.stored_unions())."""
-    one_page = _one_value(filters) and filters[0].prop == "page"
-    return one_union(filters) and not one_page
 
 
 def one_union(filters: tuple[Filter, ...]) -> bool:
