@@ -96,14 +96,17 @@ def one_page(filters) -> str | None:
     return None
 
 
-def stored_unions(r: redis.Redis, segment, ranges: dict) -> dict:
+def stored_unions(r: redis.Redis, segment, ranges: dict, own: dict | None = None) -> dict:
     """The segment's visitors over ranges holding days answered from stored rows (their
-    bitmaps expired): the days' sizes summed, times the site's repeat_ratio() over them,
-    times how much more (or less) often than everyone the segment's visitors come back
-    where both are known (its exact days: the OR of their bitmaps over their sizes
-    summed, against the same of the site's active bitmaps). One page's visitors are its
-    own HLLs' union instead (pages.page_union: its row's number). Never below that OR nor
-    the largest day, never above the sum of the days."""
+    bitmaps expired): the days' sizes summed, times the share of distinct people its
+    filters' own sketches give (`own`, segments._own_ratios()) where they are all there,
+    else times the site's repeat_ratio() over them, times how much more (or less) often
+    than everyone the segment's visitors come back where both are known (its exact days:
+    the OR of their bitmaps over their sizes summed, against the same of the site's
+    active bitmaps). One page's visitors are its own HLLs' union instead
+    (pages.page_union: its row's number). Never below that OR nor the largest day, never
+    above the sum of the days."""
+    own = own or {}
     sid = segment.site.id
     pipe = r.pipeline(transaction=False)
     at = {}
@@ -140,6 +143,7 @@ def stored_unions(r: redis.Redis, segment, ranges: dict) -> dict:
             seg_sum = sum(segment.sizes[day] for day in exact)
             if len(exact) > 1 and seen and site_seen and seg_sum:
                 relative = (seen / seg_sum) / (site_seen / site_sum)
-        scaled = round(sum(sizes) * min(1.0, repeat_ratio(sid, days, segment.ratios) * relative))
+        ratio = own[name] if name in own else repeat_ratio(sid, days, segment.ratios) * relative
+        scaled = round(sum(sizes) * min(1.0, ratio))
         result[name] = min(sum(sizes), max(seen, max(sizes), scaled))
     return result
