@@ -38,12 +38,28 @@ def figure(data: list[dict], **layout) -> dict:
     return go.Figure(data=data, layout={**LAYOUT, **layout}, _validate=False).to_plotly_json()
 
 
+def estimate_marks(rows: list[dict], hover: str | None, key: str = "estimate") -> dict:
+    """A scatter trace's settings where some row is an estimate (its `key` says why): its
+    point an open circle, and "≈" with the reason after the `hover` template (Plotly's
+    default where None), the others solid and unmarked. Nothing where no row is one: the
+    trace keeps `hover`."""
+    if not any(row.get(key) for row in rows):
+        return {} if hover is None else {"hovertemplate": hover}
+    return dict(
+        mode="lines+markers",
+        marker=dict(symbol=["circle-open" if row.get(key) else "circle" for row in rows], size=7),
+        customdata=[f" ≈ {escape(row[key])}" if row.get(key) else "" for row in rows],
+        hovertemplate=(hover or "%{y:,}") + "%{customdata}",
+    )
+
+
 def visitors(
     rows: list[dict], hourly: bool = False, compared: list[dict] | None = None, compared_label: str = ""
 ) -> dict:
     """Visitors and pageviews per day, or per hour (rows dated YYYY-MM-DDTHH:00); with
     `compared`, the compared period's visitors as a dashed line over the same days or hours
-    (row n of the period over row n of this one; its own dates in the hover)."""
+    (row n of the period over row n of this one; its own dates in the hover). A day whose
+    visitors are an estimate is an open circle saying why (estimate_marks())."""
     dates = [row["date"] for row in rows]
     axis = dict(LAYOUT["xaxis"], tickformat="%H:%M", dtick=3 * 3600 * 1000) if hourly else LAYOUT["xaxis"]
     traces = [
@@ -55,7 +71,8 @@ def visitors(
             name="Visitors",
             mode="lines+markers",
             line=dict(color=ACCENT, width=2),
-        ),
+        )
+        | estimate_marks(rows, None),
     ]
     if compared:
         shown = compared[: len(dates)]
@@ -76,7 +93,8 @@ def visitors(
 
 def actives(rows: list[dict]) -> dict:
     """Daily, weekly and monthly active visitors, a point a day: the visitors active that
-    day, and in the 7 and 30 days up to it (the names and the axis title say so)."""
+    day, and in the 7 and 30 days up to it (the names and the axis title say so). A day
+    whose numbers are estimates is an open circle saying why (estimate_marks())."""
     dates = [row["date"] for row in rows]
     return figure(
         [
@@ -87,8 +105,8 @@ def actives(rows: list[dict]) -> dict:
                 y=[row[key] for row in rows],
                 name=name,
                 line=dict(color=color, width=2),
-                hovertemplate="%{y:,} visitors",
             )
+            | estimate_marks(rows, "%{y:,} visitors", "estimate_windows")
             for key, name, color in (
                 ("dau", "DAU · that day", ACCENT),
                 ("wau", "WAU · 7 days", SECOND),

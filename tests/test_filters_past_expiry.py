@@ -11,7 +11,7 @@ an estimate: one value's visitors are its stored row (within an HLL's error), se
 filters combined as if independent (within the loose bound asserted here)."""
 
 import io
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 import pytest
 from django.core.management import call_command
@@ -189,6 +189,28 @@ def test_the_dashboard_marks_the_estimated_cards_alone(aged, r, client, django_u
         if 'class="approx"' in chunk.split("</div>\n  </div>")[0]
     ]
     assert "visitors" in marked and "pageviews" not in marked
+
+
+def test_the_dashboards_charts_mark_the_estimated_days_alone(aged, r, client, django_user_model):
+    """The visitors and actives charts draw an estimated day as an open circle whose hover
+    says why (≈ and the reason), and the others solid with nothing added."""
+    import json
+
+    info, _, days, today = aged
+    user = django_user_model.objects.create_user("owner", password="pw")
+    from analytics.models import Site
+
+    Site.objects.get(pk=info.id).owners.add(user)
+    client.force_login(user)
+    url = f"/dashboard/{info.domain}/?period=custom&from={days[0]}&to={days[-1]}&filters=country==DE"
+    figures = json.loads(
+        client.get(url).content.decode().split('id="figures" type="application/json">')[1].split("<")[0]
+    )
+    line = next(t for t in figures["visitors"]["data"] if t.get("name") == "Visitors")
+    for day, symbol, said in zip(line["x"], line["marker"]["symbol"], line["customdata"]):
+        old = _age(today, date.fromisoformat(day[:10])) >= 7  # (country==DE: exact while its bitmaps last)
+        assert (symbol == "circle-open") == old and (said.startswith(" ≈ an estimate")) == old, (day, symbol, said)
+    assert "%{customdata}" in line["hovertemplate"]
 
 
 @pytest.mark.parametrize("text", ["country==DE", "source==Google;country!=DE", "page==/pricing"])

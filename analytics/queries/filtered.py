@@ -81,8 +81,15 @@ MAX_ROWS = 200  # breakdown values whose filtered visitors are counted (the most
 def daily_values(
     r: redis.Redis, site: SiteInfo, filters, start: date, end: date, windows: bool = True
 ) -> tuple[dict[date, dict], bool]:
-    """({day: visitors, dau, new_visitors, wau, mau, stickiness, pageviews}, estimate)."""
-    values, estimated, _, _ = _days(r, site, filters, start, end, days_between(start, end) if windows else [])
+    """({day: visitors, dau, new_visitors, wau, mau, stickiness, pageviews}, estimate). A
+    day whose own numbers are estimates says why in "estimate"; with `windows`, one whose
+    WAU or MAU are (a day of the 30 before it is) in "estimate_windows"."""
+    values, estimated, _, kinds = _days(r, site, filters, start, end, days_between(start, end) if windows else [])
+    for day, row in values.items():
+        marks = {"estimate": why(kinds, [day])}
+        if windows:
+            marks["estimate_windows"] = union_why(filters, kinds, [day - timedelta(days=n) for n in range(30)])
+        row.update((key, reason) for key, reason in marks.items() if reason)
     return values, estimated
 
 
