@@ -91,3 +91,50 @@ def test_read_answers_have_exactly_the_documented_keys(world, client, path):  # 
         assert response.status_code == 200, (params, response.content)
         errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(response.json())]
         assert not errors, (params, errors[:5])
+
+
+# The document's parameters are the code's: each declared parameter (analytics/api/params.py)
+# is read by its endpoint with the bounds and choices the document states.
+def _documented(document, path, name):
+    return next(p for p in document["paths"][path]["get"]["parameters"] if p["name"] == name)
+
+
+@pytest.mark.parametrize(
+    "path,name,extra",
+    [
+        ("breakdown", "limit", {"property": "source"}),
+        ("breakdown", "page", {"property": "source"}),
+        ("pages", "limit", {}),
+        ("retention", "unit", {}),
+        ("timeseries", "interval", {"period": "day"}),  # (hours: at most 2 days)
+        ("timeseries", "compare", {}),
+        ("aggregate", "compare", {}),
+    ],
+)
+def test_each_declared_parameter_is_read_as_documented(world, client, path, name, extra):  # noqa: F811
+    key, _, _ = world
+    schema = _documented(client.get("/api/v1/openapi.json").json(), f"/api/v1/stats/{path}", name)["schema"]
+    if "enum" in schema:
+        for value in schema["enum"]:
+            assert get(client, key, path, **{name: value}, **extra).status_code == 200, value
+        wrong = get(client, key, path, **{name: "nonsense"}, **extra)
+        assert (
+            wrong.status_code == 400 and wrong.json()["error"] == f"{name}: must be one of {', '.join(schema['enum'])}"
+        )
+    else:
+        low, high = schema["minimum"], schema["maximum"]
+        assert get(client, key, path, **{name: high}, **extra).status_code == 200
+        past = get(client, key, path, **{name: high + 1}, **extra)
+        assert past.status_code == 400 and past.json()["error"] == f"{name}: must be between {low} and {high}"
+
+
+def test_the_documents_limits_are_the_settings_and_constants(client, settings):
+    from django.conf import settings as live
+
+    from analytics.queries import segments
+
+    document = client.get("/api/v1/openapi.json").json()
+    batch = document["paths"]["/api/v1/events"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert live.MAX_BATCH_EVENTS in {batch.get("maxItems"), *(s.get("maxItems") for s in batch.get("oneOf", []))}
+    filters = _documented(document, "/api/v1/stats/aggregate", "filters")
+    assert f"at most {segments.MAX_FILTERS})" in filters["description"]

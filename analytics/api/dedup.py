@@ -11,8 +11,9 @@ from ..dedup import bloom
 from ..ingest import schemas
 from ..queries.recommendations import unseen_top_pages
 from ..store.connection import get_redis
+from . import params
 from .http import ApiError, bearer_site, json_errors, json_response, methods, read_body
-from .params import int_param, site_param
+from .params import site_param
 
 Item = Annotated[str, Field(min_length=1, max_length=2048)]
 
@@ -70,8 +71,7 @@ def recommendations(request):
     user = request.GET.get("user", "")
     if not user.strip() or len(user) > 256:
         raise ApiError(400, "user: required, at most 256 characters")
-    limit = int_param(request, "limit", 10, 1, 100)
-    days = int_param(request, "days", 7, 1, 90)
+    limit, days = params.RECOMMENDED.read(request), params.RECOMMEND_DAYS.read(request)
     return json_response(
         {"site": site.domain, "user": user, "pages": unseen_top_pages(get_redis(), site, user, limit, days)}
     )

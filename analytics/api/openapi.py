@@ -4,13 +4,12 @@ Written by hand next to the code it describes; a test checks that every API rout
 it and that it is a valid OpenAPI document.
 """
 
+from django.conf import settings
 from django.views.decorators.http import require_GET
 
 from ..dimensions import ALL as DIMENSIONS
-from ..periods import NAMED_PERIODS
 from ..queries import (
     AGGREGATE_METRICS,
-    COMPARISONS,
     DAY_PERIODS,
     DEFAULT_METRICS,
     METRICS,
@@ -18,6 +17,7 @@ from ..queries import (
     VISIT_METRICS,
     WEEK_PERIODS,
 )
+from . import params
 from .http import json_response
 
 
@@ -32,46 +32,9 @@ def _param(name, description, schema, required=False):
     return {"name": name, "in": "query", "required": required, "description": description, "schema": schema}
 
 
-SITE = _param("site", "The site's domain.", {"type": "string"}, required=True)
-FROM = _param(
-    "from",
-    "First day, the site's local date (default: 30 days before `to`); 2000-01-01 at the earliest.",
-    {"type": "string", "format": "date"},
-)
-TO = _param(
-    "to",
-    "Last day, inclusive (default: today in the site's time zone); tomorrow at the latest. At most 731 days in all.",
-    {"type": "string", "format": "date"},
-)
-PERIOD = _param(
-    "period",
-    "Instead of from/to, a named period as Plausible's Stats API v1 takes it: `day`, `7d`, `30d` (the days up to `date`), "
-    "`month`, `6mo`, `12mo` (calendar months up to `date`'s, never past today), `custom` (with `date=FROM,TO`); Tally's "
-    "`today`, `yesterday`, `90d` and `last_month` too. Not with from or to.",
-    {"type": "string", "enum": [*NAMED_PERIODS, "custom"]},
-)
-DATE = _param(
-    "date",
-    "With `period`: the day it ends on or around (default today); with `period=custom`, `FROM,TO`.",
-    {"type": "string"},
-)
-RANGE = (FROM, TO, PERIOD, DATE)
-FILTERS = _param(
-    "filters",
-    "Only the visitors that match, e.g. `source==Google;country!=DE|FR;page~/blog`: `property==v1|v2` (one of), `!=` (none "
-    "of), `~` (contains, case-insensitive), joined by `;` (all must hold; at most 6). Properties: the visit dimensions, `page` "
-    "(viewed it that day) and `goal` (converted that day); Plausible's `visit:` and `event:` prefixes are accepted. A value "
-    "holding `;`, `|` or `\\` escapes it with a backslash. "
-    "Visitor numbers (visitors, DAU, WAU, MAU, new visitors, retention, converters) are counted exactly from per-day visitor "
-    "bitmaps of each dimension's first values of the day (the site's `segment_values`, and its pinned goals and funnel "
-    "steps); a value without its bitmap that day is estimated from HyperLogLogs, and the answer then says "
-    '`"estimate": true`. Visits, pageviews, bounce rate and visit duration exist per value, not per combination: '
-    "under one filter on a visit property (any values, `!=`, `~`) they are exact; under one page (`==`, `~`) or goal "
-    "filter they are those of the visits that viewed the page or sent the goal's event (several pages: an upper bound, "
-    "marked); else null. A filtered answer carries "
-    "`filters` (as understood) and `estimate`.",
-    {"type": "string"},
-)
+SITE = params.SITE.doc()  # (every parameter the views read is declared in params.py, and described from there)
+RANGE = tuple(p.doc() for p in params.RANGE)
+FILTERS = params.FILTERS.doc()
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}}
 INGEST_ERRORS = {
     "408": _error("The body took longer than the server waits for (10 s by default)."),
@@ -250,7 +213,7 @@ DOCUMENT = {
                     "items": {
                         "type": "array",
                         "minItems": 1,
-                        "maxItems": 10000,
+                        "maxItems": settings.MAX_BATCH_EVENTS,
                         "items": {"type": "string", "minLength": 1, "maxLength": 2048},
                     },
                 },
@@ -351,7 +314,7 @@ DOCUMENT = {
                         "application/json": {
                             "schema": {
                                 "type": "array",
-                                "maxItems": 10000,
+                                "maxItems": settings.MAX_BATCH_EVENTS,
                                 "items": {"$ref": "#/components/schemas/BatchEvent"},
                             }
                         },
@@ -385,12 +348,7 @@ DOCUMENT = {
                     SITE,
                     *RANGE,
                     FILTERS,
-                    _param(
-                        "compare",
-                        "`previous_period` or `year`: add `comparison` {from, to, results}, the same series over the period of "
-                        "the same length just before, or over the same dates a year earlier (row n against row n).",
-                        {"type": "string", "enum": list(COMPARISONS)},
-                    ),
+                    params.COMPARE_SERIES.doc(),
                     _param(
                         "metrics",
                         f"Comma-separated. Per day: {', '.join((*METRICS, *VISIT_METRICS))} (default {', '.join(DEFAULT_METRICS)}); "
@@ -399,15 +357,7 @@ DOCUMENT = {
                         "visit_duration in seconds); with filters, a single value's own (else null).",
                         {"type": "string"},
                     ),
-                    _param(
-                        "interval",
-                        "Row per local hour (ranges of at most 2 days; rows dated YYYY-MM-DDTHH:00; metrics visitors, an "
-                        "estimate, and pageviews; null in the hours still to come, and in those of a day whose hour keys have "
-                        "expired under the site's keep_daily_days, as the same dates last year may have, unless the day's "
-                        "stored row says it had no visitors and no pageviews: then 0), day, ISO week (Monday) or calendar "
-                        "month.",
-                        {"type": "string", "enum": ["hour", "day", "week", "month"], "default": "day"},
-                    ),
+                    params.INTERVAL.doc(),
                 ],
                 "responses": {
                     "200": _answer(
@@ -456,13 +406,7 @@ DOCUMENT = {
                         f"Comma-separated, from {', '.join(AGGREGATE_METRICS)} (default all).",
                         {"type": "string"},
                     ),
-                    _param(
-                        "compare",
-                        "`previous_period`: add each metric's change in percent against the period of the same length just before "
-                        "(null when that period had none of it); `year`: against the same dates a year earlier. The answer "
-                        "says which dates in `compared`.",
-                        {"type": "string", "enum": list(COMPARISONS)},
-                    ),
+                    params.COMPARE_TOTALS.doc(),
                 ],
                 "responses": {
                     "200": _answer(
@@ -588,10 +532,8 @@ DOCUMENT = {
                         "goal visitors, events, conversion_rate, revenue; custom properties visitors, events.",
                         {"type": "string"},
                     ),
-                    _param(
-                        "limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}
-                    ),
-                    _param("page", "Which page of rows, from 1.", {"type": "integer", "minimum": 1, "default": 1}),
+                    params.LIMIT.doc(),
+                    params.PAGE.doc(),
                     _param(
                         "search",
                         "Only values containing this text (case-insensitive), for every property (pages' paths, goals' "
@@ -644,24 +586,9 @@ DOCUMENT = {
                 "parameters": [
                     SITE,
                     *RANGE,
-                    _param(
-                        "lat",
-                        "Latitude of the place.",
-                        {"type": "number", "minimum": -85.05, "maximum": 85.05},
-                        required=True,
-                    ),
-                    _param(
-                        "lon",
-                        "Longitude of the place.",
-                        {"type": "number", "minimum": -180, "maximum": 180},
-                        required=True,
-                    ),
-                    _param(
-                        "km",
-                        "Radius in kilometres.",
-                        {"type": "number", "exclusiveMinimum": 0, "maximum": 20000},
-                        required=True,
-                    ),
+                    params.LATITUDE.doc(),
+                    params.LONGITUDE.doc(),
+                    params.RADIUS.doc(),
                 ],
                 "responses": {
                     "200": _answer(
@@ -722,9 +649,7 @@ DOCUMENT = {
                     SITE,
                     *RANGE,
                     FILTERS,
-                    _param(
-                        "limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}
-                    ),
+                    params.PAGES.doc(),
                 ],
                 "responses": {
                     "200": _answer(
@@ -761,11 +686,7 @@ DOCUMENT = {
                     SITE,
                     *RANGE,
                     FILTERS,
-                    _param(
-                        "unit",
-                        "Day cohorts or ISO-week cohorts.",
-                        {"type": "string", "enum": ["day", "week"], "default": "day"},
-                    ),
+                    params.UNIT.doc(),
                     _param(
                         "periods",
                         f"Largest n in retained (at most {DAY_PERIODS} days or {WEEK_PERIODS} weeks).",
@@ -857,14 +778,8 @@ DOCUMENT = {
                 "parameters": [
                     SITE,
                     _param("user", "The site's user id.", {"type": "string"}, required=True),
-                    _param(
-                        "limit", "How many pages.", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}
-                    ),
-                    _param(
-                        "days",
-                        "Rank pages by visitors over this many days.",
-                        {"type": "integer", "minimum": 1, "maximum": 90, "default": 7},
-                    ),
+                    params.RECOMMENDED.doc(),
+                    params.RECOMMEND_DAYS.doc(),
                 ],
                 "responses": {
                     "200": {

@@ -1,17 +1,85 @@
-"""Query parameters of the read endpoints, checked in one place: every mistake is a 400
-naming the parameter."""
+"""Query parameters of the read endpoints, each declared once: how it is read (every
+mistake is a 400 naming the parameter) and how the OpenAPI document describes it
+(openapi.py takes each parameter's entry from here: `doc()`), so that the bounds, the
+choices and the limits the document states are the ones the code applies.
+"""
 
 from datetime import date, timedelta
 
 from .. import sites
 from ..capture import inbox
-from ..periods import EARLIEST_DAY, named_range, out_of_bounds
-from ..queries import access, segments
+from ..periods import EARLIEST_DAY, NAMED_PERIODS, named_range, out_of_bounds
+from ..queries import COMPARISONS, access, segments
 from ..store.connection import get_redis
 from .http import ApiError, bearer_site
 
 MAX_RANGE_DAYS = 731
 DEFAULT_RANGE_DAYS = 30
+
+
+class Param:
+    """A query parameter: its name, its description and JSON schema in the API document."""
+
+    def __init__(self, name: str, description: str, schema: dict, required: bool = False):
+        self.name, self.description, self.schema, self.required = name, description, schema, required
+
+    def doc(self) -> dict:
+        """The parameter's entry in the OpenAPI document."""
+        return {
+            "name": self.name,
+            "in": "query",
+            "required": self.required,
+            "description": self.description,
+            "schema": self.schema,
+        }
+
+
+class IntParam(Param):
+    """A whole number from `low` to `high`, `default` when absent."""
+
+    def __init__(self, name: str, description: str, default: int, low: int, high: int):
+        super().__init__(name, description, {"type": "integer", "minimum": low, "maximum": high, "default": default})
+        self.default, self.low, self.high = default, low, high
+
+    def read(self, request) -> int:
+        return int_param(request, self.name, self.default, self.low, self.high)
+
+
+class FloatParam(Param):
+    """A number from `low` to `high`, required."""
+
+    def __init__(self, name: str, description: str, low: float, high: float, open_low: bool = False):
+        low_bound = {"exclusiveMinimum": 0} if open_low else {"minimum": low}
+        super().__init__(name, description, {"type": "number", **low_bound, "maximum": high}, required=True)
+        self.low, self.high = low, high
+
+    def read(self, request) -> float:
+        return float_param(request, self.name, self.low, self.high)
+
+
+class ChoiceParam(Param):
+    """One of `choices`, `default` when absent."""
+
+    def __init__(self, name: str, description: str, choices: tuple, default: str):
+        super().__init__(name, description, {"type": "string", "enum": list(choices), "default": default})
+        self.choices, self.default = choices, default
+
+    def read(self, request) -> str:
+        return choice_param(request, self.name, self.choices, self.default)
+
+
+class OptionalChoiceParam(Param):
+    """One of `choices`, or None when absent."""
+
+    def __init__(self, name: str, description: str, choices: tuple):
+        super().__init__(name, description, {"type": "string", "enum": list(choices)})
+        self.choices = choices
+
+    def read(self, request) -> str | None:
+        value = request.GET.get(self.name) or None
+        if value is not None and value not in self.choices:
+            raise ApiError(400, f"{self.name}: must be one of {', '.join(self.choices)}")
+        return value
 
 
 def site_param(request) -> sites.SiteInfo:
@@ -130,3 +198,89 @@ def filters_param(request) -> tuple:
         return segments.parse(request.GET.get("filters", ""))
     except ValueError as e:
         raise ApiError(400, f"filters: {e}") from None
+
+
+# The declarations: the views read these, the document (openapi.py) describes them.
+
+SITE = Param("site", "The site's domain.", {"type": "string"}, required=True)
+FROM = Param(
+    "from",
+    f"First day, the site's local date (default: {DEFAULT_RANGE_DAYS} days before `to`); "
+    f"{EARLIEST_DAY.isoformat()} at the earliest.",
+    {"type": "string", "format": "date"},
+)
+TO = Param(
+    "to",
+    "Last day, inclusive (default: today in the site's time zone); tomorrow at the latest. "
+    f"At most {MAX_RANGE_DAYS} days in all.",
+    {"type": "string", "format": "date"},
+)
+PERIOD = Param(
+    "period",
+    "Instead of from/to, a named period as Plausible's Stats API v1 takes it: `day`, `7d`, `30d` "
+    "(the days up to `date`), "
+    "`month`, `6mo`, `12mo` (calendar months up to `date`'s, never past today), `custom` (with "
+    "`date=FROM,TO`); Tally's "
+    "`today`, `yesterday`, `90d` and `last_month` too. Not with from or to.",
+    {"type": "string", "enum": [*NAMED_PERIODS, "custom"]},
+)
+DATE = Param(
+    "date",
+    "With `period`: the day it ends on or around (default today); with `period=custom`, `FROM,TO`.",
+    {"type": "string"},
+)
+RANGE = (FROM, TO, PERIOD, DATE)
+FILTERS = Param(
+    "filters",
+    "Only the visitors that match, e.g. `source==Google;country!=DE|FR;page~/blog`: "
+    "`property==v1|v2` (one of), `!=` (none "
+    "of), `~` (contains, case-insensitive), joined by `;` (all must hold; at most "
+    f"{segments.MAX_FILTERS}). Properties: the visit dimensions, `page` "
+    "(viewed it that day) and `goal` (converted that day); Plausible's `visit:` and `event:` "
+    "prefixes are accepted. A value "
+    "holding `;`, `|` or `\\` escapes it with a backslash. "
+    "Visitor numbers (visitors, DAU, WAU, MAU, new visitors, retention, converters) are counted "
+    "exactly from per-day visitor "
+    "bitmaps of each dimension's first values of the day (the site's `segment_values`, and its pinned goals and funnel "
+    "steps); a value without its bitmap that day is estimated from HyperLogLogs, and the answer then says "
+    '`"estimate": true`. Visits, pageviews, bounce rate and visit duration exist per value, not per combination: '
+    "under one filter on a visit property (any values, `!=`, `~`) they are exact; under one page (`==`, `~`) or goal "
+    "filter they are those of the visits that viewed the page or sent the goal's event (several pages: an upper bound, "
+    "marked); else null. A filtered answer carries "
+    "`filters` (as understood) and `estimate`.",
+    {"type": "string"},
+)
+INTERVALS = ("hour", "day", "week", "month")
+INTERVAL = ChoiceParam(
+    "interval",
+    "Row per local hour (ranges of at most 2 days; rows dated YYYY-MM-DDTHH:00; metrics visitors, an "
+    "estimate, and pageviews; null in the hours still to come, and in those of a day whose hour keys have "
+    "expired under the site's keep_daily_days, as the same dates last year may have, unless the day's "
+    "stored row says it had no visitors and no pageviews: then 0), day, ISO week (Monday) or calendar "
+    "month.",
+    INTERVALS,
+    "day",
+)
+COMPARE_SERIES = OptionalChoiceParam(
+    "compare",
+    "`previous_period` or `year`: add `comparison` {from, to, results}, the same series over the period of "
+    "the same length just before, or over the same dates a year earlier (row n against row n).",
+    COMPARISONS,
+)
+COMPARE_TOTALS = OptionalChoiceParam(
+    "compare",
+    "`previous_period`: add each metric's change in percent against the period of the same length just before "
+    "(null when that period had none of it); `year`: against the same dates a year earlier. The answer "
+    "says which dates in `compared`.",
+    COMPARISONS,
+)
+MAX_LIMIT = 1000  # rows per answer
+LIMIT = IntParam("limit", "Rows per page.", 10, 1, MAX_LIMIT)
+PAGES = IntParam("limit", "How many pages.", 10, 1, MAX_LIMIT)
+PAGE = IntParam("page", "Which page of rows, from 1.", 1, 1, 10_000)
+LATITUDE = FloatParam("lat", "Latitude of the place.", -85.05, 85.05)
+LONGITUDE = FloatParam("lon", "Longitude of the place.", -180.0, 180.0)
+RADIUS = FloatParam("km", "Radius in kilometres.", 0.001, 20_000.0, open_low=True)
+UNIT = ChoiceParam("unit", "Day cohorts or ISO-week cohorts.", ("day", "week"), "day")
+RECOMMENDED = IntParam("limit", "How many pages.", 10, 1, 100)
+RECOMMEND_DAYS = IntParam("days", "Rank pages by visitors over this many days.", 7, 1, 90)

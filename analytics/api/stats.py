@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from .. import dimensions, queries
 from ..models import Funnel
 from ..store.connection import get_redis
+from . import params
 from .http import ApiError, json_errors, json_response, methods
-from .params import choice_param, date_range, filters_param, float_param, int_param, site_param
+from .params import date_range, filters_param, int_param, site_param
 
-MAX_LIMIT = 1000  # pages per answer
 PROPS = "event:props:"  # property=event:props:NAME breaks down a custom property (Plausible's name)
 PROPERTIES = (*dimensions.ALL, "page", "goal", f"{PROPS}<name>")
 VISIT_ROW = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
@@ -30,7 +30,7 @@ BREAKDOWN_METRICS = {  # what each kind of row has (metrics= picks among them)
 def timeseries(request):
     site = site_param(request)
     start, end = date_range(request, site)
-    interval = choice_param(request, "interval", ("hour", "day", "week", "month"), "day")
+    interval = params.INTERVAL.read(request)
     allowed = {"hour": queries.HOUR_METRICS, "day": (*queries.METRICS, *queries.VISIT_METRICS)}.get(
         interval, (*queries.PERIOD_METRICS, *queries.VISIT_METRICS)
     )
@@ -50,9 +50,7 @@ def timeseries(request):
     extra = {}
     if filters and interval == "hour":
         raise ApiError(400, "filters: not available with interval=hour (filters count visitors by day)")
-    compare = request.GET.get("compare") or None
-    if compare is not None and compare not in queries.COMPARISONS:
-        raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
+    compare = params.COMPARE_SERIES.read(request)
 
     result = queries.run(
         get_redis(), queries.Query(site, start, end, "timeseries", tuple(metrics), filters, compare, interval=interval)
@@ -109,9 +107,7 @@ def aggregate(request):
             400,
             f"metrics: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(queries.AGGREGATE_METRICS)}",
         )
-    compare = request.GET.get("compare") or None
-    if compare is not None and compare not in queries.COMPARISONS:
-        raise ApiError(400, f"compare: must be one of {', '.join(queries.COMPARISONS)}")
+    compare = params.COMPARE_TOTALS.read(request)
     filters, extra = filters_param(request), {}
     result = queries.run(get_redis(), queries.Query(site, start, end, "aggregate", tuple(metrics), filters, compare))
     if filters:
@@ -133,8 +129,7 @@ def breakdown(request):
     site = site_param(request)
     start, end = date_range(request, site)
     prop = _property(request)
-    limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
-    page = int_param(request, "page", 1, 1, 10_000)
+    limit, page = params.LIMIT.read(request), params.PAGE.read(request)
     search = _search(request)
     r = get_redis()
     filters = filters_param(request)
@@ -277,9 +272,8 @@ def near(request):
     site = site_param(request)
     start, end = date_range(request, site)
     _no_filters(request, "near")
-    latitude = float_param(request, "lat", -85.05, 85.05)
-    longitude = float_param(request, "lon", -180.0, 180.0)
-    km = float_param(request, "km", 0.001, 20_000.0)
+    latitude, longitude = params.LATITUDE.read(request), params.LONGITUDE.read(request)
+    km = params.RADIUS.read(request)
     r = get_redis()
     if not queries.city_database() and not queries.city_values_stored(r, site, start, end, "city"):
         raise ApiError(409, f"near: no city database on this server. {queries.NO_CITY_DATABASE}")
@@ -305,7 +299,7 @@ def retention(request):
     site = site_param(request)
     if site.daily_salt:
         raise ApiError(400, "retention needs a stable visitor identity; this site rotates its salt daily")
-    unit = choice_param(request, "unit", ("day", "week"), "day")
+    unit = params.UNIT.read(request)
     top = queries.DAY_PERIODS if unit == "day" else queries.WEEK_PERIODS
     periods = int_param(request, "periods", top, 0, top)
     start, end = date_range(request, site)
@@ -331,7 +325,7 @@ def retention(request):
 def pages(request):
     site = site_param(request)
     start, end = date_range(request, site)
-    limit = int_param(request, "limit", 10, 1, MAX_LIMIT)
+    limit = params.PAGES.read(request)
     filters = filters_param(request)
     result = queries.run(
         get_redis(), queries.Query(site, start, end, "breakdown", filters=filters, dimension="page", limit=limit)
