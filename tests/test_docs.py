@@ -9,3 +9,7 @@ def test_the_keys_page_is_generated_from_keys_py():
 
 def test_the_environment_page_is_generated_from_the_code():
     call_command("env_doc", "--check")
+
+
+def test_the_api_reference_is_generated_from_the_served_document():
+    call_command("api_doc", "--check")
