@@ -5,10 +5,14 @@ trip; a NOSCRIPT reply (the server restarted or was flushed) loads the script an
 just that call.
 """
 
+import bisect
 import hashlib
+import re
 from pathlib import Path
 
 import redis
+
+_LINE = re.compile(r"user_script:(\d+)")
 
 
 class Script:
@@ -17,9 +21,27 @@ class Script:
 
     def __init__(self, name: str, libs: tuple[str, ...] = ()):
         here = Path(__file__).parent
-        parts = [(here / "lib" / f"{lib}.lua").read_text() for lib in libs]
-        self.source = "\n".join([*parts, (here / f"{name}.lua").read_text()])
+        files = [*(f"lib/{lib}.lua" for lib in libs), f"{name}.lua"]
+        texts = [(here / file).read_text() for file in files]
+        self.source = "\n".join(texts)
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
+        self._starts, self._files, line = [], files, 1  # (each file's first line in the source)
+        for text in texts:
+            self._starts.append(line)
+            line += text.count("\n") + 1
+
+    def where(self, line: int) -> str:
+        """The file and line of a line of the pasted source ("lib/visits.lua:120")."""
+        at = bisect.bisect_right(self._starts, line) - 1
+        return f"{self._files[at]}:{line - self._starts[at] + 1}" if at >= 0 else f"?:{line}"
+
+    def located(self, error: Exception) -> Exception:
+        """A script's error with each "user_script:N" (a line of the pasted source) followed
+        by the file and line it is in: "user_script:1688 (lib/visits.lua:120)"."""
+        message = str(error)
+        if not isinstance(error, redis.exceptions.ResponseError) or not _LINE.search(message):
+            return error
+        return type(error)(_LINE.sub(lambda m: f"{m.group(0)} ({self.where(int(m.group(1)))})", message))
 
     def queue(self, pipe, keys, args):
         """Add an EVALSHA of this script to a pipeline (or run it on a client)."""
@@ -34,7 +56,7 @@ class Script:
                 client.script_load(self.source)
                 return client.evalsha(self.sha, len(keys), *keys, *args)
         except redis.exceptions.ResponseError as e:
-            raise _as_full(e) from None
+            raise self.located(_as_full(e)) from None
 
     def run_many(self, client: redis.Redis, calls: list[tuple[list, list]], after: tuple = ()) -> list:
         """Run (KEYS, ARGV) calls in one round trip; their answers, in order. `after`:
@@ -52,11 +74,11 @@ class Script:
     async def run_in_loop(self, client, calls: list[tuple[list, list]], after: tuple = ()) -> list:
         """run_many() on the event loop, over a LoopClient (store/loop_client.py)."""
         results = (await client.execute(*(self._command(*call) for call in calls), *after))[: len(calls)]
-        unloaded = _unloaded(results)
+        unloaded = _unloaded(results, self)
         if unloaded:
             await client.execute(("SCRIPT", "LOAD", self.source))
             again = await client.execute(*(self._command(*calls[i]) for i in unloaded))
-            _unloaded(again)  # (raises a real error; NOSCRIPT again cannot be, the script was just loaded)
+            _unloaded(again, self)  # (raises a real error; NOSCRIPT again cannot be, the script was just loaded)
             for i, result in zip(unloaded, again):
                 results[i] = result
         return results
@@ -68,17 +90,17 @@ class Script:
         """The answers of queued calls of this script: raise the first real error; rerun only
         the calls the server did not know the script for (every other command already ran,
         and rerunning an INCRBY would double-count)."""
-        for i in _unloaded(results):
+        for i in _unloaded(results, self):
             results[i] = self.run(client, *calls[i])
         return results
 
 
-def _unloaded(results: list) -> list[int]:
+def _unloaded(results: list, script: Script) -> list[int]:
     """The indexes of script calls the server did not know the script for; raises the
     first other error among the answers."""
     for result in results:
         if isinstance(result, Exception) and not isinstance(result, redis.exceptions.NoScriptError):
-            raise _as_full(result)
+            raise script.located(_as_full(result))
     return [i for i, result in enumerate(results) if isinstance(result, redis.exceptions.NoScriptError)]
 
 

@@ -1,0 +1,26 @@
+"""A script's error names the file and line it happened in, not only the line of the
+pasted source Redis ran (lib files are pasted in front of each script): e.g.
+"user_script:1372 (record_batch.lua:90): attempt to compare number with nil"."""
+
+from pathlib import Path
+
+import pytest
+import redis
+
+import analytics.store.scripts as scripts
+from analytics.store.scripts import RECORD_BATCH, THROTTLE
+
+
+def test_an_error_in_a_script_names_its_file_and_line(r):
+    with pytest.raises(redis.exceptions.ResponseError) as raised:
+        RECORD_BATCH.run(r, [], ["not a number"])
+    located = str(raised.value).split("user_script:", 1)[1].split(")", 1)[0]
+    line, _, where = located.partition(" (")
+    file, _, local = where.rpartition(":")
+    own = (Path(scripts.__file__).parent / file).read_text().split("\n")
+    assert RECORD_BATCH.source.split("\n")[int(line) - 1] == own[int(local) - 1]  # (the same line, in its own file)
+
+
+def test_where_maps_each_files_first_and_last_lines():
+    assert THROTTLE.where(1) == "lib/gcra.lua:1"
+    assert THROTTLE.where(THROTTLE.source.count("\n") + 1).startswith("throttle.lua:")
