@@ -9,15 +9,13 @@ character no value holds: ingest strips control characters), and a visit's field
 FIELD_SEP; record_batch.lua (lib/visits.lua) splits them the same way.
 """
 
-import struct
-
-from .store import keys
+from .store import keys, protocol
 
 VISIT_TIMEOUT = 30 * 60  # seconds without an event that end a visit (Plausible's)
 SEP = keys.FIELD_VALUE_SEP  # "\x1f": field names are parts of key names (store/keys.py)
-FIELD_SEP = "\x1e"
-GROUP_SEP = "\x1d"  # between the parts of a visit's fields (source, device, location, screen): see lib/visits.lua
-OTHER = "(other)"  # values past a site's daily quota of distinct values for a dimension
+FIELD_SEP = protocol.FIELD_SEP
+GROUP_SEP = protocol.GROUP_SEP  # between the parts of a visit's fields (source, device, location, screen)
+OTHER = protocol.OTHER  # values past a site's daily quota of distinct values for a dimension
 DIRECT = "Direct / None"
 UNKNOWN = "(unknown)"
 
@@ -47,9 +45,8 @@ ALL = (*VISIT_DIMENSIONS, EXIT)
 # "pageviews" and "visitors" count on the day of the event; "visits", "bounces" and
 # "duration" (seconds, summed) on the day the visit started; "exits" is visits by last page.
 TABLES = ("pageviews", "visits", "bounces", "duration", "exits")
-# How a field's TABLES numbers are packed in the day's counts hash (struct; lib/visits.lua
-# writes them as '<i8i8i8i8i8'): five signed 64-bit little-endian integers.
-COUNTS = struct.Struct("<5q")
+# How a field's TABLES numbers are packed in the day's counts hash (store/protocol.py).
+COUNTS = protocol.COUNTS
 
 
 TOTAL = "total" + SEP + "all"  # every visit counts under this field too: the site's totals

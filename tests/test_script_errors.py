@@ -17,10 +17,37 @@ def test_an_error_in_a_script_names_its_file_and_line(r):
     located = str(raised.value).split("user_script:", 1)[1].split(")", 1)[0]
     line, _, where = located.partition(" (")
     file, _, local = where.rpartition(":")
-    own = (Path(scripts.__file__).parent / file).read_text().split("\n")
+    own = (Path(scripts.__file__).parent / file).read_text().split("\n")  # (the prelude is one line: not here)
     assert RECORD_BATCH.source.split("\n")[int(line) - 1] == own[int(local) - 1]  # (the same line, in its own file)
 
 
 def test_where_maps_each_files_first_and_last_lines():
-    assert THROTTLE.where(1) == "lib/gcra.lua:1"
+    assert THROTTLE.where(1) == "(store/protocol.py: lua_prelude):1"
+    assert THROTTLE.where(2) == "lib/gcra.lua:1"
     assert THROTTLE.where(THROTTLE.source.count("\n") + 1).startswith("throttle.lua:")
+
+
+def test_the_scripts_read_the_protocol_python_defines(r):
+    """The constants Python and Lua share are the prelude's: the scripts see Python's values."""
+    from analytics.store import protocol
+
+    got = r.eval(
+        protocol.lua_prelude() + "\nreturn {PROTOCOL.FIELD_VALUE_SEP, PROTOCOL.FIELD_SEP, PROTOCOL.GROUP_SEP, "
+        "PROTOCOL.OTHER, PROTOCOL.COUNTS, PROTOCOL.EVENT, PROTOCOL.FIRST_DAYS_MOVED, "
+        "struct.pack(PROTOCOL.COUNTS, 1, -2, 3, 4, 5), struct.size(PROTOCOL.EVENT)}",
+        0,
+    )
+    *names, packed, size = got
+    assert [v.decode() if isinstance(v, bytes) else v for v in names] == [
+        protocol.FIELD_VALUE_SEP,
+        protocol.FIELD_SEP,
+        protocol.GROUP_SEP,
+        protocol.OTHER,
+        protocol.COUNTS_LUA,
+        protocol.EVENT_FORMAT,
+        protocol.FIRST_DAYS_MOVED,
+    ]
+    assert protocol.COUNTS.unpack(packed) == (1, -2, 3, 4, 5)
+    import struct
+
+    assert size == struct.calcsize(protocol.EVENT_FORMAT)

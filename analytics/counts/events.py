@@ -7,9 +7,9 @@ from datetime import date
 import redis
 
 from ..dimensions import SEP
-from ..store import keys
+from ..store import keys, protocol
 
-OTHER = "(other)"
+OTHER = protocol.OTHER
 
 
 def event_days(

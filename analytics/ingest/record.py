@@ -25,7 +25,7 @@ from .. import dimensions
 from ..dedup import bloom
 from ..periods import day_number
 from ..sites import SiteInfo
-from ..store import keys
+from ..store import keys, protocol
 from ..store.limits import Bucket, Limited, throttle
 from ..store.scripts import RECORD_BATCH
 from . import identity, visit
@@ -34,7 +34,7 @@ PAGEVIEW = "pageview"
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
 _PAGEVIEW_KIND, _INTERACTIVE_KIND, _OTHER_KIND = b"pin"  # an event's kind for lib/visits.lua (a byte)
-OTHER = "(other)"  # where pages and event names past a site's daily quota are counted
+OTHER = protocol.OTHER  # where pages and event names past a site's daily quota are counted
 
 
 class Hit(NamedTuple):
@@ -501,7 +501,7 @@ def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, scr
 
 
 # visitor index, unix time, kind, attributes index, path index, custom event's group index (lib/visits.lua)
-_EVENT = struct.Struct(">HIBIHH")
+_EVENT = struct.Struct(protocol.EVENT_FORMAT)
 
 
 def _indexes(members) -> bytes:

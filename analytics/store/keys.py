@@ -123,7 +123,9 @@ tmp:<token>:<name>       any     scratch results of BITOP/PFMERGE, with a short 
 
 from datetime import date, datetime
 
-FIELD_VALUE_SEP = "\x1f"  # between a field's kind and its value, "page\x1f/path" (analytics.dimensions.SEP)
+from . import protocol
+
+FIELD_VALUE_SEP = protocol.FIELD_VALUE_SEP  # between a field's kind and its value, "page\x1f/path"
 
 PREFIX = "tally"
 
@@ -358,7 +360,7 @@ def new_visitors_prefix(site_id: int) -> str:
     return f"{PREFIX}:{{{site_id}}}:new:"
 
 
-FIRST_DAYS_MOVED = 128  # ids per hash of moved first days (lib/firstdays.lua: FIRSTDAYS_MOVED)
+FIRST_DAYS_MOVED = protocol.FIRST_DAYS_MOVED  # ids per hash of moved first days (lib/firstdays.lua)
 
 
 def first_days(site_id: int) -> str:

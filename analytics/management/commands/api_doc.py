@@ -4,10 +4,13 @@ request body and answers, generated from the OpenAPI document the server serves
 page says what the code checks; `--check` fails when the page is out of date
 (tests/test_docs.py runs it)."""
 
-from analytics.api.openapi import DOCUMENT
+from typing import Any, cast
+
+from analytics.api import openapi
 from analytics.management.generated import GeneratedPage
 
 METHODS = ("get", "post", "put", "delete")
+DOCUMENT = cast(dict[str, Any], openapi.DOCUMENT)
 
 
 def cell(text) -> str:
@@ -95,11 +98,11 @@ class Command(GeneratedPage):
                     lines += [cell(schema["description"]), ""]
                 props = schema.get("properties", {})
                 if props:
-                    required = set(schema.get("required", []))
+                    needed = set(schema.get("required", []))
                     lines += ["| field | required | schema | description |", "|---|---|---|---|"]
                     for field, sub in props.items():
                         lines.append(
-                            f"| `{field}` | {'yes' if field in required else ''} | {cell(schema_text(sub))} | "
+                            f"| `{field}` | {'yes' if field in needed else ''} | {cell(schema_text(sub))} | "
                             f"{cell(sub.get('description', ''))} |"
                         )
                     lines.append("")

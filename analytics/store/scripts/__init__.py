@@ -12,17 +12,20 @@ from pathlib import Path
 
 import redis
 
+from ..protocol import lua_prelude
+
 _LINE = re.compile(r"user_script:(\d+)")
 
 
 class Script:
     """A script from `<name>.lua`, after the library files it names (lib/<lib>.lua, whose
-    local functions it calls: Redis scripts cannot import each other)."""
+    local functions it calls: Redis scripts cannot import each other), all after the
+    protocol's one-line prelude (store/protocol.py: the constants Python shares with it)."""
 
     def __init__(self, name: str, libs: tuple[str, ...] = ()):
         here = Path(__file__).parent
-        files = [*(f"lib/{lib}.lua" for lib in libs), f"{name}.lua"]
-        texts = [(here / file).read_text() for file in files]
+        files = ["(store/protocol.py: lua_prelude)", *(f"lib/{lib}.lua" for lib in libs), f"{name}.lua"]
+        texts = [lua_prelude(), *((here / file).read_text() for file in files[1:])]
         self.source = "\n".join(texts)
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
         self._starts, self._files, line = [], files, 1  # (each file's first line in the source)

@@ -276,7 +276,7 @@ end
 -- quota of distinct names, a new name is counted under "(other)" instead: its events and
 -- visitors still count, its name costs no more keys. Returns the names kept, and their
 -- counts.
-local OTHER = '(other)'
+local OTHER = PROTOCOL.OTHER
 local key_index = 17 + limits
 local segment_candidates = {}  -- {field, visitor indexes} of the kept pages and events (lib/segments.lua)
 local function listed_indexes(listed)

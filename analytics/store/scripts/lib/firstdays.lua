@@ -21,7 +21,7 @@
 --   base                   string  earlier versions' first days, u16 at #id: read for
 --                                  ids handed out before the first run (0: unknown)
 
-local FIRSTDAYS_MOVED = 128
+local FIRSTDAYS_MOVED = PROTOCOL.FIRST_DAYS_MOVED
 
 -- A run's member "<first id>:<day>" as its first id and day.
 local function firstdays_run(member)

@@ -39,7 +39,7 @@
 -- Quotas: a day keeps at most `quota` distinct values per dimension (the day's fields in
 -- one set, their number per dimension in a hash); past it, new values count under "(other)".
 
-local SEP, FIELD_SEP, OTHER_VALUE = '\31', '\30', '(other)'
+local SEP, FIELD_SEP, OTHER_VALUE = PROTOCOL.FIELD_VALUE_SEP, PROTOCOL.FIELD_SEP, PROTOCOL.OTHER
 local PAGEVIEW, INTERACTIVE = string.byte('p'), string.byte('i')  -- (event kinds, as sent)
 local OTHER_SUFFIX = SEP .. OTHER_VALUE  -- (a field of the value "(other)": it gets no bitmap)
 local TOTAL = 'total' .. SEP .. 'all'  -- every visit counts here too: the site's totals (its visitors are uv:<day>)
@@ -96,7 +96,7 @@ local STATE, STATE_V0 = '>BIIHBc10c10I', '>IIHBc10c10'
 local STATE_ID_AT = struct.size('>BIIHBc10c10') + 1  -- (where STATE's id starts: state_id reads it alone)
 -- A dimension field's numbers on a day: pageviews, visits, bounces, duration (s), exits,
 -- signed 64-bit little-endian (analytics/counts/dimensions.py reads them).
-local COUNTS = '<i8i8i8i8i8'
+local COUNTS = PROTOCOL.COUNTS
 local TABLE_SLOT = {pageviews = 1, visits = 2, bounces = 3, duration = 4, exits = 5}
 local NO_DAY = '----------'
 
@@ -238,7 +238,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
   local ev_visitor, ev_time, ev_kind, ev_attrs, ev_path, ev_event = {}, {}, {}, {}, {}, {}
   local at = 1
   for e = 1, ne do
-    ev_visitor[e], ev_time[e], ev_kind[e], ev_attrs[e], ev_path[e], ev_event[e], at = unpack_event('>HIBIHH', packed, at)
+    ev_visitor[e], ev_time[e], ev_kind[e], ev_attrs[e], ev_path[e], ev_event[e], at = unpack_event(PROTOCOL.EVENT, packed, at)
   end
 
   -- The visitors of these events, and the visits we hold for them.
