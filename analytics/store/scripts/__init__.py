@@ -18,20 +18,31 @@ _LINE = re.compile(r"user_script:(\d+)")
 
 
 class Script:
-    """A script from `<name>.lua`, after the library files it names (lib/<lib>.lua, whose
-    local functions it calls: Redis scripts cannot import each other), all after the
-    protocol's one-line prelude (store/protocol.py: the constants Python shares with it)."""
+    """A script from `<name>.lua`, after the library modules it names (lib/<lib>.lua, each
+    returning a table of its functions, which the script calls as `<lib>.<name>(...)`:
+    Redis scripts cannot require each other, so they are pasted in, each wrapped in a
+    function), all after the protocol's one-line prelude (store/protocol.py: the constants
+    Python shares with them)."""
 
     def __init__(self, name: str, libs: tuple[str, ...] = ()):
         here = Path(__file__).parent
         files = ["(store/protocol.py: lua_prelude)", *(f"lib/{lib}.lua" for lib in libs), f"{name}.lua"]
         texts = [lua_prelude(), *((here / file).read_text() for file in files[1:])]
-        self.source = "\n".join(texts)
+        # Each library is a module: its text runs inside a function of its own (its locals
+        # are that function's, not the script's: Lua allows 200 a function) and returns
+        # the table of what it exports, which the script names after the library.
+        parts = [
+            texts[0],
+            *(f"local {lib} = (function()\n{text}\nend)()" for lib, text in zip(libs, texts[1:])),
+            texts[-1],
+        ]
+        self.source = "\n".join(parts)
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
         self._starts, self._files, line = [], files, 1  # (each file's first line in the source)
-        for text in texts:
-            self._starts.append(line)
-            line += text.count("\n") + 1
+        for n, part in enumerate(parts):
+            wrapped = 0 < n < len(parts) - 1  # (a library's first line follows its wrapper's)
+            self._starts.append(line + wrapped)
+            line += part.count("\n") + 1
 
     def where(self, line: int) -> str:
         """The file and line of a line of the pasted source ("lib/visits.lua:120")."""
@@ -107,7 +118,7 @@ def _unloaded(results: list, script: Script) -> list[int]:
     return [i for i, result in enumerate(results) if isinstance(result, redis.exceptions.NoScriptError)]
 
 
-RECORD_BATCH = Script("record_batch", libs=("gcra", "idmap", "firstdays", "visits", "segments"))
+RECORD_BATCH = Script("record_batch", libs=("gcra", "util", "idmap", "firstdays", "visits", "segments"))
 LOCK_RELEASE = Script("lock_release")
 MERGE_PAGES = Script("merge_pages")
 LOCK_RENEW = Script("lock_renew")

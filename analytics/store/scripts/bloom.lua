@@ -84,14 +84,14 @@ if not meta[1] and (mode == 'check' or not (offset <= max_bits)) then
 end
 
 local ttl = tonumber(ARGV[6])
-local now, books = budget_now(), nil
-local deadline = ttl > 0 and budget_int(now + ttl * 1000) or '+inf'
+local now, books = bloombudget.now(), nil
+local deadline = ttl > 0 and bloombudget.int(now + ttl * 1000) or '+inf'
 if mode == 'add' then
-  budget_prune(LIVE, SIZES, BUDGET, now)
-  books = budget_state(SIZES, BUDGET, MEMBER)
+  bloombudget.prune(LIVE, SIZES, BUDGET, now)
+  books = bloombudget.state(SIZES, BUDGET, MEMBER)
   -- A new filter must fit whole (its first sub-filter and its overhead), or it is not made.
-  if not meta[1] and not budget_fits(books, offset / 8 + overhead, limit) then
-    return {every(-3), budget_refuse(BUDGET, now)}
+  if not meta[1] and not bloombudget.fits(books, offset / 8 + overhead, limit) then
+    return {every(-3), bloombudget.refuse(BUDGET, now)}
   end
 end
 
@@ -149,7 +149,7 @@ for i = FIRST_ITEM, #ARGV do
       result[#result + 1] = -1
     elseif last >= shapes[filters].n and not (offset + select(2, shape_of(filters)) <= max_bits) then
       result[#result + 1] = -2
-    elseif last >= shapes[filters].n and not budget_fits(books, (offset + select(2, shape_of(filters))) / 8 + overhead, limit) then
+    elseif last >= shapes[filters].n and not bloombudget.fits(books, (offset + select(2, shape_of(filters))) / 8 + overhead, limit) then
       result[#result + 1] = -3
       refused = true
     else
@@ -173,14 +173,14 @@ if mode == 'add' then
   redis.call('HSET', KEYS[2], 'capacity', capacity, 'error', err, 'expansion', expansion,
     'nonscaling', nonscaling and '1' or '0', 'filters', filters, 'last', last, 'items', items)
 elseif ttl > 0 then  -- a check is activity too
-  books = budget_state(SIZES, BUDGET, MEMBER)
+  books = bloombudget.state(SIZES, BUDGET, MEMBER)
 end
 if books then
   if ttl > 0 then
     redis.call('PEXPIREAT', KEYS[1], deadline)
     redis.call('PEXPIREAT', KEYS[2], deadline)
   end
-  notice = budget_charge(LIVE, SIZES, BUDGET, MEMBER, books, offset / 8 + overhead, deadline, limit)
-  if refused then notice = budget_refuse(BUDGET, now) end
+  notice = bloombudget.charge(LIVE, SIZES, BUDGET, MEMBER, books, offset / 8 + overhead, deadline, limit)
+  if refused then notice = bloombudget.refuse(BUDGET, now) end
 end
 return {result, notice}

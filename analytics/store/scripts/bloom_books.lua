@@ -15,8 +15,8 @@
 -- it (0: not on the books) and the notice, as bloom.lua's.
 local LIVE, SIZES, BUDGET, FILTER, SHAPE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local limit, overhead, member = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-local now = budget_now()
-budget_prune(LIVE, SIZES, BUDGET, now)
+local now = bloombudget.now()
+bloombudget.prune(LIVE, SIZES, BUDGET, now)
 local kind = redis.call('TYPE', FILTER)['ok']
 local size
 if kind == 'string' then
@@ -26,11 +26,11 @@ elseif kind ~= 'none' then
   size = tonumber(type(reply) == 'table' and reply[1] or reply)
 end
 if not size then
-  budget_forget(LIVE, SIZES, BUDGET, member)
+  bloombudget.forget(LIVE, SIZES, BUDGET, member)
   if redis.call('EXISTS', SHAPE) == 1 then redis.call('DEL', SHAPE) end  -- (a shape without bits is no filter)
   return {0, 0}
 end
 local ttl = redis.call('PTTL', FILTER)
 local deadline = ttl >= 0 and string.format('%d', now + ttl) or '+inf'
-local notice = budget_charge(LIVE, SIZES, BUDGET, member, budget_state(SIZES, BUDGET, member), size + overhead, deadline, limit)
+local notice = bloombudget.charge(LIVE, SIZES, BUDGET, member, bloombudget.state(SIZES, BUDGET, member), size + overhead, deadline, limit)
 return {size + overhead, notice}

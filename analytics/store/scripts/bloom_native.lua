@@ -77,32 +77,32 @@ if mode == 'check' then
   each('BF.MEXISTS', FIRST_ITEM, #ARGV, result)
   local notice = 0
   if ttl > 0 then  -- a check is activity too
-    local now = budget_now()
-    local deadline = budget_int(now + ttl * 1000)
+    local now = bloombudget.now()
+    local deadline = bloombudget.int(now + ttl * 1000)
     redis.call('PEXPIREAT', KEY, deadline)
     local _, size = info()
-    notice = budget_charge(LIVE, SIZES, BUDGET, MEMBER, budget_state(SIZES, BUDGET, MEMBER), size + overhead, deadline, limit)
+    notice = bloombudget.charge(LIVE, SIZES, BUDGET, MEMBER, bloombudget.state(SIZES, BUDGET, MEMBER), size + overhead, deadline, limit)
   end
   return {result, notice}
 end
 
-local now = budget_now()
-local deadline = ttl > 0 and budget_int(now + ttl * 1000) or '+inf'
-budget_prune(LIVE, SIZES, BUDGET, now)
-local books = budget_state(SIZES, BUDGET, MEMBER)
+local now = bloombudget.now()
+local deadline = ttl > 0 and bloombudget.int(now + ttl * 1000) or '+inf'
+bloombudget.prune(LIVE, SIZES, BUDGET, now)
+local books = bloombudget.state(SIZES, BUDGET, MEMBER)
 if redis.call('EXISTS', KEY) == 0 then
   if not (first_link_bytes(2) <= max_bytes) then return {every(-2), 0} end  -- (the caller checks the settings first)
-  if not budget_fits(books, first_link_bytes(4) + 8 + 128 + overhead, limit) then
-    return {every(-3), budget_refuse(BUDGET, now)}
+  if not bloombudget.fits(books, first_link_bytes(4) + 8 + 128 + overhead, limit) then
+    return {every(-3), bloombudget.refuse(BUDGET, now)}
   end
   local reserve = {'BF.RESERVE', KEY, tonumber(ARGV[3]) / 2, ARGV[2]}
   if ARGV[5] == '1' then reserve[#reserve + 1] = 'NONSCALING'
   else reserve[#reserve + 1] = 'EXPANSION'; reserve[#reserve + 1] = ARGV[4] end
   redis.call(unpack(reserve))
   local _, size = info()
-  if not budget_fits(books, size + overhead, limit) then  -- (the bound above makes this rare)
+  if not bloombudget.fits(books, size + overhead, limit) then  -- (the bound above makes this rare)
     redis.call('DEL', KEY)
-    return {every(-3), budget_refuse(BUDGET, now)}
+    return {every(-3), bloombudget.refuse(BUDGET, now)}
   end
 end
 
@@ -121,7 +121,7 @@ while i <= #ARGV do
     if not expansion then refuse_rest(i, -1, result); break end
     local grown, items = next_link_bytes(capacity, size, filters, expansion)
     if not (size + grown <= max_bytes) then refuse_rest(i, -2, result); break end
-    if not budget_fits(books, size + grown + overhead, limit) then
+    if not bloombudget.fits(books, size + grown + overhead, limit) then
       local before = #result
       refuse_rest(i, -3, result)
       for j = before + 1, #result do if result[j] == -3 then refused = true end end
@@ -141,6 +141,6 @@ end
 
 if ttl > 0 then redis.call('PEXPIREAT', KEY, deadline) end
 local _, size = info()
-local notice = budget_charge(LIVE, SIZES, BUDGET, MEMBER, books, size + overhead, deadline, limit)
-if refused then notice = budget_refuse(BUDGET, now) end
+local notice = bloombudget.charge(LIVE, SIZES, BUDGET, MEMBER, books, size + overhead, deadline, limit)
+if refused then notice = bloombudget.refuse(BUDGET, now) end
 return {result, notice}

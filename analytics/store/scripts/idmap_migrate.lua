@@ -7,8 +7,8 @@
 -- ARGV     digests found in KEYS[1] (HSCAN): each still there moves, with its id
 --
 -- Returns how many moved.
-local shape = idmap_shape(KEYS[1])
-idmap_grow(shape, tonumber(redis.call('GET', KEYS[2])) or 0)
+local shape = idmap.shape(KEYS[1])
+idmap.grow(shape, tonumber(redis.call('GET', KEYS[2])) or 0)
 local got = redis.call('HMGET', KEYS[1], unpack(ARGV))
 local moved, gone = {}, {}
 for i, digest in ipairs(ARGV) do
@@ -18,7 +18,7 @@ for i, digest in ipairs(ARGV) do
   end
 end
 if #gone > 0 then
-  idmap_put(shape, moved)
+  idmap.put(shape, moved)
   redis.call('HDEL', KEYS[1], unpack(gone))
 end
 return #gone

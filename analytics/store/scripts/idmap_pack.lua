@@ -11,14 +11,14 @@
 -- ARGV[1]  the first bucket of this call, ARGV[2] how many buckets at most
 --
 -- Returns {the next bucket, or -1 when the map is packed now; visitors moved}.
-local shape = idmap_shape(KEYS[1])
+local shape = idmap.shape(KEYS[1])
 if shape.packed then return {-1, 0} end
 local from = tonumber(ARGV[1])
 local to = math.min(from + tonumber(ARGV[2]), shape.buckets)
 local moved = 0
 for bucket = from, to - 1 do
   moved = moved + redis.call('HLEN', shape.base .. ':b' .. bucket)
-  idmap_load(shape, bucket)
+  idmap.load(shape, bucket)
 end
 if to >= shape.buckets then
   redis.call('SET', shape.base .. ':packed', 1)

@@ -22,7 +22,7 @@
 -- {-2, ms to wait} when a rate limit refused the call.
 local limits = tonumber(ARGV[3])
 if limits > 0 then
-  local wait = gcra_from_args(limits, 2, 3)
+  local wait = gcra.from_args(limits, 2, 3)
   if wait > 0 then return {-2, wait} end
 end
 if ARGV[1] ~= '' then

@@ -85,10 +85,11 @@
 -- {-1, 0, 0} when the mark was there already; {-2, ms to wait, 0} when a rate limit
 -- refused the call (then nothing was written).
 local GC_WAIT_VISITORS = 100
+local SEP = PROTOCOL.FIELD_VALUE_SEP
 --@section rate limits, exactly-once mark
 local limits = tonumber(ARGV[10])
 if limits > 0 then
-  local wait = gcra_from_args(limits, 16, 10)
+  local wait = gcra.from_args(limits, 16, 10)
   if wait > 0 then return {-2, wait, 0} end
 end
 if ARGV[3] ~= '' then
@@ -137,9 +138,9 @@ if gc_waits then collectgarbage('stop') end
 local daily_map = tonumber(ARGV[1]) > 0
 local session_keys = {KEYS[#KEYS - 3], KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]}
 --@section open visits read (the ids of visitors mid-visit)
-local open = read_open_visits(digests, session_keys[1], session_keys[2])
+local open = visits.read_open(digests, session_keys[1], session_keys[2])
 --@section visitor-id map: look-ups
-local shape = not daily_map and idmap_shape(KEYS[1]) or nil
+local shape = not daily_map and idmap.shape(KEYS[1]) or nil
 local ids
 if daily_map then
   ids = redis.call('HMGET', KEYS[1], unpack(digests))
@@ -147,11 +148,11 @@ else
   ids = {}
   local ask, asked = {}, {}
   for i = 1, n do
-    local id = state_id(open[i])
+    local id = visits.state_id(open[i])
     if id then ids[i] = id else ask[#ask + 1] = digests[i]; asked[#asked + 1] = i end
   end
   if #ask > 0 then
-    local found = idmap_get(shape, ask)
+    local found = idmap.get(shape, ask)
     for k, i in ipairs(asked) do ids[i] = found[k] end
   end
 end
@@ -177,9 +178,9 @@ if m > 0 then
   if daily_map then
     redis.call('HSET', KEYS[1], unpack(pairs_))
   else
-    idmap_started(shape, first)
-    idmap_grow(shape, first + m - 1)  -- (first: the new ids go to the buckets they will live in)
-    idmap_put(shape, entries)
+    idmap.started(shape, first)
+    idmap.grow(shape, first + m - 1)  -- (first: the new ids go to the buckets they will live in)
+    idmap.put(shape, entries)
   end
 end
 
@@ -189,7 +190,7 @@ end
 local moved = 0
 if track_new then
   local latest = tonumber(redis.call('GET', KEYS[16])) or 0
-  if m > 0 then firstdays_handed(KEYS[11], ids[missing[1]], this_day) end
+  if m > 0 then firstdays.handed(KEYS[11], ids[missing[1]], this_day) end
   local new_bits, c = {}, 0
   local function new_here(id)
     new_bits[c + 1] = 'SET'; new_bits[c + 2] = 'u1'; new_bits[c + 3] = id; new_bits[c + 4] = 1
@@ -202,7 +203,7 @@ if track_new then
     for i = 1, n do
       if not is_fresh[i] then known[#known + 1] = ids[i] end
     end
-    local firsts = firstdays_get(KEYS[11], known)
+    local firsts = firstdays.get(KEYS[11], known)
     local later, earlier = {}, {}  -- older day (ISO) -> ids whose "new" bit leaves it; the ids moved here
     for _, id in ipairs(known) do
       local first = firsts[id]
@@ -215,7 +216,7 @@ if track_new then
         moved = moved + 1
       end
     end
-    if moved > 0 then firstdays_move(KEYS[11], earlier, this_day) end
+    if moved > 0 then firstdays.move(KEYS[11], earlier, this_day) end
     for day, moved_ids in pairs(later) do
       local clear = {}
       for x, id in ipairs(moved_ids) do
@@ -268,7 +269,7 @@ local function pfadd_listed(key, listed)
     c = c + 1
     chosen[c] = elements[high * 256 + low]
   end
-  call_sliced('PFADD', key, chosen)
+  util.call_sliced('PFADD', key, chosen)
 end
 
 -- A group: a name (page path or event name) for the day's index set, a count for the
@@ -374,8 +375,8 @@ local function property_groups(index_key, sizes_key, events_past)
   local by_name, pnames = {}, {}
   for j, p in ipairs(props) do by_name[p.name] = j; pnames[j] = p.name end
   local admitted, other_of, new_by_event, gone = {}, {}, {}, {}
-  for i = 1, #props, SLICE do
-    local had = redis.call('HMGET', sizes_key, unpack(pnames, i, math.min(i + SLICE - 1, #props)))
+  for i = 1, #props, util.SLICE do
+    local had = redis.call('HMGET', sizes_key, unpack(pnames, i, math.min(i + util.SLICE - 1, #props)))
     for k = 1, #had do
       local j = i + k - 1
       local event = string.sub(props[j].name, 1, string.find(props[j].name, SEP, 1, true) - 1)
@@ -412,8 +413,8 @@ local function property_groups(index_key, sizes_key, events_past)
   local names = {}
   for g = 1, count do names[g] = list[g].name end
   local fits, new_by_prop = {}, {}
-  for i = 1, count, SLICE do
-    local known = redis.call('SMISMEMBER', index_key, unpack(names, i, math.min(i + SLICE - 1, count)))
+  for i = 1, count, util.SLICE do
+    local known = redis.call('SMISMEMBER', index_key, unpack(names, i, math.min(i + util.SLICE - 1, count)))
     for k = 1, #known do
       local g = i + k - 1
       if known[k] == 1 then
@@ -530,16 +531,16 @@ local visits_at = pos + 2
 local bitmap_only = elements ~= digests
 local page_kept = {}  -- (the paths within the day's page quota: a visit's pages past it are "(other)")
 for _, path in ipairs(pages) do page_kept[path] = true end
-local visit_candidates, deferred = record_visits(digests, elements, bitmap_only, ids, open, not daily_map, ARGV[6], visits_at,
+local visit_candidates, deferred = visits.record(digests, elements, bitmap_only, ids, open, not daily_map, ARGV[6], visits_at,
                                                  session_keys, KEYS[12], page_kept, page_quota, event_names)
 for _, c in ipairs(visit_candidates) do segment_candidates[#segment_candidates + 1] = c end
 --@section segments: a bitmap per value
 local deferrable = {}
 for _, d in ipairs(deferred) do deferrable[d[1]] = true end
-local hll_free = mark_segments(ARGV[visits_at + 3], ARGV[6], segment_candidates, ids, tonumber(ARGV[visits_at + 4]),
+local hll_free = segments.mark(ARGV[visits_at + 3], ARGV[6], segment_candidates, ids, tonumber(ARGV[visits_at + 4]),
                                ARGV[visits_at + 5], deferrable)
 for _, d in ipairs(deferred) do  -- (the visit values whose bitmap does not hold all their visitors keep an HLL)
-  if not hll_free[d[1]] then pfadd_indexes(d[2], elements, d[3]) end
+  if not hll_free[d[1]] then util.pfadd_indexes(d[2], elements, d[3]) end
 end
 --@section places, live tick
 if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")

@@ -4,4 +4,4 @@
 -- ARGV        per bucket, in KEYS' order: interval_ms, burst, cost
 --
 -- Returns 0 when allowed (every bucket charged), else the ms to wait (nothing charged).
-return gcra_from_args(#KEYS, 0, 0)
+return gcra.from_args(#KEYS, 0, 0)

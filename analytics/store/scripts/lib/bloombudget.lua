@@ -90,3 +90,6 @@ local function budget_forget(live, sizes, budget, member)
   redis.call('ZREM', live, member)
   if redis.call('HDEL', sizes, member) == 1 then redis.call('HINCRBY', budget, 'bytes', -charged) end
 end
+
+return {now = budget_now, int = budget_int, prune = budget_prune, state = budget_state, fits = budget_fits,
+  refuse = budget_refuse, charge = budget_charge, forget = budget_forget}

@@ -96,3 +96,5 @@ local function firstdays_move(base, list, day)
     redis.call('HSET', base .. ':moved:' .. b, unpack(set))
   end
 end
+
+return {handed = firstdays_handed, get = firstdays_get, move = firstdays_move}

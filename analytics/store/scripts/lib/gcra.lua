@@ -55,3 +55,5 @@ local function gcra_from_args(n, keys_at, argv_at)
   end
   return gcra_all(buckets)
 end
+
+return {from_args = gcra_from_args}

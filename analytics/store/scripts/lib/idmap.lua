@@ -270,3 +270,6 @@ local function idmap_grow(shape, count)
   end
   redis.call('SET', shape.base .. ':buckets', shape.buckets)
 end
+
+return {shape = idmap_shape, started = idmap_started, pack = idmap_pack, load = idmap_load, put = idmap_put,
+  get = idmap_get, grow = idmap_grow}

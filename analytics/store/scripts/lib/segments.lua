@@ -33,6 +33,8 @@
 -- of each visitor index; adds each visitor to its field's bitmap where the field has one,
 -- or may have one now. `deferrable`: the fields whose day HLL waits for this (visit
 -- values, where the HLLs count ids). Returns the set of those that need no HLL.
+local SEP, SLICE, call_sliced = PROTOCOL.FIELD_VALUE_SEP, util.SLICE, util.call_sliced
+
 local function mark_segments(prefix, day, candidates, dense, limit, pinned, deferrable)
   local n = #candidates
   local hll_free = {}
@@ -141,3 +143,5 @@ local function mark_segments(prefix, day, candidates, dense, limit, pinned, defe
   end
   return hll_free
 end
+
+return {mark = mark_segments}

@@ -40,47 +40,13 @@
 -- one set, their number per dimension in a hash); past it, new values count under "(other)".
 
 local SEP, FIELD_SEP, OTHER_VALUE = PROTOCOL.FIELD_VALUE_SEP, PROTOCOL.FIELD_SEP, PROTOCOL.OTHER
+local SLICE, call_sliced, pfadd_indexes, child, split = util.SLICE, util.call_sliced, util.pfadd_indexes, util.child, util.split
 local PAGEVIEW, INTERACTIVE = string.byte('p'), string.byte('i')  -- (event kinds, as sent)
 local OTHER_SUFFIX = SEP .. OTHER_VALUE  -- (a field of the value "(other)": it gets no bitmap)
 local TOTAL = 'total' .. SEP .. 'all'  -- every visit counts here too: the site's totals (its visitors are uv:<day>)
 local TOTAL_ID = '*'  -- the part every visit has, holding TOTAL alone (never sent, never stored)
 local VISIT_PAGE, VISIT_EVENT = 'visit_page', 'visit_event'  -- (analytics/dimensions.py)
 local MAX_VISIT_PAGES = 32  -- distinct pages and events a visit is counted under (the state keeps their part ids)
-
--- redis.call(command, key, ...) over a long list in slices (Lua's unpack() is bounded).
-local SLICE = 3000
-local function call_sliced(command, key, list)
-  for i = 1, #list, SLICE do
-    redis.call(command, key, unpack(list, i, math.min(i + SLICE - 1, #list)))
-  end
-end
-
--- PFADD to an HLL the elements (record_batch.lua) of the visitors at these indexes.
-local function pfadd_indexes(key, elements, indexes)
-  local chosen = {}
-  for j = 1, #indexes do chosen[j] = elements[indexes[j]] end
-  call_sliced('PFADD', key, chosen)
-end
-
--- t[k], made an empty table first if there is none.
-local function child(t, k)
-  local v = t[k]
-  if not v then v = {}; t[k] = v end
-  return v
-end
-
--- Split `text` on the one-character `sep` (plain find and sub: faster than gmatch here).
-local function split(text, sep)
-  local out, i, n = {}, 1, 0
-  if text == '' then return out end
-  while true do
-    local j = string.find(text, sep, i, true)
-    n = n + 1
-    if not j then out[n] = string.sub(text, i); return out end
-    out[n] = string.sub(text, i, j - 1)
-    i = j + 1
-  end
-end
 
 -- A visit's state, packed: a version byte (2; 1 before a bounce's duration was 0, see
 -- step()), start and last (u32 unix seconds),
@@ -705,3 +671,5 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
   for d in pairs(dirty) do redis.call('SADD', dirty_key, d) end
   return segment_candidates, deferred
 end
+
+return {state_id = state_id, read_open = read_open_visits, record = record_visits}
