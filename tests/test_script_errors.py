@@ -2,6 +2,7 @@
 pasted source Redis ran (lib files are pasted in front of each script): e.g.
 "user_script:1372 (record_batch.lua:90): attempt to compare number with nil"."""
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,9 @@ def test_an_error_in_a_script_names_its_file_and_line(r):
 
 
 def test_where_maps_each_files_first_and_last_lines():
-    assert THROTTLE.where(1) == "(store/protocol.py: lua_prelude):1"
-    assert THROTTLE.where(3) == "lib/gcra.lua:1"  # (line 2 opens its module's function)
+    assert THROTTLE.where(1).endswith(":1") and THROTTLE.where(1).startswith("(generated prelude")
+    opened = THROTTLE.source.split("\n").index("local gcra = (function()") + 1  # (the line that opens its module)
+    assert THROTTLE.where(opened + 1) == "lib/gcra.lua:1"
     assert THROTTLE.where(THROTTLE.source.count("\n") + 1).startswith("throttle.lua:")
 
 
@@ -51,3 +53,28 @@ def test_the_scripts_read_the_protocol_python_defines(r):
     import struct
 
     assert size == struct.calcsize(protocol.EVENT_FORMAT)
+
+
+def test_the_keys_the_scripts_name_are_keys_pys(r):
+    """Every KEY function of the prelude builds the name store/keys.py builds, on a real server."""
+    from datetime import date
+
+    from analytics.store import keys
+    from analytics.store.scripts import PRELUDE
+    from analytics.store.scripts.keynames import FAMILIES
+
+    day = date(2026, 11, 26)
+    values = {"n": 7, "bucket": 3, "day": day, "field": "source\x1fGoogle"}
+    for family, builders in FAMILIES.items():
+        for builder in builders:
+            names = [p for p in inspect.signature(builder).parameters if p != "site_id"]
+            args = [values[name] for name in names]
+            lua_args = ", ".join(["ARGV[1]", *(f"ARGV[{i + 2}]" for i in range(len(args)))])
+            made = r.eval(
+                f"{PRELUDE}\nreturn KEY.{builder.__name__}({lua_args})",
+                0,
+                family(42),
+                *(a.isoformat() if isinstance(a, date) else a for a in args),
+            )
+            assert made.decode() == builder(42, *args), builder.__name__
+    assert keys.dimension_bitmap(1, day, "x").startswith(keys.dimensions_prefix(1))

@@ -13,6 +13,9 @@ from pathlib import Path
 import redis
 
 from ..protocol import lua_prelude
+from .keynames import lua_key_functions
+
+PRELUDE = lua_prelude() + "\n" + lua_key_functions()  # (the constants and key names every script shares)
 
 _LINE = re.compile(r"user_script:(\d+)")
 
@@ -26,8 +29,12 @@ class Script:
 
     def __init__(self, name: str, libs: tuple[str, ...] = ()):
         here = Path(__file__).parent
-        files = ["(store/protocol.py: lua_prelude)", *(f"lib/{lib}.lua" for lib in libs), f"{name}.lua"]
-        texts = [lua_prelude(), *((here / file).read_text() for file in files[1:])]
+        files = [
+            "(generated prelude: protocol.py, scripts/keynames.py)",
+            *(f"lib/{lib}.lua" for lib in libs),
+            f"{name}.lua",
+        ]
+        texts = [PRELUDE, *((here / file).read_text() for file in files[1:])]
         # Each library is a module: its text runs inside a function of its own (its locals
         # are that function's, not the script's: Lua allows 200 a function) and returns
         # the table of what it exports, which the script names after the library.

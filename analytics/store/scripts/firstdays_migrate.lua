@@ -56,7 +56,7 @@ for i = 1, #starts, 2 * 500 do
   redis.call('ZADD', aside, unpack(starts, i, math.min(i + 2 * 500 - 1, #starts)))
 end
 for _, m in ipairs(moved) do
-  redis.call('HSETNX', base .. ':moved:' .. math.floor(m[1] / PROTOCOL.FIRST_DAYS_MOVED), m[1] % PROTOCOL.FIRST_DAYS_MOVED, m[2])
+  redis.call('HSETNX', KEY.first_days_moved(base, math.floor(m[1] / PROTOCOL.FIRST_DAYS_MOVED)), m[1] % PROTOCOL.FIRST_DAYS_MOVED, m[2])
 end
 if to < limit then return {to, open} end
 if redis.call('EXISTS', aside) == 1 then

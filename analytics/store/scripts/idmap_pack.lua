@@ -17,12 +17,12 @@ local from = tonumber(ARGV[1])
 local to = math.min(from + tonumber(ARGV[2]), shape.buckets)
 local moved = 0
 for bucket = from, to - 1 do
-  moved = moved + redis.call('HLEN', shape.base .. ':b' .. bucket)
+  moved = moved + redis.call('HLEN', KEY.visitor_id_hash_bucket(shape.base, bucket))
   idmap.load(shape, bucket)
 end
 if to >= shape.buckets then
-  redis.call('SET', shape.base .. ':packed', 1)
-  redis.call('DEL', shape.base .. ':narrow')  -- (the mark of the layout before, now meaningless)
+  redis.call('SET', KEY.visitor_id_packed(shape.base), 1)
+  redis.call('DEL', KEY.visitor_id_narrow(shape.base))  -- (the mark of the layout before, now meaningless)
   return {-1, moved}
 end
 return {to, moved}

@@ -544,7 +544,7 @@ for _, d in ipairs(deferred) do  -- (the visit values whose bitmap does not hold
 end
 --@section places, live tick
 if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")
-  local kept_fields = ARGV[pos + 2 + 3] .. ARGV[6] .. ':fields'
+  local kept_fields = KEY.dimension_fields(ARGV[pos + 2 + 3], ARGV[6])
   local add = {}
   for j = 0, places - 1 do
     local at = places_at + 3 * j

@@ -15,7 +15,7 @@
 --   base .. ':runs'        zset    "<first id>:<day>" scored by its first id: ids from
 --                                  there to the next run's were first seen on that day
 --                                  (days since 2000-01-01)
---   base .. ':moved:' .. b hash    id mod FIRSTDAYS_MOVED -> first day, for the ids
+--   KEY.first_days_moved(base, b) hash    id mod FIRSTDAYS_MOVED -> first day, for the ids
 --                                  b * FIRSTDAYS_MOVED onwards that a backfill moved: read
 --                                  before the runs (up to 128 entries: a listpack)
 --   base                   string  earlier versions' first days, u16 at #id: read for
@@ -31,7 +31,7 @@ end
 
 -- New ids first .. first + m - 1 were handed out on `day`.
 local function firstdays_handed(base, first, day)
-  local runs = base .. ':runs'
+  local runs = KEY.first_days_runs(base)
   local last = redis.call('ZRANGE', runs, -1, -1)[1]
   if last and select(2, firstdays_run(last)) == day then return end
   redis.call('ZADD', runs, first, first .. ':' .. day)
@@ -54,14 +54,14 @@ local function firstdays_get(base, list)
   for b, ids in pairs(firstdays_group(list)) do
     local fields = {}
     for k, id in ipairs(ids) do fields[k] = id % FIRSTDAYS_MOVED end
-    local got = redis.call('HMGET', base .. ':moved:' .. b, unpack(fields))
+    local got = redis.call('HMGET', KEY.first_days_moved(base, b), unpack(fields))
     for k, id in ipairs(ids) do
       if got[k] then out[id] = tonumber(got[k]) else rest[#rest + 1] = id end
     end
   end
   if #rest == 0 then return out end
   table.sort(rest)
-  local runs_key, runs = base .. ':runs', {}
+  local runs_key, runs = KEY.first_days_runs(base), {}
   local function add(member) runs[#runs + 1] = {firstdays_run(member)} end
   local lo, hi = rest[1], rest[#rest]
   local legacy = {}
@@ -93,7 +93,7 @@ local function firstdays_move(base, list, day)
   for b, ids in pairs(firstdays_group(list)) do
     local set = {}
     for k, id in ipairs(ids) do set[2 * k - 1] = id % FIRSTDAYS_MOVED; set[2 * k] = day end
-    redis.call('HSET', base .. ':moved:' .. b, unpack(set))
+    redis.call('HSET', KEY.first_days_moved(base, b), unpack(set))
   end
 end
 

@@ -51,7 +51,7 @@ local function idmap_hash(digest)
 end
 
 local function idmap_shape(base)
-  local got = redis.call('MGET', base .. ':buckets', base .. ':packed', base .. ':id-elements')
+  local got = redis.call('MGET', KEY.visitor_id_buckets(base), KEY.visitor_id_packed(base), KEY.visitor_id_elements(base))
   local buckets = tonumber(got[1]) or 1
   local level = 1
   while level * 2 <= buckets do level = level * 2 end
@@ -65,11 +65,11 @@ end
 -- ids from the first visitor on.
 local function idmap_started(shape, first)
   if first == 0 and not shape.packed then
-    redis.call('SET', shape.base .. ':packed', 1)
+    redis.call('SET', KEY.visitor_id_packed(shape.base), 1)
     shape.packed = true
   end
   if first == 0 and not shape.id_elements then
-    redis.call('SET', shape.base .. ':id-elements', 1)
+    redis.call('SET', KEY.visitor_id_elements(shape.base), 1)
     shape.id_elements = true
   end
 end
@@ -158,7 +158,7 @@ local function idmap_find(s, field)
 end
 
 local function idmap_write(shape, bucket, s)
-  local key = shape.base .. ':p' .. bucket
+  local key = KEY.visitor_id_bucket(shape.base, bucket)
   if #s <= 1 then redis.call('DEL', key) else redis.call('SET', key, s) end
   shape.cache[bucket] = s
 end
@@ -168,14 +168,14 @@ end
 local function idmap_load(shape, bucket)
   local s = shape.cache[bucket]
   if s then return s end
-  s = redis.call('GET', shape.base .. ':p' .. bucket) or ''
+  s = redis.call('GET', KEY.visitor_id_bucket(shape.base, bucket)) or ''
   if s == '' and not shape.packed then
-    local old = shape.base .. ':b' .. bucket
+    local old = KEY.visitor_id_hash_bucket(shape.base, bucket)
     local all = redis.call('HGETALL', old)
     if #all > 0 then
       for j = 1, #all, 2 do all[j] = string.sub(all[j], 1, IDMAP_FIELD); all[j + 1] = tonumber(all[j + 1]) end
       s = idmap_pack(all, shape.buckets >= IDMAP_SHORT_FROM)
-      redis.call('SET', shape.base .. ':p' .. bucket, s)
+      redis.call('SET', KEY.visitor_id_bucket(shape.base, bucket), s)
       redis.call('DEL', old)
     end
   end
@@ -268,7 +268,7 @@ local function idmap_grow(shape, count)
       idmap_write(shape, split + level, idmap_pack(move, short))
     end
   end
-  redis.call('SET', shape.base .. ':buckets', shape.buckets)
+  redis.call('SET', KEY.visitor_id_buckets(shape.base), shape.buckets)
 end
 
 return {shape = idmap_shape, started = idmap_started, pack = idmap_pack, load = idmap_load, put = idmap_put,

@@ -39,8 +39,8 @@ local function mark_segments(prefix, day, candidates, dense, limit, pinned, defe
   local n = #candidates
   local hll_free = {}
   if n == 0 then return hll_free end
-  local base = prefix .. day
-  local set_key, sizes_key, only_key = base .. ':bitmapped', base .. ':bitmap-sizes', base .. ':bitmap-only'
+  local set_key, sizes_key, only_key =
+    KEY.dimension_bitmapped(prefix, day), KEY.dimension_bitmap_sizes(prefix, day), KEY.dimension_bitmap_only(prefix, day)
   local fields, weight = {}, {}  -- (weight: a field's visitors in this call)
   for i = 1, n do
     local f = candidates[i][1]
@@ -76,7 +76,7 @@ local function mark_segments(prefix, day, candidates, dense, limit, pinned, defe
     -- A value given its bitmap now needs no HLL if this is its first visitor of the day:
     -- it has no HLL yet (one that has was seen before without a bitmap: a limit raised).
     local function free_if_first(f)
-      if deferrable[f] and redis.call('EXISTS', base .. ':v:' .. f) == 0 then
+      if deferrable[f] and redis.call('EXISTS', KEY.dimension_visitors(prefix, day, f)) == 0 then
         hll_free[f] = true
         freed[#freed + 1] = f
       end
@@ -136,7 +136,7 @@ local function mark_segments(prefix, day, candidates, dense, limit, pinned, defe
     end
   end
   for f, args in pairs(bits) do
-    local key = base .. ':b:' .. f
+    local key = KEY.dimension_bitmap(prefix, day, f)
     for i = 1, #args, 4 * 1000 do
       redis.call('BITFIELD', key, unpack(args, i, math.min(i + 4 * 1000 - 1, #args)))
     end

@@ -507,7 +507,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     if on == day then for f in pairs(visitors) do note(f) end end
     -- The day's fields in one set, their number per dimension in a hash: a call whose
     -- values are all known (nearly every one) costs one SMISMEMBER.
-    local fields_key, sizes_key = prefix .. on .. ':fields', prefix .. on .. ':sizes'
+    local fields_key, sizes_key = KEY.dimension_fields(prefix, on), KEY.dimension_sizes(prefix, on)
     local new_by_dim = {}
     for i = 1, #all, SLICE do
       local slice = {unpack(all, i, math.min(i + SLICE - 1, #all))}
@@ -547,7 +547,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       end
     end
     if (grew or #all > WIDEN_CHECK_FIELDS) and redis.call('SCARD', fields_key) > COUNTS_LISTPACK_MAX then
-      widen_counts(prefix .. on .. ':counts')
+      widen_counts(KEY.dimension_counts(prefix, on))
     end
     -- One hash a day, a field's five numbers packed in its value (COUNTS): one HMGET and
     -- one HSET for every field of the call, where a hash per number took five of each.
@@ -564,7 +564,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
       end
     end
     if #names > 0 then
-      local key = prefix .. on .. ':counts'
+      local key = KEY.dimension_counts(prefix, on)
       local set = {}
       for i = 1, #names, SLICE do
         local slice = {unpack(names, i, math.min(i + SLICE - 1, #names))}
@@ -581,7 +581,7 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
     end
     --@section visits: visitors per value (HLLs)
     if on == day then
-      local hll_prefix, renamed = prefix .. on .. ':v:', {}  -- (fields renamed to "(other)" share its HLL)
+      local hll_prefix, renamed = KEY.dimension_visitors(prefix, on, ''), {}  -- (a field's HLL: this .. field; fields renamed to "(other)" share its HLL)
       local function count_visitors(name, list) pfadd_indexes(hll_prefix .. name, elements, list) end
       for f, list in pairs(visitors) do
         local name = rename[f]
