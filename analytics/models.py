@@ -257,6 +257,10 @@ class DailyMetrics(models.Model):
         null=True, blank=True, help_text="when the day's other raw keys expire: from then on its rows are the record"
     )
     segment_keys_until = models.DateTimeField(null=True, blank=True, help_text="when the day's filter bitmaps expire")
+    # Whether the day's HLLs were kept as sketches (DaySketch) before its keys expired:
+    # its pages' (page family), and the site's, events' and visit values' (the rest).
+    pages_sketched = models.BooleanField(default=False)
+    daily_sketched = models.BooleanField(default=False)
     page_merge_token = models.CharField(
         max_length=32, blank=True, default="", help_text="the last page merge added (rollups.expiry)"
     )

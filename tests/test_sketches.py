@@ -1,17 +1,18 @@
-"""Day sketches (counts/sketches.py): the rollup keeps each closed day's HLLs as rows, and
-each is the HLL ingest made, a value whose bitmap stood in for its HLL included."""
+"""Day sketches (counts/sketches.py, rollups/sketching.py): a day's HLLs are kept as rows
+shortly before its keys expire, once per family, and each is the HLL ingest made, a value
+whose bitmap stood in for its HLL included."""
 
 import io
 import zlib
+from datetime import UTC, datetime, time, timedelta
 
 from django.core.management import call_command
 
 from analytics import dimensions
 from analytics.counts import fold, sketches
-from analytics.models import DaySketch
-from analytics.rollups import jobs
+from analytics.models import DailyMetrics, DaySketch
+from analytics.rollups import expiry
 from analytics.store import keys
-from analytics.store.scratch import scratch
 from tests.test_segments import history
 
 
@@ -23,28 +24,35 @@ def _count(r, data: bytes) -> int:
         r.delete("test:sketch")
 
 
-def test_each_closed_days_hlls_are_kept_as_sketches_that_count_the_same(site, r):
+def test_a_day_is_sketched_before_its_keys_expire_and_not_before_it_is_due(site, r):
     info, brute, days = history(r, site, 5, visitors=120)
     call_command("rollup", "--from", days[0].isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
-    day = days[-1]
-    stored = {row.field: bytes(row.sketch) for row in DaySketch.objects.filter(site=site, date=day)}
-    assert _count(r, stored[sketches.SITE]) == r.pfcount(keys.site_visitors(info.id, day)) == len(brute.active[day])
+    assert not DaySketch.objects.filter(site=site).exists()  # (its keys live for months: nothing to keep yet)
+    day = days[0]  # (the oldest: past any policy of 2 days)
     only = fold.bitmap_only(r, info.id, [day])[day]
     assert only  # (the history has values whose bitmap stands in for their HLL)
-    for name in only:
-        assert _count(r, stored[name]) == r.bitcount(keys.dimension_bitmap(info.id, day, name)), name
-    assert not any(r.exists(keys.dimension_visitors(info.id, day, name)) for name in only)  # (built in scratch keys)
-    page = dimensions.field("page", "/pricing")
-    assert _count(r, stored[page]) == r.pfcount(keys.page_visitors(info.id, day, "/pricing"))
+    live = {
+        "site": r.pfcount(keys.site_visitors(info.id, day)),
+        "page": r.pfcount(keys.page_visitors(info.id, day, "/pricing")),
+        **{name: r.bitcount(keys.dimension_bitmap(info.id, day, name)) for name in only},
+    }
     fields = sketches.day_fields(r, info.id, [day])[day]  # (visit pages, exit pages: counts, no HLL)
-    assert set(stored) == {f for f in fields if f in only or r.exists(sketches.hll_key(info.id, day, f))}
-
-
-def test_the_five_minute_job_leaves_yesterdays_sketches_to_the_nightly_one(site, r):
-    info, _, days = history(r, site, 6, visitors=40)
-    today = info.today()
-    jobs.rollup(r, site, days[0], today, today=today, sketch=False)
-    assert not DaySketch.objects.filter(site=site).exists()
-    with scratch(r, info.id) as tmp:
-        jobs.store_sketches(r, site, [days[0]], set(), tmp)
-    assert DaySketch.objects.filter(site=site, date=days[0]).count() > 10
+    kept = {f for f in fields if f in only or r.exists(sketches.hll_key(info.id, day, f))}
+    for d in days:  # (rolled up the night after: no import's grace)
+        DailyMetrics.objects.filter(site=site, date=d).update(
+            updated=datetime.combine(d + timedelta(days=1), time(1), tzinfo=UTC)
+        )
+    site.keep_page_days = site.keep_daily_days = site.keep_segment_days = 2  # (every day's keys now go)
+    site.save()
+    expiry.apply_all(r, site, datetime.now(UTC).date())
+    assert not r.exists(keys.site_visitors(info.id, day))
+    stored = {row.field: bytes(row.sketch) for row in DaySketch.objects.filter(site=site, date=day)}
+    assert set(stored) == kept
+    assert _count(r, stored[sketches.SITE]) == live["site"] == len(brute.active[day])
+    assert _count(r, stored[dimensions.field("page", "/pricing")]) == live["page"]
+    for name in only:
+        assert _count(r, stored[name]) == live[name], name
+    assert all(DailyMetrics.objects.filter(site=site, date=d).get().daily_sketched for d in days)
+    before = DaySketch.objects.filter(site=site).count()
+    expiry.apply_all(r, site, datetime.now(UTC).date())  # (once: the keys are gone, the rows stay)
+    assert DaySketch.objects.filter(site=site).count() == before

@@ -3,14 +3,16 @@
 A day's raw keys expire by the site's policy (rollups/expiry.py); its counts stay as rows.
 Counts cannot be unioned: a filter's visitors over thirty such days, or two filters
 combined on one, were guessed from them with no bound (the site's repeat ratio read 873
-visitors of a page against a truth of 2,013). So the rollup also keeps each HLL of the
-day (the site's, each page's, custom event's and visit value's) as a row (DaySketch),
-read with GET: an HLL is a string, and the same bytes SET back on any server count the
-same. A query over such days sets the sketches it needs into scratch keys (thaw()) and
-counts them as it counts a live day's HLLs: PFCOUNT of unions, ±0.81% each.
+visitors of a page against a truth of 2,013). So each HLL of the day (the site's, each
+page's, custom event's and visit value's) is also kept as a row (DaySketch) shortly
+before its keys expire (rollups/sketching.py), read with GET: an HLL is a string, and the
+same bytes SET back on any server count the same. A query over such days sets the
+sketches it needs into scratch keys (thaw()) and counts them as it counts a live day's
+HLLs: PFCOUNT of unions, ±0.81% each.
 
-A visit value that kept no HLL (its bitmap stood in for it: counts/fold.py) gets one made
-in a scratch key from its bitmap's set bits, which are the same dense ids ingest adds
+A visit value that kept no HLL (its bitmap stood in for it: counts/fold.py) and was not
+folded yet (a backfill's day, whose keys go 48 hours after its rollup) gets one made in a
+scratch key from its bitmap's set bits, which are the same dense ids ingest adds
 to HLLs, so the sketch is the HLL ingest would have made.
 
 Size: a sparse HLL (up to a few hundred visitors) is tens to hundreds of bytes, a dense
@@ -32,6 +34,7 @@ from ..store.scratch import SCRATCH_TTL_MS, Scratch
 from .fold import PFADD_CHUNK, bitmap_only, set_bits
 
 SITE = ""  # the field of the site's own HLL
+PAGE_PREFIX = dimensions.field("page", "")  # (a page's field starts with this)
 
 
 def hll_key(site_id: int, day: date, field: str) -> str:

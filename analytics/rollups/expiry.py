@@ -39,6 +39,7 @@ from ..models import DailyMetrics, PageDaily, Site
 from ..periods import day_number, monday, month_start, period_days, policy_expiry
 from ..store import keys
 from ..store.scripts import MERGE_PAGES
+from .sketching import SKETCH_AHEAD, sketch
 
 MAX_LOOKBACK_DAYS = 800
 
@@ -83,6 +84,7 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
             pipe.exists(keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day))
         listed = iter(pipe.execute())
         pipe = r.pipeline(transaction=False)
+        due: dict[date, set[str]] = {}
         for day in chunk:
             row = rows.get(day)
             rolled = row.updated if row is not None else now
@@ -99,6 +101,17 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
                 row is not None and sealed(recorded, now)
                 for recorded in (row.keys_until if row else None, row.page_keys_until if row else None)
             ]
+            if row is not None:  # (families whose keys go within SKETCH_AHEAD: their HLLs kept first)
+                families = {
+                    family
+                    for family, done, gone, until in (
+                        ("daily", row.daily_sketched, late[0], daily_until),
+                        ("pages", row.pages_sketched, late[1], page_until),
+                    )
+                    if not done and not gone and until <= now + SKETCH_AHEAD
+                }
+                if families:
+                    due[day] = families
             if row is not None and (row.keys_until, row.page_keys_until, row.segment_keys_until) != (
                 daily_until,
                 page_until,
@@ -141,6 +154,7 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
                 pipe.zadd(keys.fold_due(sid), {day.isoformat(): day_number(day)})
             else:
                 _expire_segments(pipe, sid, day, bitmapped, _at(segment_until))
+        sketch(r, site, due)  # (before the expiries are set: an expiry in the past drops the keys at once)
         pipe.execute()
     DailyMetrics.objects.bulk_update(changed, ["keys_until", "page_keys_until", "segment_keys_until"], batch_size=500)
 

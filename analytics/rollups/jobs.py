@@ -28,14 +28,13 @@ from typing import cast
 import redis
 
 from .. import dimensions, pins
-from ..counts import sketches
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS, retention
 from ..counts.days import day_metrics
 from ..counts.dimensions import dimension_days
 from ..counts.events import event_days
 from ..counts.pages import page_days
 from ..dedup import bloom
-from ..models import DailyMetrics, DaySketch, DimensionDaily, EventDaily, PageDaily, Retention, Site
+from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily, Retention, Site
 from ..periods import days_between, monday
 from ..sites import SiteInfo, sealed_days
 from ..store import firstdays, idmap, keys
@@ -60,12 +59,8 @@ class Summary:
     last: date | None = None
 
 
-def rollup(
-    r: redis.Redis, site: Site, start: date, end: date, *, today: date | None = None, sketch: bool = True
-) -> Summary:
-    """Compute and store everything that depends on the days start..end (inclusive), and,
-    unless `sketch` is False, the closed days' sketches (the five-minute job leaves
-    yesterday's to the nightly one: roll_closed())."""
+def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | None = None) -> Summary:
+    """Compute and store everything that depends on the days start..end (inclusive)."""
     info = SiteInfo.from_model(site)
     today = today or info.today()
     end = min(end, today)
@@ -83,8 +78,6 @@ def rollup(
         merge_sealed_pages(r, site, sorted(pages_sealed))
         _store_dimensions(r, site, days)
         _store_events(r, site, days)
-        if sketch:
-            store_sketches(r, site, [day for day in days if day < today], pages_sealed, tmp)
 
         periods = merge_periods(r, site, info, days, today, tmp)
         summary.periods = len(periods)
@@ -213,19 +206,6 @@ def _store_events(r: redis.Redis, site: Site, days: list[date]):
         _upsert(EventDaily, rows, unique_fields=["site", "date", "group"], update_fields=["visitors", "events"])
 
 
-def store_sketches(r: redis.Redis, site: Site, days: list[date], pages_sealed: set[date], tmp):
-    """Each closed day's HLLs as rows (counts/sketches.py), for when its keys expire; a
-    day whose page keys expired already keeps the page sketches it has."""
-    found = sketches.day_fields(r, site.pk, [day for day in days if day not in pages_sealed])
-    found.update(sketches.day_fields(r, site.pk, [day for day in days if day in pages_sealed], pages=False))
-    for day, fields in found.items():
-        rows = [
-            DaySketch(site=site, date=day, key=DaySketch.field_key(name), field=name, sketch=data)
-            for name, data in sketches.read(r, site.pk, day, fields, tmp).items()
-        ]
-        _upsert(DaySketch, rows, unique_fields=["site", "date", "key"], update_fields=["sketch"])
-
-
 UPSERT_ROWS = 500  # rows a write transaction holds: SQLite's one write lock is never held long
 
 
@@ -257,7 +237,7 @@ def roll_recent(r: redis.Redis, site: Site) -> Summary | None:
     with held(r, keys.lock(site.pk, "rollup-recent")) as lock:
         if lock is None:
             return None
-        summary = rollup(r, site, today - timedelta(days=1), today, today=today, sketch=False)
+        summary = rollup(r, site, today - timedelta(days=1), today, today=today)
         dirty = _take_dirty_days(r, site)
         try:
             for first, last in _ranges(dirty):
@@ -335,9 +315,5 @@ def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
         if lock is None:
             return None
         summary = rollup(r, site, start, end, today=today)
-        before = start - timedelta(days=1)  # (its sketches again: events it got after last night's)
-        if not sealed_days(site, [before]):
-            with scratch(r, site.pk) as tmp:
-                store_sketches(r, site, [before], sealed_days(site, [before], pages=True), tmp)
         pins.sync(r, site.pk)  # (the day just rolled up names the top values to pin)
         return summary
