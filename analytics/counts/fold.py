@@ -72,19 +72,25 @@ def fold(r: redis.Redis, site_id: int, day: date, fields: list[str]) -> int:
     for field in fields:
         hll = keys.dimension_visitors(site_id, day, field)
         pipe = r.pipeline(transaction=False)
-        batch: list[int] = []
-        for visitor in set_bits(r, keys.dimension_bitmap(site_id, day, field)):
-            batch.append(visitor)
-            if len(batch) == PFADD_CHUNK:
-                pipe.pfadd(hll, *batch)
-                batch = []
-        if batch:
-            pipe.pfadd(hll, *batch)
+        queue_pfadd_bits(pipe, r, keys.dimension_bitmap(site_id, day, field), hll)
         if ttl_ms > 0:  # (a final day's keys have their expiry: the HLL takes the day's; else the rollup sets it)
             pipe.pexpire(hll, ttl_ms)
         pipe.srem(keys.dimension_folding(site_id, day), field)
         pipe.execute()
     return len(fields)
+
+
+def queue_pfadd_bits(pipe, r: redis.Redis, bitmap: str, hll: str):
+    """Queue PFADDs to `hll` of the set bits of `bitmap` (its dense ids), PFADD_CHUNK a
+    command: the HLL ingest would have made of the same visitors."""
+    batch: list[int] = []
+    for visitor in set_bits(r, bitmap):
+        batch.append(visitor)
+        if len(batch) == PFADD_CHUNK:
+            pipe.pfadd(hll, *batch)
+            batch = []
+    if batch:
+        pipe.pfadd(hll, *batch)
 
 
 def set_bits(r: redis.Redis, key: str) -> Iterable[int]:

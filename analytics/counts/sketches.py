@@ -31,7 +31,7 @@ from .. import dimensions
 from ..models import DaySketch
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, Scratch
-from .fold import PFADD_CHUNK, bitmap_only, set_bits
+from .fold import bitmap_only, queue_pfadd_bits
 
 SITE = ""  # the field of the site's own HLL
 PAGE_PREFIX = dimensions.field("page", "")  # (a page's field starts with this)
@@ -79,14 +79,7 @@ def read(r: redis.Redis, site_id: int, day: date, fields: list[str], tmp: Scratc
         pipe = r.pipeline(transaction=False)
         pipe.pfmerge(built, hll_key(site_id, day, name))
         pipe.pexpire(built, SCRATCH_TTL_MS)
-        batch: list[int] = []
-        for visitor in set_bits(r, keys.dimension_bitmap(site_id, day, name)):
-            batch.append(visitor)
-            if len(batch) == PFADD_CHUNK:
-                pipe.pfadd(built, *batch)
-                batch = []
-        if batch:
-            pipe.pfadd(built, *batch)
+        queue_pfadd_bits(pipe, r, keys.dimension_bitmap(site_id, day, name), built)
         pipe.get(built)
         pipe.unlink(built)
         value = pipe.execute()[-2]
