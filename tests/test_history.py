@@ -15,7 +15,7 @@ from analytics import queries, rollups
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.models import DailyMetrics, DaySketch, PageDaily
-from analytics.periods import days_between
+from analytics.periods import days_between, monday
 from analytics.rollups import expiry
 from analytics.rollups.jobs import roll_recent
 from analytics.sites import SiteInfo
@@ -146,7 +146,8 @@ def test_a_second_file_of_the_same_days_within_the_grace_adds_exactly(site, r, t
 
 def test_a_sealed_day_refuses_more_events_by_name(client, make_site, r, tmp_path, no_grace):
     site, key = make_site()
-    first = datetime.now(UTC).date() - timedelta(days=site.keep_daily_days + 5)
+    # (a Monday, so the three days are in one week that ended long enough ago for its week keys to go with them)
+    first = monday(datetime.now(UTC).date() - timedelta(days=site.keep_daily_days + 12))
     lines = log_lines(first, 3, seed=2)
     import_("--site", site.domain, write_log(tmp_path / "a.log", lines))
     assert not raw_keys_of(r, site.id, days_between(first, first + timedelta(days=2)))  # (no grace: sealed at once)

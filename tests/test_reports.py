@@ -52,8 +52,10 @@ def post(client, key, events):
 
 
 def event(visitor, name="Signup", props=None, revenue=None):
-    """A custom event of today's (an hour ago: a visit of its own minute)."""
-    ts = (datetime.now(UTC) - timedelta(hours=1)).replace(minute=visitor % 60).isoformat()
+    """A custom event of today's (an hour ago, or just after midnight in the day's first
+    hour: a visit of its own minute)."""
+    now = datetime.now(UTC)
+    ts = max(now - timedelta(hours=1), now.replace(hour=0)).replace(minute=visitor % 60).isoformat()
     return {
         "url": "https://example.com/signup",
         "ts": ts,
@@ -411,7 +413,9 @@ def test_regions_and_cities_stored_are_exported_without_a_note(client, make_site
 @pytest.mark.parametrize("fmt", ["csv", "xlsx", "json"])
 def test_an_anonymous_path_with_a_control_character_does_not_break_the_days_export(client, make_site, fmt):
     _, key = make_site()
-    ts = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    ts = max(
+        datetime.now(UTC) - timedelta(hours=1), datetime.now(UTC).replace(hour=0, minute=0)
+    ).isoformat()  # (today's)
     post(
         client,
         key,

@@ -54,6 +54,13 @@ SKETCHED = (
     "(±0.81% each; by inclusion-exclusion where filters combine)"
 )
 
+SKETCHED_UNION = (
+    "an estimate: some days' raw keys have expired; each such day is counted from the HyperLogLogs the rollup "
+    "stored, but not who matched every filter on the same day across several days, so the range is the days "
+    "summed times the share of them that are distinct people (the most selective filter's own where one selects, "
+    "else the site's); no stated bound"
+)
+
 
 def why(kinds: dict, days) -> str:
     """Why a number over these days is an estimate ("" when it is exact)."""
@@ -63,10 +70,11 @@ def why(kinds: dict, days) -> str:
 
 def union_why(filters, kinds: dict, days) -> str:
     """why() for the visitors over several days: where their keys expired, a union of
-    sketches only for one union of values (segments.visitors())."""
+    sketches only for one union of values (segments.visitors()); other filters' days are
+    summed and scaled (expired.stored_unions())."""
     reason = why(kinds, days)
     if reason == SKETCHED and len(days) > 1 and not segments.one_union(filters):
-        return STORED
+        return SKETCHED_UNION
     return reason
 
 
