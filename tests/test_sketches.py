@@ -56,3 +56,22 @@ def test_a_day_is_sketched_before_its_keys_expire_and_not_before_it_is_due(site,
     before = DaySketch.objects.filter(site=site).count()
     expiry.apply_all(r, site, datetime.now(UTC).date())  # (once: the keys are gone, the rows stay)
     assert DaySketch.objects.filter(site=site).count() == before
+
+
+def test_a_second_file_of_a_backfilled_day_is_in_its_sketches(site, r, tmp_path):
+    """A backfill's day is sketched at its rollup (its keys go 48 h after); a second file of
+    the same day rolls it up again and its sketches are taken again, with both files'
+    visitors: a union over such days counts them all."""
+    from analytics.models import DailyMetrics
+    from tests.test_history import Truth, log_lines, write_log
+    from tests.test_import_log import import_
+
+    first = datetime.now(UTC).date() - timedelta(days=site.keep_daily_days + 30)
+    lines = log_lines(first, 4, seed=4, people=150)
+    truth = Truth(lines)
+    for name, part in (("a.log", lines[::2]), ("b.log", lines[1::2])):  # (log rotation: the same days twice)
+        import_("--site", site.domain, write_log(tmp_path / name, part))
+        if name == "a.log":
+            assert DailyMetrics.objects.get(site=site, date=first).daily_sketched
+    stored = DaySketch.objects.get(site=site, date=first, key=DaySketch.field_key(sketches.SITE))
+    assert _count(r, bytes(stored.sketch)) == len(truth.active[first])

@@ -138,12 +138,25 @@ def _unsealed(r: redis.Redis, site: Site, days: list[date], today: date) -> set[
 
 
 def _store_days(site: Site, metrics: dict[date, dict], today: date):
+    """The days' rows; a day rolled up again (events came since) has its sketches taken
+    again when its keys are due to go (their flags start over: rollups/sketching.py)."""
     rows = [DailyMetrics(site=site, date=day, final=day < today, **values) for day, values in metrics.items()]
     DailyMetrics.objects.bulk_create(
         rows,
         update_conflicts=True,
         unique_fields=["site", "date"],
-        update_fields=["visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "final", "updated"],
+        update_fields=[
+            "visitors",
+            "pageviews",
+            "dau",
+            "new_visitors",
+            "wau",
+            "mau",
+            "final",
+            "updated",
+            "pages_sketched",
+            "daily_sketched",
+        ],
     )
 
 
