@@ -42,9 +42,12 @@ def hll_key(site_id: int, day: date, field: str) -> str:
     return keys.site_visitors(site_id, day) if field == SITE else keys.field_visitors(site_id, day, field)
 
 
-def day_fields(r: redis.Redis, site_id: int, days: list[date], pages: bool = True) -> dict[date, list[str]]:
-    """{day: its fields with an HLL (or a bitmap standing in for one)}: the site's, each
-    page's (unless `pages` is False), custom event's and visit value's."""
+def day_fields(
+    r: redis.Redis, site_id: int, days: list[date], pages: bool = True, daily: bool = True
+) -> dict[date, list[str]]:
+    """{day: its fields with an HLL (or a bitmap standing in for one)}: with `pages`, each
+    page's; with `daily`, the site's, each custom event's and visit value's (the two
+    families of keys that expire apart: rollups/expiry.py)."""
     pipe = r.pipeline(transaction=False)
     for day in days:
         pipe.smembers(keys.pages_index(site_id, day))
@@ -55,10 +58,12 @@ def day_fields(r: redis.Redis, site_id: int, days: list[date], pages: bool = Tru
     for day in days:
         paths, events, fields = (cast(set[bytes], next(answers)) for _ in range(3))
         found[day] = [
-            SITE,
             *(dimensions.field("page", p.decode()) for p in (paths if pages else ())),
-            *(dimensions.field("event", e.decode()) for e in events),
-            *(f.decode() for f in fields),
+            *(
+                [SITE, *(dimensions.field("event", e.decode()) for e in events), *(f.decode() for f in fields)]
+                if daily
+                else []
+            ),
         ]
     return found
 
@@ -92,18 +97,16 @@ def thaw(r: redis.Redis, site_id: int, wanted: Iterable[tuple[date, str]], tmp: 
     """Set the stored sketches of these (day, field)s into scratch keys: {(day, field):
     its key} for those a sketch was stored of (a field missing had no visitors that day,
     or its day was rolled up before sketches were kept)."""
-    by_day: dict[date, dict[str, str]] = {}
-    for day, name in wanted:
-        by_day.setdefault(day, {})[DaySketch.field_key(name)] = name
+    names = {(day, DaySketch.field_key(name)): name for day, name in wanted}
+    days, hashes = sorted({day for day, _ in names}), sorted({key for _, key in names})
     found: dict[tuple[date, str], str] = {}
     pipe = r.pipeline(transaction=False)
-    for day, names in sorted(by_day.items()):
-        hashes = list(names)
-        for start in range(0, len(hashes), 500):
-            rows = DaySketch.objects.filter(site_id=site_id, date=day, key__in=hashes[start : start + 500])
-            for key, sketch in rows.values_list("key", "sketch"):
+    for start in range(0, len(hashes), 500):  # (one query a 500 fields, whatever the days)
+        rows = DaySketch.objects.filter(site_id=site_id, date__in=days, key__in=hashes[start : start + 500])
+        for day, key, sketch in rows.values_list("date", "key", "sketch"):
+            if (day, key) in names:
                 dest = tmp.key(f"thawed:{day.isoformat()}:{key}")
                 pipe.set(dest, zlib.decompress(bytes(sketch)), px=SCRATCH_TTL_MS)
-                found[day, names[key]] = dest
+                found[day, names[day, key]] = dest
     pipe.execute()
     return found

@@ -89,11 +89,19 @@ def converters_by_rows(site: SiteInfo, segment, goal, days: list[date], totals: 
     return sum(share_of(goal.name, {goal.name: people[day]}, segment.sizes[day], totals[day].dau, []) for day in days)
 
 
+def one_value(filters) -> tuple[str, str] | None:
+    """(property, value) of a segment that is one value's visitors (`source==Google`,
+    `page==/pricing`), else None: a day whose keys expired then has its stored row as
+    its number."""
+    if len(filters) == 1 and filters[0].op == "==" and len(filters[0].values) == 1:
+        return filters[0].prop, filters[0].values[0]
+    return None
+
+
 def one_page(filters) -> str | None:
     """The page of a segment that is one page's visitors (`page==PATH`), else None."""
-    if len(filters) == 1 and filters[0].prop == "page" and filters[0].op == "==" and len(filters[0].values) == 1:
-        return filters[0].values[0]
-    return None
+    found = one_value(filters)
+    return found[1] if found and found[0] == "page" else None
 
 
 def stored_unions(r: redis.Redis, segment, ranges: dict, own: dict | None = None) -> dict:

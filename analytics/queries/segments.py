@@ -44,6 +44,7 @@ from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, Scratch, queue_union
 from . import expired
 from .estimates import estimate
+from .expired import one_value
 from .stored import DayTotals, day_totals, segment_size, value_rows
 
 PROPERTIES = (*dimensions.VISIT_DIMENSIONS, "page", "goal")
@@ -127,19 +128,6 @@ def parse(text: str) -> tuple[Filter, ...]:
     if len(found) > MAX_FILTERS:
         raise ValueError(f"at most {MAX_FILTERS} filters")
     return tuple(found)
-
-
-def single_field(filters: tuple[Filter, ...]) -> str | None:
-    """The one visit dimension field the filters name, if that is all they say
-    (`source==Google`): its own counts (pageviews, visits, bounces) are then exact too."""
-    if (
-        len(filters) == 1
-        and filters[0].op == "=="
-        and len(filters[0].values) == 1
-        and filters[0].prop in dimensions.VISIT_DIMENSIONS
-    ):
-        return dimensions.field(filters[0].prop, filters[0].values[0])
-    return None
 
 
 @dataclass
@@ -293,7 +281,7 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
     # 3. Estimates for the days that need them: from HLLs (a day whose keys expired: its
     # sketches), or from the stored rows of such a day where they are not all there, or
     # where the filter is one value (its row is its own number).
-    sketched = [] if _one_value(filters) else sorted(segment.sketched)
+    sketched = [] if one_value(filters) else sorted(segment.sketched)
     for day, recorded in segment.stored.items():
         if day in sketched:
             continue
@@ -403,7 +391,7 @@ def _thaw(r: redis.Redis, segment: Segment, gone: set[tuple[date, str]]):
         daily, pages = (day, "daily") in gone, (day, "page") in gone
         names = [sketches.SITE] if daily else []
         for t in terms:
-            names += [n for n in t.fields if (pages if n.startswith(PAGE_FIELD) else daily)]
+            names += [n for n in t.fields if (pages if n.startswith(sketches.PAGE_PREFIX) else daily)]
         if names:
             wanted[day] = names
     if not wanted:
@@ -412,15 +400,6 @@ def _thaw(r: redis.Redis, segment: Segment, gone: set[tuple[date, str]]):
         sketches.thaw(r, segment.site.id, [(d, n) for d, ns in wanted.items() for n in ns], segment.tmp)
     )
     segment.sketched = {day for day in segment.stored if all((day, n) in segment.thawed for n in wanted.get(day, ()))}
-
-
-PAGE_FIELD = dimensions.field("page", "")
-
-
-def _one_value(filters: tuple[Filter, ...]) -> bool:
-    """Is the segment one value's visitors (`prop==value`)? A day whose keys expired then
-    has its stored row as its number."""
-    return len(filters) == 1 and filters[0].op == "==" and len(filters[0].values) == 1
 
 
 def _own_ratios(r: redis.Redis, segment: Segment, ranges: dict) -> dict:

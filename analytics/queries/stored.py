@@ -119,14 +119,11 @@ def visitors_over(r: redis.Redis, site: SiteInfo, ranges: dict, tmp: Scratch) ->
     if not gone:
         return range_visitors(r, site, ranges, tmp), ""
     thawed = sketches.thaw(r, site.id, [(day, sketches.SITE) for day in gone], tmp)
-    result: dict = {}
+    whole = [name for name, days in ranges.items() if all((d, sketches.SITE) in thawed for d in days if d in gone)]
     pipe = r.pipeline(transaction=False)
-    for name, days in ranges.items():
-        if all((day, sketches.SITE) in thawed for day in days if day in gone):
-            result[name] = len(pipe)
-            pipe.pfcount(*(thawed.get((day, sketches.SITE)) or keys.site_visitors(site.id, day) for day in days))
-    counted = pipe.execute()
-    result = {name: int(counted[at]) for name, at in result.items()}
+    for name in whole:
+        pipe.pfcount(*(thawed.get((day, sketches.SITE)) or keys.site_visitors(site.id, day) for day in ranges[name]))
+    result = {name: int(n) for name, n in zip(whole, pipe.execute())}
     rest = {name: days for name, days in ranges.items() if name not in result}
     if not rest:
         return result, "sketches"

@@ -27,9 +27,7 @@ def sketch(r: redis.Redis, site: Site, due: dict[date, set[str]]):
     rows = {row.date: row for row in DailyMetrics.objects.filter(site=site, date__in=list(due))}
     with scratch(r, site.pk) as tmp:
         for day, families in sorted(due.items()):
-            fields = sketches.day_fields(r, site.pk, [day], pages="pages" in families)[day]
-            if "daily" not in families:
-                fields = [f for f in fields if f.startswith(sketches.PAGE_PREFIX)]
+            fields = sketches.day_fields(r, site.pk, [day], pages="pages" in families, daily="daily" in families)[day]
             found = sketches.read(r, site.pk, day, fields, tmp)
             made = [
                 DaySketch(site=site, date=day, key=DaySketch.field_key(name), field=name, sketch=data)

@@ -7,6 +7,7 @@ import inspect
 
 from analytics.management.generated import GeneratedPage, first_sentence
 from analytics.store import keys
+from analytics.store.scripts.keynames import Placeholder
 
 HELPERS = {
     "site_prefix",
@@ -18,26 +19,6 @@ HELPERS = {
     "bloom_digest",
     "new_visitors_prefix",
 }  # (not key names: prefixes, patterns, formatters, lists of other keys)
-
-
-class Placeholder(str):
-    """Stands in for an argument: formats as <name>, and as itself where a date or a time
-    is formatted."""
-
-    def __format__(self, spec):
-        return str(self)
-
-    def isoformat(self, *args, **kwargs):
-        return self
-
-    def strftime(self, *args):
-        return self
-
-    def astimezone(self, *args):
-        return self
-
-    def replace(self, *args, **kwargs):
-        return self
 
 
 def _placeholders(function) -> list:

@@ -14,8 +14,9 @@ import inspect
 from .. import keys
 
 
-class _Part(str):
-    """Stands in for a builder's argument: itself wherever it is formatted."""
+class Placeholder(str):
+    """Stands in for a key builder's argument: formats as itself, and as itself where a
+    date or a time is formatted (here, and in manage.py keys_doc)."""
 
     def __format__(self, spec):
         return str(self)
@@ -23,9 +24,14 @@ class _Part(str):
     def isoformat(self, *args, **kwargs):
         return self
 
+    def strftime(self, *args):
+        return self
 
-def _day_prefix(site_id) -> str:
-    return keys.dimensions_prefix(site_id)
+    def astimezone(self, *args):
+        return self
+
+    def replace(self, *args, **kwargs):
+        return self
 
 
 # The families the scripts build names in: their base's builder, and each key's.
@@ -39,7 +45,7 @@ FAMILIES = {
         keys.visitor_id_narrow,
     ),
     keys.first_days: (keys.first_days_runs, keys.first_days_moved),
-    _day_prefix: (  # (base: the dimensions' prefix; the day is an argument, as in keys.py)
+    keys.dimensions_prefix: (  # (the day is an argument, as in keys.py)
         keys.dimension_counts,
         keys.dimension_fields,
         keys.dimension_sizes,
@@ -60,8 +66,8 @@ def _lua_string(text: str) -> str:
 def lua_function(family, builder) -> str:
     """One KEY function: `function KEY.<builder>(base, <its other arguments>) return ... end`."""
     names = [name for name in inspect.signature(builder).parameters if name != "site_id"]
-    made = builder(_Part(f"{_MARK}site_id{_MARK}"), *(_Part(f"{_MARK}{name}{_MARK}") for name in names))
-    base = family(_Part(f"{_MARK}site_id{_MARK}"))
+    made = builder(Placeholder(f"{_MARK}site_id{_MARK}"), *(Placeholder(f"{_MARK}{name}{_MARK}") for name in names))
+    base = family(Placeholder(f"{_MARK}site_id{_MARK}"))
     if not made.startswith(base):
         raise ValueError(f"keys.{builder.__name__} does not start with its family's base")
     pieces = ["base"]
