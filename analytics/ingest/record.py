@@ -376,57 +376,66 @@ def _script_call(
     now: datetime,
     limits: Sequence[Bucket] = (),
 ) -> tuple[list, list]:
-    """KEYS and ARGV of record_batch.lua for one chunk (the layout is documented there).
-    `mark` is (set key, member, ttl) or None; `limits`, the rate-limit buckets it charges."""
+    """KEYS and ARGV of record_batch.lua for one chunk, section by section (the layout is
+    store/protocol.py's RECORD_BATCH; the script says what each value means). `mark` is
+    (set key, member, ttl) or None; `limits`, the rate-limit buckets it charges."""
     sid = site.id
     id_day = day if site.daily_salt else None
     mark_key, mark_member, mark_ttl = mark or (keys.applied(sid, day), "", 0)
-    script_keys = [
-        keys.visitor_ids(sid, id_day),
-        keys.visitor_id_counter(sid, id_day),
-        keys.active(sid, day),
-        keys.new_visitors(sid, day),
-        keys.site_visitors(sid, day),
-        keys.pageviews(sid, day),
-        keys.pages_index(sid, day),
-        keys.events_index(sid, day),
-        keys.page_search(sid),
-        keys.live_tick(sid),
-        keys.first_days(sid),
-        keys.dirty_days(sid),
-        mark_key,
-        keys.bots_dropped(sid, day),
-        keys.page_rank(sid),
-        keys.latest_first_day(sid),
-        *(bucket.key for bucket in limits),
-    ]
-    args = [
-        DAILY_ID_MAP_TTL if site.daily_salt else 0,
-        0 if site.daily_salt else 1,
-        mark_member,
-        mark_ttl,
-        day_number(day),  # (first days seen are stored as days since 2000-01-01)
-        day.isoformat(),
-        keys.new_visitors_prefix(sid),
-        1 if dirty else 0,
-        chunk.bots,
-        len(limits),
-        *(arg for bucket in limits for arg in bucket.args()),
-        len(chunk.visitors),
-        b"".join(chunk.visitors),
-        chunk.pageviews,
-    ]
-    for groups, hll_key, count_key, quota in (
-        (chunk.pages, keys.page_visitors, keys.page_pageviews, site.max_pages_per_day),
-        (chunk.events, keys.event_visitors, keys.event_count, site.max_event_names_per_day),
+    call = protocol.Call(protocol.RECORD_BATCH)
+    call.section(
+        "head",
+        {
+            "visitor_ids": keys.visitor_ids(sid, id_day),
+            "visitor_id_counter": keys.visitor_id_counter(sid, id_day),
+            "active": keys.active(sid, day),
+            "new_visitors": keys.new_visitors(sid, day),
+            "site_visitors": keys.site_visitors(sid, day),
+            "pageviews": keys.pageviews(sid, day),
+            "pages_index": keys.pages_index(sid, day),
+            "events_index": keys.events_index(sid, day),
+            "page_search": keys.page_search(sid),
+            "live_tick": keys.live_tick(sid),
+            "first_days": keys.first_days(sid),
+            "dirty_days": keys.dirty_days(sid),
+            "applied": mark_key,
+            "bots_dropped": keys.bots_dropped(sid, day),
+            "page_rank": keys.page_rank(sid),
+            "latest_first_day": keys.latest_first_day(sid),
+        },
+        id_ttl=DAILY_ID_MAP_TTL if site.daily_salt else 0,
+        track_new=0 if site.daily_salt else 1,
+        mark=mark_member,
+        mark_ttl=mark_ttl,
+        day_number=day_number(day),  # (first days seen are stored as days since 2000-01-01)
+        day=day.isoformat(),
+        new_visitors_prefix=keys.new_visitors_prefix(sid),
+        dirty=1 if dirty else 0,
+        bots=chunk.bots,
+        digests=b"".join(chunk.visitors),
+        pageviews=chunk.pageviews,
+    )
+    args, script_keys = call.args, call.keys
+    call.section("limits")
+    for bucket in limits:
+        args += bucket.args()
+        script_keys.append(bucket.key)
+    for section, groups, hll_key, count_key, quota in (
+        ("pages", chunk.pages, keys.page_visitors, keys.page_pageviews, site.max_pages_per_day),
+        ("events", chunk.events, keys.event_visitors, keys.event_count, site.max_event_names_per_day),
     ):
-        args += (len(groups), quota)
-        script_keys += (hll_key(sid, day, OTHER), count_key(sid, day, OTHER))
+        others = {"other_visitors": hll_key(sid, day, OTHER), "other_count": count_key(sid, day, OTHER)}
+        call.section(section, others, quota=quota)
         for name, (count, members, _) in groups.items():
             script_keys += (hll_key(sid, day, name), count_key(sid, day, name))
             args += (name, count, _indexes(members))
-    script_keys += (keys.props_index(sid, day), keys.props_sizes(sid, day))
-    args += (len(chunk.props), site.max_property_values, site.max_property_names, site.max_property_groups)
+    call.section(
+        "property_groups",
+        {"index": keys.props_index(sid, day), "sizes": keys.props_sizes(sid, day)},
+        value_quota=site.max_property_values,
+        name_quota=site.max_property_names,
+        total_quota=site.max_property_groups,
+    )
     properties: dict[str, int] = {}  # "event SEP property" -> 1-based index
     for name, (count, members) in chunk.props.items():
         prop = name.rsplit(dimensions.SEP, 1)[0]
@@ -437,67 +446,68 @@ def _script_call(
         properties.setdefault(prop.split(dimensions.SEP, 1)[0] + dimensions.SEP + OTHER, len(properties) + 1)
     if properties:  # (and the "(other)" event's: where the properties of events past the day's names quota count)
         properties.setdefault(OTHER + dimensions.SEP + OTHER, len(properties) + 1)
-    args.append(len(properties))
+    call.section("properties")
     args += properties
     for prop in properties:
         other = f"{prop}{dimensions.SEP}{OTHER}"
         script_keys += (keys.prop_visitors(sid, day, other), keys.prop_count(sid, day, other))
-    script_keys.append(keys.revenue(sid, day))
-    args.append(len(chunk.revenue))
+    call.section("revenue", {"revenue": keys.revenue(sid, day)})
     for key, hundredths in chunk.revenue.items():
         args += (key, hundredths)
-    script_keys.append(keys.places(sid, day))
-    places = _places(chunk.parts.values())
-    args.append(len(places))
-    for city, (longitude, latitude) in places.items():
+    call.section("places", {"places": keys.places(sid, day)})
+    for city, (longitude, latitude) in _places(chunk.parts.values()).items():
         args += (longitude, latitude, city)
-    args += (site.realtime_ttl, len(chunk.minutes))
+    call.section("minutes", ttl=site.realtime_ttl)
     for minute, members in chunk.minutes.items():
         script_keys.append(keys.realtime(sid, minute))
         args.append(_indexes(members))
-    args.append(len(chunk.hours))
+    call.section("hours")
     for hour, (views, members) in chunk.hours.items():
         script_keys += (keys.hour_visitors(sid, day, hour), keys.hour_pageviews(sid, day, hour))
         args += (views, _indexes(members))
-    args += (settings.PAGE_SEARCH_CAP, keys.live_channel(sid) if chunk.minutes else "")
-    _visits_section(site, day, chunk, now, script_keys, args)
-    return script_keys, args
+    call.section("search", cap=settings.PAGE_SEARCH_CAP, channel=keys.live_channel(sid) if chunk.minutes else "")
+    _visits_sections(site, chunk, now, call)
+    return call.done()
 
 
-def _visits_section(site: SiteInfo, day: date, chunk: _Chunk, now: datetime, script_keys: list, args: list):
-    """The keys and ARGV of the chunk's visits (lib/visits.lua documents the layout)."""
+def _visits_sections(site: SiteInfo, chunk: _Chunk, now: datetime, call: protocol.Call):
+    """The sections of the chunk's visits (lib/visits.lua says what they mean)."""
     sid = site.id
     generation = int(now.timestamp()) // dimensions.VISIT_TIMEOUT
-    script_keys += (
-        keys.sessions(sid, generation),
-        keys.sessions(sid, generation - 1),
-        keys.session_parts(sid, generation),
-        keys.session_parts(sid, generation - 1),
-    )
-    args += (
-        3 * dimensions.VISIT_TIMEOUT,
-        dimensions.VISIT_TIMEOUT,
-        site.max_property_values,
-        keys.dimensions_prefix(sid),
-        site.segment_values,
-        keys.pinned_fields(sid),
-    )
-    args.append(len(chunk.previous))
-    for index, previous in chunk.previous.items():
-        args += (index, previous)
-    args.append(len(chunk.parts))
-    for part_id, text in chunk.parts.items():
-        args += (part_id, text)
-    args.append(len(chunk.attrs))
-    args += chunk.attrs
     events = sorted(chunk.visits, key=_first)
     paths: dict[str, int] = {}
+    path_entries: list = []
     for event in events:
         if event[3] not in paths:
             paths[event[3]] = len(paths) + 1
-            args += (event[3], event[5])
-    args.insert(len(args) - 2 * len(paths), len(paths))
-    args.append(b"".join([_EVENT.pack(e[1], e[0], e[2], e[4], paths[e[3]], e[6]) for e in events]))
+            path_entries += (event[3], event[5])
+    call.section(
+        "visits",
+        {
+            "sessions_now": keys.sessions(sid, generation),
+            "sessions_before": keys.sessions(sid, generation - 1),
+            "parts_now": keys.session_parts(sid, generation),
+            "parts_before": keys.session_parts(sid, generation - 1),
+        },
+        session_ttl=3 * dimensions.VISIT_TIMEOUT,
+        timeout=dimensions.VISIT_TIMEOUT,
+        quota=site.max_property_values,
+        prefix=keys.dimensions_prefix(sid),
+        segment_values=site.segment_values,
+        pinned=keys.pinned_fields(sid),
+        events=b"".join([_EVENT.pack(e[1], e[0], e[2], e[4], paths[e[3]], e[6]) for e in events]),
+    )
+    args = call.args
+    call.section("previous")
+    for index, previous in chunk.previous.items():
+        args += (index, previous)
+    call.section("parts")
+    for part_id, text in chunk.parts.items():
+        args += (part_id, text)
+    call.section("attrs")
+    args += chunk.attrs
+    call.section("paths")
+    args += path_entries
 
 
 # visitor index, unix time, kind, attributes index, path index, custom event's group index (lib/visits.lua)

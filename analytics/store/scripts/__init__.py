@@ -125,7 +125,7 @@ def _unloaded(results: list, script: Script) -> list[int]:
     return [i for i, result in enumerate(results) if isinstance(result, redis.exceptions.NoScriptError)]
 
 
-RECORD_BATCH = Script("record_batch", libs=("gcra", "util", "idmap", "firstdays", "visits", "segments"))
+RECORD_BATCH = Script("record_batch", libs=("chunk", "gcra", "util", "idmap", "firstdays", "visits", "segments"))
 LOCK_RELEASE = Script("lock_release")
 MERGE_PAGES = Script("merge_pages")
 LOCK_RENEW = Script("lock_renew")

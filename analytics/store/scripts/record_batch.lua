@@ -15,71 +15,52 @@
 -- each visitor's first day (days since 2000-01-01) is kept as runs of ids (lib/firstdays.lua). A
 -- visitor is new on the day their id is handed out, unless events for an earlier day
 -- arrive later (a backfill): then the "new" bit moves to the earlier day, and both days
--- are marked dirty for the rollups. The older day's bitmap is named from ARGV[7] (its
+-- are marked dirty for the rollups. The older day's bitmap is named from new_visitors_prefix (its
 -- key shares the site's hash tag, so it sits in the same cluster slot as every KEY here).
 --
--- KEYS[1]  hash    visitor digest -> dense id: a daily-salt day's map; in stable-salt mode
---                  the base name of the bucketed map (lib/idmap.lua)
--- KEYS[2]  string  id counter (ids handed out so far)
--- KEYS[3]  bitmap  the day's active visitors
--- KEYS[4]  bitmap  the day's new visitors (untouched when ARGV[2] == "0")
--- KEYS[5]  HLL     the day's site visitors
--- KEYS[6]  string  the day's pageviews
--- KEYS[7]  set     the day's page paths
--- KEYS[8]  set     the day's custom event names
--- KEYS[9]  zset    page paths for prefix search, all scored 0 (ZRANGEBYLEX), capped
--- KEYS[10] string  the live tick (exists for a second after a publish)
--- KEYS[11] string  first days' base name (lib/firstdays.lua: its runs and moved ids are
---                  named from it; itself, the u16 per id of earlier versions, read only)
--- KEYS[12] set     dirty days (ISO dates the rollups must compute again)
--- KEYS[13] set     marks of applied calls (see ARGV[3])
--- KEYS[14] string  the day's count of events dropped as bots
--- KEYS[15] zset    the same paths scored by pageviews, all time: the least visited leave
---                  the search index when it is over its cap
--- KEYS[16] string  the latest first day of any visitor (days since 2000-01-01): a chunk of
---                  a day not before it cannot move anyone, and skips reading first days
--- KEYS[17..16+L] string  rate-limit buckets (lib/gcra.lua), L of them (see ARGV[10])
--- then     for pages, then for custom events: the HLL and counter of "(other)", where
---          names past the day's quota are counted, then two keys per group in ARGV's
---          order, the group's HLL of visitors and its counter (string); then for property
---          groups: the day's set of them, the hash of each property's number of values,
---          two keys per group, then per property those of its "(other)" group; then the
---          day's revenue hash, then its GEO set of places
--- then     one HLL per realtime minute, in ARGV's order; then per hour of the day, in
---          ARGV's order, the hour's HLL of visitors and its pageview counter; then the
---          open visits of this half hour and of the one before, and the same two
---          hashes of their parts' texts (lib/visits.lua)
---
--- ARGV[1]  TTL in seconds for KEYS[1] and KEYS[2], 0 for none (daily-salt maps expire)
--- ARGV[2]  "1" to track new visitors (stable salt), "0" not to (daily salt: all are new)
--- ARGV[3]  this call's mark in KEYS[13], "" for none: a second call with it does nothing
--- ARGV[4]  TTL in seconds of KEYS[13]
--- ARGV[5]  the day, as days since 2000-01-01
--- ARGV[6]  the day, ISO formatted
--- ARGV[7]  the new-visitor bitmaps' key prefix (the key is the prefix and the ISO day)
--- ARGV[8]  "1" to mark the day dirty (it may have been rolled up already), else "0"
--- ARGV[9]  events dropped as bots (added to KEYS[14])
--- ARGV[10] L, the number of rate-limit buckets, then per bucket: interval_ms, burst, cost
--- then     n, the number of distinct visitor digests, then the n digests (16 bytes each)
---          as one string
--- then     the chunk's pageviews
--- then     P, the day's quota of distinct paths, then P page groups: path, pageviews,
---          the visitors (1-based indexes into the digests, u16 big-endian, concatenated)
--- then     E, the day's quota of distinct event names, then E event groups: name,
---          count, visitors
--- then     G, the quota of values per property, of property names per event and of
---          properties and values a day, then G property groups ("event SEP property SEP
---          value"): name, count, visitors, the index of its property; then Q, then Q
---          properties ("event SEP property"; each event's "(other)" among them)
--- then     V, then V pairs: "event SEP currency", revenue in hundredths
--- then     G, then G triples: longitude, latitude, city (the day's places)
--- then     the realtime TTL in seconds, then R, then R minutes: visitors
--- then     H, then H hours: pageviews, visitors
--- then     the page-search cap, then the live channel to publish a tick on ("" for none)
--- then     the visits section (lib/visits.lua), whose two session hashes are the last KEYS;
---          its fifth and sixth values are the day's bitmaps per dimension and the key of
---          the site's pinned fields (lib/segments.lua: the bitmaps of kept pages, custom
---          events and visit fields, for exact filters)
+-- Arguments: sections (store/protocol.py, RECORD_BATCH; lib/chunk.lua reads them). ARGV[1]
+-- is the section table; then, by section (named values and keys, then records):
+--   head      id_ttl: TTL in seconds of a daily-salt day's id map and its counter (0: the
+--               stable map, which does not expire); track_new: "1" to track new visitors
+--               (stable salt), "0" not to (daily salt: all are new); mark: this call's mark
+--               in `applied`, "" for none (a second call with it does nothing); mark_ttl;
+--               day_number: the day as days since 2000-01-01; day: the same, ISO;
+--               new_visitors_prefix: an older day's new-visitor bitmap is this and its ISO
+--               day; dirty: "1" to mark the day dirty (it may have been rolled up
+--               already); bots: events dropped as bots; digests: the distinct visitors'
+--               digests, 16 bytes each, as one string; pageviews: the chunk's pageviews.
+--             keys: visitor_ids (a daily-salt day's hash digest -> dense id, or the base
+--               name of the bucketed stable map, lib/idmap.lua), visitor_id_counter,
+--               active (the day's bitmap), new_visitors (bitmap; untouched without
+--               track_new), site_visitors (HLL), pageviews, pages_index and events_index
+--               (the day's sets of names), page_search (zset, paths all scored 0 for
+--               ZRANGEBYLEX, capped), live_tick (exists for a second after a publish),
+--               first_days (their base name, lib/firstdays.lua), dirty_days (set of ISO
+--               days the rollups must compute again), applied (marks of applied calls),
+--               bots_dropped, page_rank (the paths scored by pageviews, all time: the least
+--               visited leave the search index over its cap), latest_first_day (a chunk of
+--               a day not before it cannot move anyone, and skips reading first days)
+--   limits    records: interval_ms, burst, cost, and the bucket's key (lib/gcra.lua)
+--   pages     quota: the day's quota of distinct paths; keys: the HLL and counter of
+--               "(other)", where names past the quota count; records: path, pageviews,
+--               visitors (1-based indexes into the digests, u16 big-endian, concatenated),
+--               and the group's HLL of visitors and its counter
+--   events    the same for custom event names
+--   property_groups  the quotas of values per property, of property names per event, and
+--               of properties and values a day; keys: the day's set of groups and the
+--               hash of each property's number of values; records ("event SEP property
+--               SEP value"): name, count, visitors, the index of its property in
+--               `properties`, and the group's HLL and counter
+--   properties  records ("event SEP property"; each event's "(other)" among them): name,
+--               and its "(other)" group's HLL and counter
+--   revenue   key: the day's revenue hash; records: "event SEP currency", hundredths
+--   places    key: the day's GEO set; records: longitude, latitude, city
+--   minutes   ttl of the realtime HLLs; records: visitors, and the minute's HLL
+--   hours     records: pageviews, visitors, and the hour's HLL and pageview counter
+--   search    cap: the page-search cap; channel: to publish a live tick on ("" for none)
+--   visits, previous, parts, attrs, paths  (lib/visits.lua); the visits section's prefix,
+--               segment_values and pinned are read by lib/segments.lua too (the bitmaps
+--               of kept pages, custom events and visit fields, for exact filters)
 --
 -- Returns {ids newly assigned, pageviews added, new visitors moved to this day};
 -- {-1, 0, 0} when the mark was there already; {-2, ms to wait, 0} when a rate limit
@@ -87,18 +68,19 @@
 local GC_WAIT_VISITORS = 100
 local SEP = PROTOCOL.FIELD_VALUE_SEP
 --@section rate limits, exactly-once mark
-local limits = tonumber(ARGV[10])
-if limits > 0 then
-  local wait = gcra.from_args(limits, 16, 10)
+local S = chunk.read(PROTOCOL.RECORD_BATCH)
+local head, K = S.head.f, S.head.k  -- (the call's named values, and its named keys)
+if S.limits.n > 0 then
+  local wait = gcra.from_args(S.limits.n, S.limits.key_at - 1, S.limits.at - 1)
   if wait > 0 then return {-2, wait, 0} end
 end
-if ARGV[3] ~= '' then
-  if redis.call('SADD', KEYS[13], ARGV[3]) == 0 then return {-1, 0, 0} end
-  redis.call('EXPIRE', KEYS[13], ARGV[4])
+if head.mark ~= '' then
+  if redis.call('SADD', K.applied, head.mark) == 0 then return {-1, 0, 0} end
+  redis.call('EXPIRE', K.applied, head.mark_ttl)
 end
-local bots = tonumber(ARGV[9])
-if bots > 0 then redis.call('INCRBY', KEYS[14], bots) end
-if ARGV[8] == '1' then redis.call('SADD', KEYS[12], ARGV[6]) end
+local bots = tonumber(head.bots)
+if bots > 0 then redis.call('INCRBY', K.bots_dropped, bots) end
+if head.dirty == '1' then redis.call('SADD', K.dirty_days, head.day) end
 
 -- Days since 2000-01-01 as an ISO date (the civil-from-days algorithm, proleptic
 -- Gregorian), to name an older day's keys.
@@ -116,13 +98,11 @@ local function iso_day(number)
   return string.format('%04d-%02d-%02d', y, m, d)
 end
 
-local pos = 11 + 3 * limits
-local n, packed = tonumber(ARGV[pos]), ARGV[pos + 1]
+local packed = head.digests
+local n = #packed / 16
 local digests = {}
 for i = 1, n do digests[i] = string.sub(packed, 16 * i - 15, 16 * i) end
-pos = pos + 2
-local pageviews = tonumber(ARGV[pos])
-pos = pos + 1
+local pageviews = tonumber(head.pageviews)
 if n == 0 then return {0, 0, 0} end  -- a day of bots only
 -- Why the collector waits in a big call: a call of hundreds of visitors builds tables
 -- that all live until its end, and Lua's incremental collector, paced by allocation,
@@ -135,15 +115,14 @@ if gc_waits then collectgarbage('stop') end
 -- Daily-salt maps (they expire with their day) stay one hash; the stable map, which only
 -- grows, is bucketed (lib/idmap.lua), and costs a look-up per bucket: a visitor in the
 -- middle of a visit (most events) has their id in its state, read first, and skips it.
-local daily_map = tonumber(ARGV[1]) > 0
-local session_keys = {KEYS[#KEYS - 3], KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]}
+local daily_map = tonumber(head.id_ttl) > 0
 --@section open visits read (the ids of visitors mid-visit)
-local open = visits.read_open(digests, session_keys[1], session_keys[2])
+local open = visits.read_open(digests, S.visits.k.sessions_now, S.visits.k.sessions_before)
 --@section visitor-id map: look-ups
-local shape = not daily_map and idmap.shape(KEYS[1]) or nil
+local shape = not daily_map and idmap.shape(K.visitor_ids) or nil
 local ids
 if daily_map then
-  ids = redis.call('HMGET', KEYS[1], unpack(digests))
+  ids = redis.call('HMGET', K.visitor_ids, unpack(digests))
 else
   ids = {}
   local ask, asked = {}, {}
@@ -156,8 +135,8 @@ else
     for k, i in ipairs(asked) do ids[i] = found[k] end
   end
 end
-local track_new = ARGV[2] == '1'
-local this_day = tonumber(ARGV[5])
+local track_new = head.track_new == '1'
+local this_day = tonumber(head.day_number)
 
 local missing, m = {}, 0
 for i = 1, n do
@@ -165,7 +144,7 @@ for i = 1, n do
 end
 --@section visitor-id map: new ids
 if m > 0 then
-  local first = redis.call('INCRBY', KEYS[2], m) - m
+  local first = redis.call('INCRBY', K.visitor_id_counter, m) - m
   local pairs_, entries = {}, {}
   for j = 1, m do
     local i = missing[j]
@@ -176,7 +155,7 @@ if m > 0 then
     entries[j] = {digests[i], id}
   end
   if daily_map then
-    redis.call('HSET', KEYS[1], unpack(pairs_))
+    redis.call('HSET', K.visitor_ids, unpack(pairs_))
   else
     idmap.started(shape, first)
     idmap.grow(shape, first + m - 1)  -- (first: the new ids go to the buckets they will live in)
@@ -189,8 +168,8 @@ end
 --@section new visitors, first days
 local moved = 0
 if track_new then
-  local latest = tonumber(redis.call('GET', KEYS[16])) or 0
-  if m > 0 then firstdays.handed(KEYS[11], ids[missing[1]], this_day) end
+  local latest = tonumber(redis.call('GET', K.latest_first_day)) or 0
+  if m > 0 then firstdays.handed(K.first_days, ids[missing[1]], this_day) end
   local new_bits, c = {}, 0
   local function new_here(id)
     new_bits[c + 1] = 'SET'; new_bits[c + 2] = 'u1'; new_bits[c + 3] = id; new_bits[c + 4] = 1
@@ -203,7 +182,7 @@ if track_new then
     for i = 1, n do
       if not is_fresh[i] then known[#known + 1] = ids[i] end
     end
-    local firsts = firstdays.get(KEYS[11], known)
+    local firsts = firstdays.get(K.first_days, known)
     local later, earlier = {}, {}  -- older day (ISO) -> ids whose "new" bit leaves it; the ids moved here
     for _, id in ipairs(known) do
       local first = firsts[id]
@@ -216,24 +195,24 @@ if track_new then
         moved = moved + 1
       end
     end
-    if moved > 0 then firstdays.move(KEYS[11], earlier, this_day) end
+    if moved > 0 then firstdays.move(K.first_days, earlier, this_day) end
     for day, moved_ids in pairs(later) do
       local clear = {}
       for x, id in ipairs(moved_ids) do
         clear[4 * x - 3] = 'SET'; clear[4 * x - 2] = 'u1'; clear[4 * x - 1] = id; clear[4 * x] = 0
       end
-      redis.call('BITFIELD', ARGV[7] .. day, unpack(clear))
-      redis.call('SADD', KEYS[12], day, ARGV[6])
+      redis.call('BITFIELD', head.new_visitors_prefix .. day, unpack(clear))
+      redis.call('SADD', K.dirty_days, day, head.day)
     end
   elseif m > 0 and this_day > latest then
-    redis.call('SET', KEYS[16], this_day)
+    redis.call('SET', K.latest_first_day, this_day)
   end
-  if c > 0 then redis.call('BITFIELD', KEYS[4], unpack(new_bits)) end
+  if c > 0 then redis.call('BITFIELD', K.new_visitors, unpack(new_bits)) end
 end
-local ttl = tonumber(ARGV[1])
+local ttl = tonumber(head.id_ttl)
 if ttl > 0 then
-  redis.call('EXPIRE', KEYS[1], ttl)
-  redis.call('EXPIRE', KEYS[2], ttl)
+  redis.call('EXPIRE', K.visitor_ids, ttl)
+  redis.call('EXPIRE', K.visitor_id_counter, ttl)
 end
 
 -- What the site's HLLs count: a visitor's dense id where the map started in this version
@@ -254,10 +233,10 @@ for i = 1, n do
   local b = 4 * i
   set[b - 3] = 'SET'; set[b - 2] = 'u1'; set[b - 1] = ids[i]; set[b] = 1
 end
-redis.call('BITFIELD', KEYS[3], unpack(set))
-redis.call('PFADD', KEYS[5], unpack(elements))
+redis.call('BITFIELD', K.active, unpack(set))
+redis.call('PFADD', K.site_visitors, unpack(elements))
 
-if pageviews > 0 then redis.call('INCRBY', KEYS[6], pageviews) end
+if pageviews > 0 then redis.call('INCRBY', K.pageviews, pageviews) end
 
 -- Add the visitors listed in `listed` to an HLL: 1-based indexes into the elements, two
 -- bytes each, big-endian (string.byte reads them: far cheaper than parsing decimals).
@@ -278,7 +257,6 @@ end
 -- visitors still count, its name costs no more keys. Returns the names kept, and their
 -- counts.
 local OTHER = PROTOCOL.OTHER
-local key_index = 17 + limits
 local segment_candidates = {}  -- {field, visitor indexes} of the kept pages and events (lib/segments.lua)
 local function listed_indexes(listed)
   local out, c = {}, 0
@@ -289,18 +267,16 @@ local function listed_indexes(listed)
   end
   return out
 end
-local function groups(index_key, dimension)
-  local count, quota = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1])
-  pos = pos + 2
-  local other_hll, other_counter = KEYS[key_index], KEYS[key_index + 1]
-  key_index = key_index + 2
+local function groups(section, index_key, dimension)
+  local count, quota = section.n, tonumber(section.f.quota)
   local kept, counts, by_index, past = {}, {}, {}, {}
   if count == 0 then return kept, counts, quota, by_index, past end
   local room = quota - redis.call('SCARD', index_key)  -- new names that still fit
   local checked = room < count  -- near the quota: look at each name
   local other, other_count = {}, 0
+  local record, record_keys = chunk.record, chunk.record_keys
   for g = 1, count do
-    local name, n, listed = ARGV[pos], ARGV[pos + 1], ARGV[pos + 2]
+    local name, n, listed = record(section, g)
     local fits = true
     if checked then
       if redis.call('SISMEMBER', index_key, name) == 0 then
@@ -313,8 +289,9 @@ local function groups(index_key, dimension)
     end
     by_index[g] = fits and name or false
     if fits then
-      pfadd_listed(KEYS[key_index], listed)
-      redis.call('INCRBY', KEYS[key_index + 1], n)
+      local hll, counter = record_keys(section, g)
+      pfadd_listed(hll, listed)
+      redis.call('INCRBY', counter, n)
       segment_candidates[#segment_candidates + 1] = {dimension .. SEP .. name, listed_indexes(listed)}
       kept[#kept + 1] = name
       counts[#counts + 1] = n
@@ -323,20 +300,18 @@ local function groups(index_key, dimension)
       other[#other + 1] = listed
       other_count = other_count + tonumber(n)
     end
-    key_index = key_index + 2
-    pos = pos + 3
   end
   if not checked then redis.call('SADD', index_key, unpack(kept)) end
   if other_count > 0 then
-    pfadd_listed(other_hll, table.concat(other))
-    redis.call('INCRBY', other_counter, other_count)
+    pfadd_listed(section.k.other_visitors, table.concat(other))
+    redis.call('INCRBY', section.k.other_count, other_count)
     redis.call('SADD', index_key, OTHER)
   end
   return kept, counts, quota, by_index, past
 end
 --@section pages and custom events
-local pages, page_counts, page_quota = groups(KEYS[7], 'page')
-local _, _, _, event_names, events_past = groups(KEYS[8], 'event')  -- (group index -> name, false past the quota)
+local pages, page_counts, page_quota = groups(S.pages, K.pages_index, 'page')
+local _, _, _, event_names, events_past = groups(S.events, K.events_index, 'event')  -- (group index -> name, false past the quota)
 
 -- Property groups ("event SEP property SEP value"): the quota is per property (an
 -- unbounded property must not take the others' room), and past it a value counts under
@@ -351,23 +326,22 @@ local _, _, _, event_names, events_past = groups(KEYS[8], 'event')  -- (group in
 -- The day's kept groups are one set; one hash holds each property's number of kept
 -- values, each event's number of kept names (field: the event's name), and the day's
 -- total of both (field: "").
-local function property_groups(index_key, sizes_key, events_past)
-  local count, quota, names_quota, total_quota = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]),
-                                                 tonumber(ARGV[pos + 3])
-  pos, key_index = pos + 4, key_index + 2
+local function property_groups(section, properties, events_past)
+  local index_key, sizes_key = section.k.index, section.k.sizes
+  local count, quota = section.n, tonumber(section.f.value_quota)
+  local names_quota, total_quota = tonumber(section.f.name_quota), tonumber(section.f.total_quota)
+  if count == 0 then return end
   local list = {}
   for g = 1, count do
-    list[g] = {name = ARGV[pos], n = ARGV[pos + 1], listed = ARGV[pos + 2], prop = tonumber(ARGV[pos + 3]),
-               hll = KEYS[key_index], counter = KEYS[key_index + 1]}
-    pos, key_index = pos + 4, key_index + 2
+    local name, n, listed, prop = chunk.record(section, g)
+    local hll, counter = chunk.record_keys(section, g)
+    list[g] = {name = name, n = n, listed = listed, prop = tonumber(prop), hll = hll, counter = counter}
   end
   local props = {}
-  for j = 1, tonumber(ARGV[pos]) do
-    props[j] = {name = ARGV[pos + j], hll = KEYS[key_index], counter = KEYS[key_index + 1], other = {}, other_n = 0}
-    key_index = key_index + 2
+  for j = 1, properties.n do
+    local hll, counter = chunk.record_keys(properties, j)
+    props[j] = {name = chunk.record(properties, j), hll = hll, counter = counter, other = {}, other_n = 0}
   end
-  pos = pos + #props + 1
-  if count == 0 then return end
   -- The properties the day has room for: those it has (a field of sizes_key), each
   -- event's "(other)", and new ones while their event has room and the day's total lasts.
   local total_room = total_quota - (tonumber(redis.call('HGET', sizes_key, '')) or 0)
@@ -464,99 +438,89 @@ local function property_groups(index_key, sizes_key, events_past)
   end
 end
 --@section properties, revenue
-property_groups(KEYS[key_index], KEYS[key_index + 1], events_past)
+property_groups(S.property_groups, S.properties, events_past)
 
 -- Revenue: "event SEP currency" -> hundredths.
-local revenue_key, sums = KEYS[key_index], tonumber(ARGV[pos])
-key_index, pos = key_index + 1, pos + 1
-for _ = 1, sums do
-  redis.call('HINCRBY', revenue_key, ARGV[pos], ARGV[pos + 1])
-  pos = pos + 2
+for j = 1, S.revenue.n do
+  local key, hundredths = chunk.record(S.revenue, j)
+  redis.call('HINCRBY', S.revenue.k.revenue, key, hundredths)
 end
-
--- Places: the day's cities at their coordinates (GEOADD longitude latitude member),
--- added once the visits have settled which cities the day's quota keeps (below).
-local places_key, places, places_at = KEYS[key_index], tonumber(ARGV[pos]), pos + 1
-key_index, pos = key_index + 1, pos + 1 + 3 * tonumber(ARGV[pos])
 
 --@section realtime minutes, hours
 -- Realtime: the visitors of each recent minute, in short-lived HLLs.
-local realtime_ttl, minutes = ARGV[pos], tonumber(ARGV[pos + 1])
-pos = pos + 2
-for _ = 1, minutes do
-  pfadd_listed(KEYS[key_index], ARGV[pos])
-  redis.call('EXPIRE', KEYS[key_index], realtime_ttl)
-  key_index = key_index + 1
-  pos = pos + 1
+for j = 1, S.minutes.n do
+  local hll = chunk.record_keys(S.minutes, j)
+  pfadd_listed(hll, chunk.record(S.minutes, j))
+  redis.call('EXPIRE', hll, S.minutes.f.ttl)
 end
 
 -- Hours of the day: visitors (HLL) and pageviews, for the Today and Yesterday charts.
-local hours = tonumber(ARGV[pos])
-pos = pos + 1
-for _ = 1, hours do
-  pfadd_listed(KEYS[key_index], ARGV[pos + 1])
-  local views = tonumber(ARGV[pos])
-  if views > 0 then redis.call('INCRBY', KEYS[key_index + 1], views) end
-  key_index = key_index + 2
-  pos = pos + 2
+for j = 1, S.hours.n do
+  local views, listed = chunk.record(S.hours, j)
+  local hll, counter = chunk.record_keys(S.hours, j)
+  pfadd_listed(hll, listed)
+  if tonumber(views) > 0 then redis.call('INCRBY', counter, views) end
 end
 
 --@section page search index
 -- Page search: the paths in a set of equal scores for prefix search (ZRANGEBYLEX), and
 -- in a set scored by pageviews; over the cap, the least visited paths leave both.
-local cap, channel = tonumber(ARGV[pos]), ARGV[pos + 1]
+local cap, channel = tonumber(S.search.f.cap), S.search.f.channel
 if #pages > 0 then
-  if redis.call('EXISTS', KEYS[15]) == 0 and redis.call('EXISTS', KEYS[9]) == 1 then  -- (nearly always one call)
-    redis.call('ZUNIONSTORE', KEYS[15], 1, KEYS[9])  -- (an index from before the ranking)
+  if redis.call('EXISTS', K.page_rank) == 0 and redis.call('EXISTS', K.page_search) == 1 then  -- (nearly always one call)
+    redis.call('ZUNIONSTORE', K.page_rank, 1, K.page_search)  -- (an index from before the ranking)
   end
   local members = {}
   for i, path in ipairs(pages) do
-    redis.call('ZINCRBY', KEYS[15], page_counts[i], path)
+    redis.call('ZINCRBY', K.page_rank, page_counts[i], path)
     members[2 * i - 1] = 0
     members[2 * i] = path
   end
-  local added = redis.call('ZADD', KEYS[9], 'NX', unpack(members))
-  local over = added > 0 and redis.call('ZCARD', KEYS[9]) - cap or 0  -- (no new path: the size did not change)
+  local added = redis.call('ZADD', K.page_search, 'NX', unpack(members))
+  local over = added > 0 and redis.call('ZCARD', K.page_search) - cap or 0  -- (no new path: the size did not change)
   if over > 0 then
-    local popped = redis.call('ZPOPMIN', KEYS[15], over)
+    local popped = redis.call('ZPOPMIN', K.page_rank, over)
     local gone = {}
     for i = 1, #popped, 2 do gone[#gone + 1] = popped[i] end
-    redis.call('ZREM', KEYS[9], unpack(gone))
+    redis.call('ZREM', K.page_search, unpack(gone))
   end
 end
 
 --@section visits: arguments, open states parsed
 -- Visits and the visit dimensions.
-local visits_at = pos + 2
 local bitmap_only = elements ~= digests
 local page_kept = {}  -- (the paths within the day's page quota: a visit's pages past it are "(other)")
 for _, path in ipairs(pages) do page_kept[path] = true end
-local visit_candidates, deferred = visits.record(digests, elements, bitmap_only, ids, open, not daily_map, ARGV[6], visits_at,
-                                                 session_keys, KEYS[12], page_kept, page_quota, event_names)
+local visit = S.visits.f
+local visit_candidates, deferred = visits.record(digests, elements, bitmap_only, ids, open, not daily_map, head.day, S,
+                                                 K.dirty_days, page_kept, page_quota, event_names)
 for _, c in ipairs(visit_candidates) do segment_candidates[#segment_candidates + 1] = c end
 --@section segments: a bitmap per value
 local deferrable = {}
 for _, d in ipairs(deferred) do deferrable[d[1]] = true end
-local hll_free = segments.mark(ARGV[visits_at + 3], ARGV[6], segment_candidates, ids, tonumber(ARGV[visits_at + 4]),
-                               ARGV[visits_at + 5], deferrable)
+local hll_free = segments.mark(visit.prefix, head.day, segment_candidates, ids, tonumber(visit.segment_values), visit.pinned,
+                               deferrable)
 for _, d in ipairs(deferred) do  -- (the visit values whose bitmap does not hold all their visitors keep an HLL)
   if not hll_free[d[1]] then util.pfadd_indexes(d[2], elements, d[3]) end
 end
 --@section places, live tick
-if places > 0 then  -- only cities with their own visitors that day (not past the quota, under "(other)")
-  local kept_fields = KEY.dimension_fields(ARGV[pos + 2 + 3], ARGV[6])
+-- Places: the day's cities at their coordinates (GEOADD longitude latitude member), now
+-- that the visits have settled which cities the day's quota keeps: only cities with
+-- their own visitors that day (not past the quota, under "(other)").
+if S.places.n > 0 then
+  local kept_fields = KEY.dimension_fields(visit.prefix, head.day)
   local add = {}
-  for j = 0, places - 1 do
-    local at = places_at + 3 * j
-    if redis.call('SISMEMBER', kept_fields, 'city' .. SEP .. ARGV[at + 2]) == 1 then
-      add[#add + 1] = ARGV[at]; add[#add + 1] = ARGV[at + 1]; add[#add + 1] = ARGV[at + 2]
+  for j = 1, S.places.n do
+    local longitude, latitude, city = chunk.record(S.places, j)
+    if redis.call('SISMEMBER', kept_fields, 'city' .. SEP .. city) == 1 then
+      add[#add + 1] = longitude; add[#add + 1] = latitude; add[#add + 1] = city
     end
   end
-  if #add > 0 then redis.call('GEOADD', places_key, unpack(add)) end
+  if #add > 0 then redis.call('GEOADD', S.places.k.places, unpack(add)) end
 end
 
 -- Live dashboards: one tick a second at most, whatever the traffic.
-if channel ~= '' and redis.call('SET', KEYS[10], 1, 'NX', 'PX', 1000) then
+if channel ~= '' and redis.call('SET', K.live_tick, 1, 'NX', 'PX', 1000) then
   redis.call('PUBLISH', channel, 1)
 end
 --@section Lua's collector (one full cycle after a big call)
