@@ -48,8 +48,8 @@ def test_the_lua_reader_finds_what_the_encoder_wrote(site, r):
             PRELUDE,
             f"local chunk = (function()\n{(RECORD_BATCH.source.split('local chunk = (function()', 1)[1]).split('end)()', 1)[0]}end)()",
             "local S = chunk.read(PROTOCOL.RECORD_BATCH)",
-            "return {" + ", ".join(f"S.{name}.n or -1" for name in names) + ", S.head.f.day, S.head.k.active, "
-            "chunk.record(S.pages, 1), S.visits.k.parts_before}",
+            "return {" + ", ".join(f"S.{name} and S.{name}.n or -1" for name in names) + ", S.v.head_day, "
+            "S.k.head_active, chunk.record(S.pages, 1), S.k.visits_parts_before}",
         ]
     )
     answer = r.eval(source, len(script_keys), *script_keys, *args)

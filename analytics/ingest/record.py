@@ -451,10 +451,10 @@ def _script_call(
     for prop in properties:
         other = f"{prop}{dimensions.SEP}{OTHER}"
         script_keys += (keys.prop_visitors(sid, day, other), keys.prop_count(sid, day, other))
-    call.section("revenue", {"revenue": keys.revenue(sid, day)})
+    call.section("revenue", {"hash": keys.revenue(sid, day)})
     for key, hundredths in chunk.revenue.items():
         args += (key, hundredths)
-    call.section("places", {"places": keys.places(sid, day)})
+    call.section("places", {"geo": keys.places(sid, day)})
     for city, (longitude, latitude) in _places(chunk.parts.values()).items():
         args += (longitude, latitude, city)
     call.section("minutes", ttl=site.realtime_ttl)

@@ -19,7 +19,8 @@
 -- key shares the site's hash tag, so it sits in the same cluster slot as every KEY here).
 --
 -- Arguments: sections (store/protocol.py, RECORD_BATCH; lib/chunk.lua reads them). ARGV[1]
--- is the section table; then, by section (named values and keys, then records):
+-- is the section table; then, by section, its named values and keys (read as V.<section>_
+-- <name> and K.<section>_<name>), then its records:
 --   head      id_ttl: TTL in seconds of a daily-salt day's id map and its counter (0: the
 --               stable map, which does not expire); track_new: "1" to track new visitors
 --               (stable salt), "0" not to (daily salt: all are new); mark: this call's mark
@@ -53,8 +54,8 @@
 --               `properties`, and the group's HLL and counter
 --   properties  records ("event SEP property"; each event's "(other)" among them): name,
 --               and its "(other)" group's HLL and counter
---   revenue   key: the day's revenue hash; records: "event SEP currency", hundredths
---   places    key: the day's GEO set; records: longitude, latitude, city
+--   revenue   key hash: the day's revenue; records: "event SEP currency", hundredths
+--   places    key geo: the day's GEO set; records: longitude, latitude, city
 --   minutes   ttl of the realtime HLLs; records: visitors, and the minute's HLL
 --   hours     records: pageviews, visitors, and the hour's HLL and pageview counter
 --   search    cap: the page-search cap; channel: to publish a live tick on ("" for none)
@@ -69,18 +70,18 @@ local GC_WAIT_VISITORS = 100
 local SEP = PROTOCOL.FIELD_VALUE_SEP
 --@section rate limits, exactly-once mark
 local S = chunk.read(PROTOCOL.RECORD_BATCH)
-local head, K = S.head.f, S.head.k  -- (the call's named values, and its named keys)
+local V, K = S.v, S.k  -- (the call's named values and keys: V.head_day, K.head_active)
 if S.limits.n > 0 then
   local wait = gcra.from_args(S.limits.n, S.limits.key_at - 1, S.limits.at - 1)
   if wait > 0 then return {-2, wait, 0} end
 end
-if head.mark ~= '' then
-  if redis.call('SADD', K.applied, head.mark) == 0 then return {-1, 0, 0} end
-  redis.call('EXPIRE', K.applied, head.mark_ttl)
+if V.head_mark ~= '' then
+  if redis.call('SADD', K.head_applied, V.head_mark) == 0 then return {-1, 0, 0} end
+  redis.call('EXPIRE', K.head_applied, V.head_mark_ttl)
 end
-local bots = tonumber(head.bots)
-if bots > 0 then redis.call('INCRBY', K.bots_dropped, bots) end
-if head.dirty == '1' then redis.call('SADD', K.dirty_days, head.day) end
+local bots = tonumber(V.head_bots)
+if bots > 0 then redis.call('INCRBY', K.head_bots_dropped, bots) end
+if V.head_dirty == '1' then redis.call('SADD', K.head_dirty_days, V.head_day) end
 
 -- Days since 2000-01-01 as an ISO date (the civil-from-days algorithm, proleptic
 -- Gregorian), to name an older day's keys.
@@ -98,11 +99,11 @@ local function iso_day(number)
   return string.format('%04d-%02d-%02d', y, m, d)
 end
 
-local packed = head.digests
+local packed = V.head_digests
 local n = #packed / 16
 local digests = {}
 for i = 1, n do digests[i] = string.sub(packed, 16 * i - 15, 16 * i) end
-local pageviews = tonumber(head.pageviews)
+local pageviews = tonumber(V.head_pageviews)
 if n == 0 then return {0, 0, 0} end  -- a day of bots only
 -- Why the collector waits in a big call: a call of hundreds of visitors builds tables
 -- that all live until its end, and Lua's incremental collector, paced by allocation,
@@ -115,14 +116,14 @@ if gc_waits then collectgarbage('stop') end
 -- Daily-salt maps (they expire with their day) stay one hash; the stable map, which only
 -- grows, is bucketed (lib/idmap.lua), and costs a look-up per bucket: a visitor in the
 -- middle of a visit (most events) has their id in its state, read first, and skips it.
-local daily_map = tonumber(head.id_ttl) > 0
+local daily_map = tonumber(V.head_id_ttl) > 0
 --@section open visits read (the ids of visitors mid-visit)
-local open = visits.read_open(digests, S.visits.k.sessions_now, S.visits.k.sessions_before)
+local open = visits.read_open(digests, K.visits_sessions_now, K.visits_sessions_before)
 --@section visitor-id map: look-ups
-local shape = not daily_map and idmap.shape(K.visitor_ids) or nil
+local shape = not daily_map and idmap.shape(K.head_visitor_ids) or nil
 local ids
 if daily_map then
-  ids = redis.call('HMGET', K.visitor_ids, unpack(digests))
+  ids = redis.call('HMGET', K.head_visitor_ids, unpack(digests))
 else
   ids = {}
   local ask, asked = {}, {}
@@ -135,8 +136,8 @@ else
     for k, i in ipairs(asked) do ids[i] = found[k] end
   end
 end
-local track_new = head.track_new == '1'
-local this_day = tonumber(head.day_number)
+local track_new = V.head_track_new == '1'
+local this_day = tonumber(V.head_day_number)
 
 local missing, m = {}, 0
 for i = 1, n do
@@ -144,7 +145,7 @@ for i = 1, n do
 end
 --@section visitor-id map: new ids
 if m > 0 then
-  local first = redis.call('INCRBY', K.visitor_id_counter, m) - m
+  local first = redis.call('INCRBY', K.head_visitor_id_counter, m) - m
   local pairs_, entries = {}, {}
   for j = 1, m do
     local i = missing[j]
@@ -155,7 +156,7 @@ if m > 0 then
     entries[j] = {digests[i], id}
   end
   if daily_map then
-    redis.call('HSET', K.visitor_ids, unpack(pairs_))
+    redis.call('HSET', K.head_visitor_ids, unpack(pairs_))
   else
     idmap.started(shape, first)
     idmap.grow(shape, first + m - 1)  -- (first: the new ids go to the buckets they will live in)
@@ -168,8 +169,8 @@ end
 --@section new visitors, first days
 local moved = 0
 if track_new then
-  local latest = tonumber(redis.call('GET', K.latest_first_day)) or 0
-  if m > 0 then firstdays.handed(K.first_days, ids[missing[1]], this_day) end
+  local latest = tonumber(redis.call('GET', K.head_latest_first_day)) or 0
+  if m > 0 then firstdays.handed(K.head_first_days, ids[missing[1]], this_day) end
   local new_bits, c = {}, 0
   local function new_here(id)
     new_bits[c + 1] = 'SET'; new_bits[c + 2] = 'u1'; new_bits[c + 3] = id; new_bits[c + 4] = 1
@@ -182,7 +183,7 @@ if track_new then
     for i = 1, n do
       if not is_fresh[i] then known[#known + 1] = ids[i] end
     end
-    local firsts = firstdays.get(K.first_days, known)
+    local firsts = firstdays.get(K.head_first_days, known)
     local later, earlier = {}, {}  -- older day (ISO) -> ids whose "new" bit leaves it; the ids moved here
     for _, id in ipairs(known) do
       local first = firsts[id]
@@ -195,24 +196,24 @@ if track_new then
         moved = moved + 1
       end
     end
-    if moved > 0 then firstdays.move(K.first_days, earlier, this_day) end
+    if moved > 0 then firstdays.move(K.head_first_days, earlier, this_day) end
     for day, moved_ids in pairs(later) do
       local clear = {}
       for x, id in ipairs(moved_ids) do
         clear[4 * x - 3] = 'SET'; clear[4 * x - 2] = 'u1'; clear[4 * x - 1] = id; clear[4 * x] = 0
       end
-      redis.call('BITFIELD', head.new_visitors_prefix .. day, unpack(clear))
-      redis.call('SADD', K.dirty_days, day, head.day)
+      redis.call('BITFIELD', V.head_new_visitors_prefix .. day, unpack(clear))
+      redis.call('SADD', K.head_dirty_days, day, V.head_day)
     end
   elseif m > 0 and this_day > latest then
-    redis.call('SET', K.latest_first_day, this_day)
+    redis.call('SET', K.head_latest_first_day, this_day)
   end
-  if c > 0 then redis.call('BITFIELD', K.new_visitors, unpack(new_bits)) end
+  if c > 0 then redis.call('BITFIELD', K.head_new_visitors, unpack(new_bits)) end
 end
-local ttl = tonumber(head.id_ttl)
+local ttl = tonumber(V.head_id_ttl)
 if ttl > 0 then
-  redis.call('EXPIRE', K.visitor_ids, ttl)
-  redis.call('EXPIRE', K.visitor_id_counter, ttl)
+  redis.call('EXPIRE', K.head_visitor_ids, ttl)
+  redis.call('EXPIRE', K.head_visitor_id_counter, ttl)
 end
 
 -- What the site's HLLs count: a visitor's dense id where the map started in this version
@@ -233,10 +234,10 @@ for i = 1, n do
   local b = 4 * i
   set[b - 3] = 'SET'; set[b - 2] = 'u1'; set[b - 1] = ids[i]; set[b] = 1
 end
-redis.call('BITFIELD', K.active, unpack(set))
-redis.call('PFADD', K.site_visitors, unpack(elements))
+redis.call('BITFIELD', K.head_active, unpack(set))
+redis.call('PFADD', K.head_site_visitors, unpack(elements))
 
-if pageviews > 0 then redis.call('INCRBY', K.pageviews, pageviews) end
+if pageviews > 0 then redis.call('INCRBY', K.head_pageviews, pageviews) end
 
 -- Add the visitors listed in `listed` to an HLL: 1-based indexes into the elements, two
 -- bytes each, big-endian (string.byte reads them: far cheaper than parsing decimals).
@@ -267,8 +268,9 @@ local function listed_indexes(listed)
   end
   return out
 end
-local function groups(section, index_key, dimension)
-  local count, quota = section.n, tonumber(section.f.quota)
+local function groups(name, index_key, dimension)
+  local section = S[name]
+  local count, quota = section.n, tonumber(V[name .. '_quota'])
   local kept, counts, by_index, past = {}, {}, {}, {}
   if count == 0 then return kept, counts, quota, by_index, past end
   local room = quota - redis.call('SCARD', index_key)  -- new names that still fit
@@ -303,15 +305,15 @@ local function groups(section, index_key, dimension)
   end
   if not checked then redis.call('SADD', index_key, unpack(kept)) end
   if other_count > 0 then
-    pfadd_listed(section.k.other_visitors, table.concat(other))
-    redis.call('INCRBY', section.k.other_count, other_count)
+    pfadd_listed(K[name .. '_other_visitors'], table.concat(other))
+    redis.call('INCRBY', K[name .. '_other_count'], other_count)
     redis.call('SADD', index_key, OTHER)
   end
   return kept, counts, quota, by_index, past
 end
 --@section pages and custom events
-local pages, page_counts, page_quota = groups(S.pages, K.pages_index, 'page')
-local _, _, _, event_names, events_past = groups(S.events, K.events_index, 'event')  -- (group index -> name, false past the quota)
+local pages, page_counts, page_quota = groups('pages', K.head_pages_index, 'page')
+local _, _, _, event_names, events_past = groups('events', K.head_events_index, 'event')  -- (group index -> name, false past the quota)
 
 -- Property groups ("event SEP property SEP value"): the quota is per property (an
 -- unbounded property must not take the others' room), and past it a value counts under
@@ -327,9 +329,9 @@ local _, _, _, event_names, events_past = groups(S.events, K.events_index, 'even
 -- values, each event's number of kept names (field: the event's name), and the day's
 -- total of both (field: "").
 local function property_groups(section, properties, events_past)
-  local index_key, sizes_key = section.k.index, section.k.sizes
-  local count, quota = section.n, tonumber(section.f.value_quota)
-  local names_quota, total_quota = tonumber(section.f.name_quota), tonumber(section.f.total_quota)
+  local index_key, sizes_key = K.property_groups_index, K.property_groups_sizes
+  local count, quota = section.n, tonumber(V.property_groups_value_quota)
+  local names_quota, total_quota = tonumber(V.property_groups_name_quota), tonumber(V.property_groups_total_quota)
   if count == 0 then return end
   local list = {}
   for g = 1, count do
@@ -443,7 +445,7 @@ property_groups(S.property_groups, S.properties, events_past)
 -- Revenue: "event SEP currency" -> hundredths.
 for j = 1, S.revenue.n do
   local key, hundredths = chunk.record(S.revenue, j)
-  redis.call('HINCRBY', S.revenue.k.revenue, key, hundredths)
+  redis.call('HINCRBY', K.revenue_hash, key, hundredths)
 end
 
 --@section realtime minutes, hours
@@ -451,7 +453,7 @@ end
 for j = 1, S.minutes.n do
   local hll = chunk.record_keys(S.minutes, j)
   pfadd_listed(hll, chunk.record(S.minutes, j))
-  redis.call('EXPIRE', hll, S.minutes.f.ttl)
+  redis.call('EXPIRE', hll, V.minutes_ttl)
 end
 
 -- Hours of the day: visitors (HLL) and pageviews, for the Today and Yesterday charts.
@@ -465,24 +467,24 @@ end
 --@section page search index
 -- Page search: the paths in a set of equal scores for prefix search (ZRANGEBYLEX), and
 -- in a set scored by pageviews; over the cap, the least visited paths leave both.
-local cap, channel = tonumber(S.search.f.cap), S.search.f.channel
+local cap, channel = tonumber(V.search_cap), V.search_channel
 if #pages > 0 then
-  if redis.call('EXISTS', K.page_rank) == 0 and redis.call('EXISTS', K.page_search) == 1 then  -- (nearly always one call)
-    redis.call('ZUNIONSTORE', K.page_rank, 1, K.page_search)  -- (an index from before the ranking)
+  if redis.call('EXISTS', K.head_page_rank) == 0 and redis.call('EXISTS', K.head_page_search) == 1 then  -- (nearly always one call)
+    redis.call('ZUNIONSTORE', K.head_page_rank, 1, K.head_page_search)  -- (an index from before the ranking)
   end
   local members = {}
   for i, path in ipairs(pages) do
-    redis.call('ZINCRBY', K.page_rank, page_counts[i], path)
+    redis.call('ZINCRBY', K.head_page_rank, page_counts[i], path)
     members[2 * i - 1] = 0
     members[2 * i] = path
   end
-  local added = redis.call('ZADD', K.page_search, 'NX', unpack(members))
-  local over = added > 0 and redis.call('ZCARD', K.page_search) - cap or 0  -- (no new path: the size did not change)
+  local added = redis.call('ZADD', K.head_page_search, 'NX', unpack(members))
+  local over = added > 0 and redis.call('ZCARD', K.head_page_search) - cap or 0  -- (no new path: the size did not change)
   if over > 0 then
-    local popped = redis.call('ZPOPMIN', K.page_rank, over)
+    local popped = redis.call('ZPOPMIN', K.head_page_rank, over)
     local gone = {}
     for i = 1, #popped, 2 do gone[#gone + 1] = popped[i] end
-    redis.call('ZREM', K.page_search, unpack(gone))
+    redis.call('ZREM', K.head_page_search, unpack(gone))
   end
 end
 
@@ -491,14 +493,13 @@ end
 local bitmap_only = elements ~= digests
 local page_kept = {}  -- (the paths within the day's page quota: a visit's pages past it are "(other)")
 for _, path in ipairs(pages) do page_kept[path] = true end
-local visit = S.visits.f
-local visit_candidates, deferred = visits.record(digests, elements, bitmap_only, ids, open, not daily_map, head.day, S,
-                                                 K.dirty_days, page_kept, page_quota, event_names)
+local visit_candidates, deferred = visits.record(digests, elements, bitmap_only, ids, open, not daily_map, V.head_day, S,
+                                                 K.head_dirty_days, page_kept, page_quota, event_names)
 for _, c in ipairs(visit_candidates) do segment_candidates[#segment_candidates + 1] = c end
 --@section segments: a bitmap per value
 local deferrable = {}
 for _, d in ipairs(deferred) do deferrable[d[1]] = true end
-local hll_free = segments.mark(visit.prefix, head.day, segment_candidates, ids, tonumber(visit.segment_values), visit.pinned,
+local hll_free = segments.mark(V.visits_prefix, V.head_day, segment_candidates, ids, tonumber(V.visits_segment_values), V.visits_pinned,
                                deferrable)
 for _, d in ipairs(deferred) do  -- (the visit values whose bitmap does not hold all their visitors keep an HLL)
   if not hll_free[d[1]] then util.pfadd_indexes(d[2], elements, d[3]) end
@@ -508,7 +509,7 @@ end
 -- that the visits have settled which cities the day's quota keeps: only cities with
 -- their own visitors that day (not past the quota, under "(other)").
 if S.places.n > 0 then
-  local kept_fields = KEY.dimension_fields(visit.prefix, head.day)
+  local kept_fields = KEY.dimension_fields(V.visits_prefix, V.head_day)
   local add = {}
   for j = 1, S.places.n do
     local longitude, latitude, city = chunk.record(S.places, j)
@@ -516,11 +517,11 @@ if S.places.n > 0 then
       add[#add + 1] = longitude; add[#add + 1] = latitude; add[#add + 1] = city
     end
   end
-  if #add > 0 then redis.call('GEOADD', S.places.k.places, unpack(add)) end
+  if #add > 0 then redis.call('GEOADD', K.places_geo, unpack(add)) end
 end
 
 -- Live dashboards: one tick a second at most, whatever the traffic.
-if channel ~= '' and redis.call('SET', K.live_tick, 1, 'NX', 'PX', 1000) then
+if channel ~= '' and redis.call('SET', K.head_live_tick, 1, 'NX', 'PX', 1000) then
   redis.call('PUBLISH', channel, 1)
 end
 --@section Lua's collector (one full cycle after a big call)

@@ -157,11 +157,11 @@ end
 --   attrs     records: an event's part ids joined by "," (maybe empty)
 --   paths     records: a path, the part id of "entry_page SEP path"
 local function arguments(S, day, page_kept, event_names)
-  local f, k, record = S.visits.f, S.visits.k, chunk.record
+  local V, K, record = S.v, S.k, chunk.record
   local c = {day = day, page_kept = page_kept, event_names = event_names,
-             session_ttl = f.session_ttl, timeout = tonumber(f.timeout), quota = tonumber(f.quota), prefix = f.prefix,
-             sessions_now = k.sessions_now, sessions_before = k.sessions_before, parts_now = k.parts_now,
-             parts_before = k.parts_before,
+             session_ttl = V.visits_session_ttl, timeout = tonumber(V.visits_timeout), quota = tonumber(V.visits_quota),
+             prefix = V.visits_prefix, sessions_now = K.visits_sessions_now, sessions_before = K.visits_sessions_before,
+             parts_now = K.visits_parts_now, parts_before = K.visits_parts_before,
              previous = {}, part_text = {}, sent = {}, attrs = {}, paths = {}, entries = {},
              page_ids = {}, event_ids = {},  -- (each path's visit_page part, each event group's visit_event part)
              ids_by_string = {}, fields_by_id = {[TOTAL_ID] = {TOTAL}},
@@ -180,7 +180,7 @@ local function arguments(S, day, page_kept, event_names)
   end
   for j = 1, S.attrs.n do c.attrs[j] = record(S.attrs, j) end
   for j = 1, S.paths.n do c.paths[j], c.entries[j] = record(S.paths, j) end
-  local packed, unpack_event = f.events, struct.unpack
+  local packed, unpack_event = V.visits_events, struct.unpack
   local ne = #packed / 15
   local ev_visitor, ev_time, ev_kind, ev_attrs, ev_path, ev_event = {}, {}, {}, {}, {}, {}
   local at = 1
