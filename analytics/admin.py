@@ -5,6 +5,9 @@ never stored (not in the session, not in a message), and the page is never cache
 
 A site's "Redis keys" page browses its keys (analytics.keybrowser): SCAN pages, a big-key
 report, UNLINK of one key or of all, each a POST behind a confirmation page.
+
+An app beside the engine shows its own settings of a site by extending SiteAdmin in its
+admin.py (recommendations/: the Bloom filters' fieldset).
 """
 
 import functools
@@ -84,7 +87,7 @@ class SiteAdmin(admin.ModelAdmin):
     form = SiteForm
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
-    readonly_fields = ("created", "memory_today", "share_link", "bloom_memory", "bloom_usage")
+    readonly_fields = ("created", "memory_today", "share_link")
     inlines = [GoalInline, FunnelInline, ApiKeyInline]
     actions = ["create_api_key", "enable_sharing", "revoke_sharing"]
     filter_horizontal = ("owners",)
@@ -115,30 +118,6 @@ class SiteAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Advanced: Recommendation dedup (Bloom filters)",
-            {
-                "classes": ["collapse"],
-                "fields": (
-                    "bloom_capacity",
-                    "bloom_error_rate",
-                    "bloom_expansion",
-                    "bloom_nonscaling",
-                    "bloom_idle_days",
-                    "bloom_memory",
-                    "bloom_max_memory_mb",
-                    "bloom_usage",
-                ),
-                "description": "Each visitor with a user id gets a scalable Bloom filter of the pages and items they "
-                "have seen. New settings apply to filters made from now on. A filter is at most 16 MB, all its "
-                "sub-filters together: settings whose first sub-filter alone is larger are refused, and a filter at "
-                "the limit stops growing. The site's filters together are held to the memory budget (each charged its "
-                "bits and about 640 bytes of keys and bookkeeping): at the budget, visitors without a filter get none "
-                "(nothing seen: their recommendations are the plain top pages), full filters stop growing, and page "
-                "views are counted all the same, until filters expire or the budget is raised; nothing is evicted. A "
-                "lower budget applies to new filters and growth only.",
-            },
-        ),
-        (
             "Advanced: Key expiry policy",
             {
                 "classes": ["collapse"],
@@ -155,55 +134,6 @@ class SiteAdmin(admin.ModelAdmin):
             },
         ),
     ]
-
-    @admin.display(description="Memory a filter needs")
-    def bloom_memory(self, obj):
-        from .dedup.bloom import MAX_FILTER_BITS, MAX_FILTER_BYTES, BloomConfig, shape, size_problem
-
-        config = BloomConfig.for_site(obj)
-        problem = size_problem(config)
-        if problem:  # (saved before the model checked it: no filter is made with these settings)
-            return problem[0].upper() + problem[1:] + "."
-        first = shape(config, 0)
-        grown = sum(shape(config, j)[1] for j in range(3))
-        items = config.capacity * sum(config.expansion**j for j in range(3))
-        scaled = (
-            f"{_size(grown // 8)} once scaled to {items:,} items"
-            if grown <= MAX_FILTER_BITS
-            else f"it stops growing at the limit of {_size(MAX_FILTER_BYTES)} a filter"
-        )
-        return (
-            f"{_size(first[1] // 8)} for the first {config.capacity:,} items ({first[1] / config.capacity:.1f} bits "
-            f"and {first[2]} hash functions per item); "
-            + ("not scaling: it refuses more" if config.nonscaling else scaled)
-        )
-
-    @admin.display(description="Filters now")
-    def bloom_usage(self, obj):
-        if obj.pk is None:
-            return "—"
-        from .dedup.bloom import BloomConfig, site_stats
-        from .store.connection import get_redis
-
-        config = BloomConfig.for_site(obj)
-        try:
-            stats = site_stats(get_redis(), obj.pk, config, max_filters=0)
-        except redis.exceptions.RedisError as e:
-            return f"Redis unavailable ({e.__class__.__name__})"
-        share = stats.memory_bytes / config.budget_bytes
-        usage = (
-            f"{stats.filters:,} filters, {_size(stats.memory_bytes)} of the {_size(config.budget_bytes)} budget "
-            f"({share:.0%})"
-        )
-        if stats.full_since is None:
-            return usage
-        return format_html(
-            "{}. <strong>At the budget since {}</strong>: {} adds refused (visitors without a filter get none, full "
-            "filters do not grow) until the filters are back under 90% of it.",
-            usage,
-            stats.full_since.replace("T", " ").replace("+00:00", " UTC"),
-            f"{stats.refused:,}",
-        )
 
     @admin.display(description="Share link")
     def share_link(self, obj):
@@ -277,14 +207,14 @@ class SiteAdmin(admin.ModelAdmin):
         r = get_redis()
         next_cursor, rows = browse(r, site.pk, pattern, cursor)
         for row in rows:
-            row["size"] = _size(row["bytes"]) if row["bytes"] is not None else "?"
+            row["size"] = size_text(row["bytes"]) if row["bytes"] is not None else "?"
         context = {
             **self._keys_context(request, site, f"Redis keys of {site.domain}"),
             "pattern": pattern,
             "cursor": cursor,
             "next_cursor": next_cursor,
             "rows": rows,
-            "big_keys": [(kind, [(key, _size(n)) for key, n in top]) for kind, top in big_keys(r, site.pk).items()]
+            "big_keys": [(kind, [(key, size_text(n)) for key, n in top]) for kind, top in big_keys(r, site.pk).items()]
             if request.GET.get("report")
             else None,
         }
@@ -360,7 +290,9 @@ class SiteAdmin(admin.ModelAdmin):
         except redis.exceptions.RedisError as e:
             return f"Redis unavailable ({e.__class__.__name__})"
         rows = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", ((name, n, _size(b)) for name, (n, b) in usage.items())
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            ((name, n, size_text(b)) for name, (n, b) in usage.items()),
         )
         return format_html("<table><tr><th>family</th><th>keys</th><th>memory</th></tr>{}</table>", rows)
 
@@ -388,7 +320,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         return False
 
 
-def _size(n: float) -> str:  # type: ignore[return]  # (the loop returns at "GB" at the latest)
+def size_text(n: float) -> str:  # type: ignore[return]  # (the loop returns at "GB" at the latest)
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import redis
 
-from .dedup import bloom
+from . import hooks
 from .store import keys
 from .store.cluster import site_client
 
@@ -115,21 +115,14 @@ def belongs(site_id: int, key: bytes | str) -> bool:
 
 
 def unlink(r: redis.Redis, site_id: int, key: str) -> bool:
-    """UNLINK one key of the site: True if it was there. A key outside the site's prefix is
-    refused (ValueError), whatever the caller was sent. The books of the site's Bloom
-    budget follow: a filter's key unlinked takes it off them (bloom.sync), and one of the
-    books unlinked takes the other two with it (they are one record: the filters go back
-    on them when next touched, or with `manage.py recount_bloom`)."""
+    """UNLINK one key of the site: True if it was there (or keys that go with it). A key
+    outside the site's prefix is refused (ValueError), whatever the caller was sent. An
+    app's records of its keys follow (hooks.key_unlinked: the recommendations app takes a
+    filter off its Bloom budget's books, and unlinks the books whole)."""
     if not belongs(site_id, key):
         raise ValueError(f"not a key of site {site_id}")
-    books = keys.bloom_registry(site_id)
-    if _name(key) in books:
-        return bool(r.unlink(*books))
     gone = bool(r.unlink(key))
-    digest = keys.bloom_digest(site_id, key)
-    if digest is not None:
-        bloom.sync(r, site_id, digest)
-    return gone
+    return hooks.registered.key_unlinked(r, site_id, _name(key)) or gone
 
 
 def purge(r: redis.Redis, site_id: int, batch: int = 500, progress: Callable[[int], object] | None = None) -> int:

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from .dedup.bloom import DEFAULT_BUDGET_MB, BloomConfig, size_problem
+from . import hooks
 from .periods import policy_expiry
 
 API_KEY_PREFIX = "tly_"
@@ -167,7 +167,7 @@ class Site(models.Model):
     )
     bloom_max_memory_mb = models.PositiveIntegerField(
         "Bloom memory budget (MB)",
-        default=DEFAULT_BUDGET_MB,
+        default=256,  # (recommendations.bloom.DEFAULT_BUDGET_MB)
         validators=[MinValueValidator(1), MaxValueValidator(1024 * 1024)],
         help_text="all the site's filters together; at the budget, visitors without a filter get none and full filters "
         "do not grow (their page views still count), until filters expire",
@@ -184,14 +184,11 @@ class Site(models.Model):
         super().save(*args, **kwargs)
 
     def clean(self):
-        """Bloom settings whose first sub-filter passes the size limit would make one
-        API call allocate that much per user (bloom.MAX_FILTER_BYTES says why the limit)."""
-        if (
-            self.bloom_capacity and self.bloom_error_rate and 0 < self.bloom_error_rate < 1
-        ):  # (else the fields' own checks say it)
-            problem = size_problem(BloomConfig(self.bloom_capacity, self.bloom_error_rate))
-            if problem:
-                raise ValidationError({"bloom_capacity": problem[0].upper() + problem[1:] + "."})
+        """What an app refuses of its settings on the row (hooks.site_cleaned: the
+        recommendations app, Bloom settings whose first sub-filter passes the size limit)."""
+        problems = hooks.registered.site_cleaned(self)
+        if problems:
+            raise ValidationError(problems)
 
     def enable_sharing(self) -> str:
         """A new unguessable public read-only link token (replacing any old one)."""
@@ -547,11 +544,14 @@ class EventDaily(models.Model):
 
 
 class ImportedLog(models.Model):
-    """An access log already imported into a site, by content hash: importing it again
-    would count its visits twice, so `import_log` refuses."""
+    """A file already imported into a site (an access log, a GA4 or Umami export), by
+    content hash: importing it again would count its visits twice, so `manage.py import`
+    (and `import_log`) refuses. Written once the whole file is counted: a run that
+    crashed before leaves none, and running it again resumes (analytics.imports.replay)."""
 
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="imported_logs")
     sha256 = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16, default="log")  # analytics.imports.READERS: log, ga4, umami...
     name = models.CharField(max_length=500)
     lines = models.PositiveBigIntegerField(default=0)
     imported = models.PositiveBigIntegerField(default=0)

@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from .dedup.bloom import BloomConfig
+from . import hooks
 from .models import ApiKey, DailyMetrics, Site, hash_api_key
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class SiteInfo:
     daily_salt: bool
     salt: bytes
     realtime_ttl: int = 600  # seconds the per-minute realtime HLLs live
-    bloom: BloomConfig = BloomConfig()  # the site's recommendation-dedup filter settings
+    bloom: object = None  # the recommendations app's filter settings (hooks.site_loaded; None without the app)
     rate_per_minute: int = 0  # events a minute the site accepts (0: no limit)
     max_pages_per_day: int = 10_000  # quotas: past them, names count under "(other)"
     max_event_names_per_day: int = 1_000
@@ -55,7 +55,7 @@ class SiteInfo:
             daily_salt=site.identity_mode == Site.IdentityMode.DAILY,
             salt=bytes.fromhex(site.salt),
             realtime_ttl=site.keep_realtime_minutes * 60,
-            bloom=BloomConfig.for_site(site),
+            bloom=hooks.registered.site_loaded(site),
             rate_per_minute=site.ingest_rate_per_minute,
             max_pages_per_day=site.max_pages_per_day,
             max_event_names_per_day=site.max_event_names_per_day,

@@ -6,8 +6,8 @@ import math
 import sys
 import time
 
-from analytics.dedup import bloom
-from analytics.dedup.bloom import BloomConfig
+from recommendations import bloom
+from recommendations.bloom import BloomConfig
 
 PROBES = 100_000
 CAPACITY = 10_000

@@ -120,6 +120,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "config.apps.TallyStaticFilesConfig",  # (django.contrib.staticfiles, leaving out vendor/build)
     "analytics",
+    "recommendations",  # (Bloom filters beside the engine: registers its hooks, analytics/hooks.py)
     "dashboard",
 ]
 

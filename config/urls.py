@@ -16,6 +16,7 @@ def favicon(request):
 urlpatterns = [
     path("favicon.ico", favicon),
     path("", include("analytics.api.urls")),
+    path("", include("recommendations.urls")),
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -15,9 +15,10 @@ from django.templatetags.static import static
 from django.urls import reverse
 
 from analytics import queries
-from analytics.queries import access, recommendations
+from analytics.queries import access
 from analytics.sites import SiteInfo, tracking_snippet
 from analytics.store.connection import get_redis
+from recommendations import queries as recommendations
 from server.middleware import live_origin
 from server.share import share_render_refused, share_throttled
 

@@ -99,7 +99,7 @@ def native_redis():
     whatever TALLY_REDIS_SERVER names. One client for the session: has_native() remembers
     its answer by client. Without the binary or the module the native tests skip with a
     message, except under CI=true, where that fails the run."""
-    from analytics.dedup import bloom
+    from recommendations import bloom
 
     binary, module = package_file(*SERVERS["redis8"]), package_file(*REDISBLOOM)
     if binary is None or module is None:

@@ -9,12 +9,12 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from analytics.dedup import bloom
-from analytics.dedup.bloom import BloomConfig, FilterFull
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
 from analytics.store import keys
+from recommendations import bloom
+from recommendations.bloom import BloomConfig, FilterFull
 
 SMALL = BloomConfig(capacity=50, error_rate=0.01, expansion=2)
 

@@ -1,4 +1,4 @@
-"""The site's Bloom budget (analytics.dedup.bloom): all of a site's filters together stay
+"""The site's Bloom budget (recommendations.bloom): all of a site's filters together stay
 within it on both backends (the Lua script on the session's server, RedisBloom on Redis
 8.2: the `backend` fixture), every page view is counted past it, the visitors who have a
 filter keep it, the books follow the filters as they expire, and an operator sees it."""
@@ -13,13 +13,13 @@ import pytest
 from django.core.management.base import CommandError
 
 from analytics import keybrowser
-from analytics.dedup import bloom
-from analytics.dedup.bloom import BloomConfig, BudgetFull
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
 from analytics.store import keys
 from analytics.store.cluster import site_client
+from recommendations import bloom
+from recommendations.bloom import BloomConfig, BudgetFull
 
 SMALL = BloomConfig(capacity=100, error_rate=0.01)  # a first sub-filter of 138 bytes (plain), 256 (RedisBloom)
 ROOM_FOR_ABOUT_20 = 20_000  # bytes: ~25 such filters on plain Redis, ~22 on RedisBloom, with their overhead
@@ -49,7 +49,7 @@ def warnings(caplog):
     return [
         rec.getMessage()
         for rec in caplog.records
-        if rec.name == "analytics.dedup.bloom" and rec.levelno == logging.WARNING
+        if rec.name == "recommendations.bloom" and rec.levelno == logging.WARNING
     ]
 
 
@@ -61,7 +61,7 @@ def test_many_visitors_past_the_budget_are_counted_and_the_filters_stay_within_i
     early = ["ann", "bob", "cy"]
     record(r, info, pageviews(early, "/welcome"))
     crowd = [f"crowd-{n}" for n in range(200)]  # one batch naming 200 new user ids: an attacker's, or a busy day
-    with caplog.at_level(logging.INFO, logger="analytics.dedup.bloom"):
+    with caplog.at_level(logging.INFO, logger="recommendations.bloom"):
         assert record(r, info, pageviews(crowd)).accepted == 200
         assert record(r, info, pageviews(crowd[-50:], "/again")).accepted == 50  # refused again: no second warning
 
@@ -118,7 +118,7 @@ def test_the_budget_frees_up_as_filters_expire(backend, monkeypatch, caplog):
     r, native = backend
     monkeypatch.setattr(bloom, "DAY_SECONDS", 1)
     config = dataclasses.replace(SMALL, idle_days=1, budget_bytes=3000)  # three filters
-    with caplog.at_level(logging.INFO, logger="analytics.dedup.bloom"):
+    with caplog.at_level(logging.INFO, logger="recommendations.bloom"):
         for user in ("u0", "u1", "u2"):
             bloom.add(r, 1, user, ["/a"], config, native)
         with pytest.raises(BudgetFull):
@@ -135,7 +135,7 @@ def test_the_budget_frees_up_as_filters_expire(backend, monkeypatch, caplog):
         stats = bloom.site_stats(r, 1, config)
         assert stats.filters == 1 and stats.full_since is None and stats.refused == 0
         assert r.zcard(live) == 1 and r.hlen(sizes) == 1  # the add pruned the expired ones
-    messages = [rec.getMessage() for rec in caplog.records if rec.name == "analytics.dedup.bloom"]
+    messages = [rec.getMessage() for rec in caplog.records if rec.name == "recommendations.bloom"]
     assert len(messages) == 2 and "reached their budget" in messages[0] and "back under 90%" in messages[1]
 
 

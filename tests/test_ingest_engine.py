@@ -6,11 +6,11 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 
 from analytics import queries
-from analytics.dedup import bloom
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.sites import SiteInfo
 from analytics.store import idmap, keys
+from recommendations import bloom
 from tests.hll import hll_tolerance
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

@@ -1,2 +1,2 @@
-"""The JSON API: ingestion, stats, dedup, reports and the OpenAPI document, with the
+"""The JSON API: ingestion, stats, reports and the OpenAPI document, with the
 helpers every endpoint shares (http.py: errors, auth, CORS; params.py: query checks)."""

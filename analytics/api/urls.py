@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import dedup, ingest, openapi, reports, stats
+from . import ingest, openapi, reports, stats
 
 urlpatterns = [
     path("api/event", ingest.event, name="event"),
@@ -13,9 +13,6 @@ urlpatterns = [
     path("api/v1/stats/pages", stats.pages, name="stats-pages"),
     path("api/v1/stats/retention", stats.retention, name="stats-retention"),
     path("api/v1/stats/realtime", stats.realtime, name="stats-realtime"),
-    path("api/v1/seen", dedup.seen, name="seen"),
-    path("api/v1/unseen", dedup.unseen, name="unseen"),
-    path("api/v1/recommendations", dedup.recommendations, name="recommendations"),
     path("api/v1/reports/jobs/<str:job>", reports.job_status, name="report-job"),
     path("api/v1/reports/jobs/<str:job>/file", reports.job_file, name="report-file"),
     path("api/v1/reports/<str:fmt>", reports.report, name="report"),

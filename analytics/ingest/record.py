@@ -21,8 +21,7 @@ from typing import NamedTuple
 import redis
 from django.conf import settings
 
-from .. import dimensions
-from ..dedup import bloom
+from .. import dimensions, hooks
 from ..periods import day_number
 from ..sites import SiteInfo
 from ..store import keys, protocol
@@ -338,18 +337,10 @@ def execute(r: redis.Redis, batch: list[Prepared]) -> list[Recorded | Limited]:
         pipe = r.pipeline(transaction=False)
         for script_keys, args in calls:
             RECORD_BATCH.queue(pipe, script_keys, args)
-        queued_adds = [
-            queued
-            for site, user, pages in seen
-            if (
-                queued := bloom.queue_add(
-                    pipe, r, site.id, bloom.user_digest(site.salt, user), list(pages), site.bloom, site.domain
-                )
-            )
-        ]
+        check_seen = hooks.registered.pages_seen(pipe, r, seen)  # (the recommendations app's Bloom adds)
         answers = pipe.execute(raise_on_error=False)
         results = RECORD_BATCH.rerun_unloaded(r, answers[: len(calls)], calls)
-        bloom.check_queued(r, answers[len(calls) :], queued_adds)
+        check_seen(answers[len(calls) :])
     by_call: dict[int, list] = defaultdict(list)
     for (i, _), result in zip(sent, results):
         by_call[i].append(result)

@@ -21,7 +21,6 @@ the package's surface; the dashboard reads through them and the models only.
     retention.py        retention cohorts
     realtime.py         visitors in the last five minutes
     live.py             the same, pushed to open dashboards (ASGI, pub/sub)
-    recommendations.py  top pages a visitor has not seen, Bloom filter stats
     access.py           who may read which site
 """
 

@@ -27,13 +27,12 @@ from typing import cast
 
 import redis
 
-from .. import dimensions, pins
+from .. import dimensions, hooks, pins
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS, retention
 from ..counts.days import day_metrics
 from ..counts.dimensions import dimension_days
 from ..counts.events import event_days
 from ..counts.pages import page_days
-from ..dedup import bloom
 from ..models import DailyMetrics, DimensionDaily, EventDaily, PageDaily, Retention, Site
 from ..periods import days_between, monday
 from ..sites import SiteInfo, sealed_days
@@ -315,9 +314,7 @@ def roll_closed(r: redis.Redis, site: Site) -> Summary | None:
     if not r.exists(keys.visitor_id_packed(site.pk)):  # (an id map from before the packed buckets, once)
         idmap.pack(r, site.pk)
     firstdays.migrate(r, site.pk)  # (earlier versions' first days, once: nothing to do after)
-    if not r.exists(keys.bloom_recounted(site.pk)):  # (filters made before the Bloom budget's books, once)
-        bloom.recount(r, site.pk, bloom.BloomConfig.for_site(site))
-        r.set(keys.bloom_recounted(site.pk), 1)
+    hooks.registered.closed_days_rolling(r, site)  # (an app's upkeep: the recommendations app's once-recount)
     start = first_unfinished_day(site)
     end = today - timedelta(days=1)
     if start > end:

@@ -1,16 +1,17 @@
 """Recommendations: the site's top pages minus those a visitor has (probably) seen, and
-the state of the site's Bloom filters. The filters are filled at ingest and by the seen
-API (analytics.dedup); here they are only checked."""
+the state of the site's Bloom filters. The filters are filled at ingest (hooks.py) and by
+the seen API (api.py); here they are only checked. The dashboard reads through these."""
 
 from dataclasses import asdict
 from datetime import timedelta
 
 import redis
 
-from ..dedup import bloom
-from ..dimensions import OTHER
-from ..sites import SiteInfo
-from .pages import top_pages
+from analytics.dimensions import OTHER
+from analytics.queries.pages import top_pages
+from analytics.sites import SiteInfo
+
+from . import bloom
 
 
 def unseen_top_pages(
@@ -25,11 +26,13 @@ def unseen_top_pages(
         p for p in candidates if p["page"] != OTHER
     ]  # (the pages past a day's quota, together: no page to visit)
     pages = [p["page"] for p in candidates]
-    flags = bloom.seen(r, site.id, bloom.user_digest(site.salt, user), pages, site.bloom, touch=touch)
+    config = bloom.config_of(site)
+    flags = bloom.seen(r, site.id, bloom.user_digest(site.salt, user), pages, config, touch=touch)
     return [p for p, was_seen in zip(candidates, flags) if not was_seen][:limit]
 
 
 def filter_stats(r: redis.Redis, site: SiteInfo) -> dict:
     """How many filters the site has, their memory against its budget (and whether it is
     full), fill and expected error."""
-    return {**asdict(bloom.site_stats(r, site.id, site.bloom)), "target_error": site.bloom.error_rate}
+    config = bloom.config_of(site)
+    return {**asdict(bloom.site_stats(r, site.id, config)), "target_error": config.error_rate}

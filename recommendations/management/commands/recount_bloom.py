@@ -1,7 +1,7 @@
 """python manage.py recount_bloom [DOMAIN ...]
 
 Sets the books of each site's Bloom memory budget right from the filters Redis holds
-(analytics.dedup.bloom.recount): filters made before the budget existed go on them, and
+(recommendations.bloom.recount): filters made before the budget existed go on them, and
 filters whose keys were removed by hand come off. Every site when none is named. SCAN
 walks the whole keyspace of the site's server: a command for an upgrade or a repair, not
 for a schedule (the books keep themselves right as filters are made and expire).
@@ -9,9 +9,9 @@ for a schedule (the books keep themselves right as filters are made and expire).
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analytics.dedup import bloom
 from analytics.models import Site
 from analytics.store.connection import get_redis
+from recommendations import bloom
 
 
 class Command(BaseCommand):

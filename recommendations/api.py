@@ -1,5 +1,6 @@
 """Recommendation dedup API: `POST /api/v1/seen`, `POST /api/v1/unseen`,
-`GET /api/v1/recommendations`. Bearer key of the site; bad input is a 4xx JSON error."""
+`GET /api/v1/recommendations`. Bearer key of the site; bad input is a 4xx JSON error
+(the engine's API helpers: analytics/api/http.py, params.py)."""
 
 from typing import Annotated
 
@@ -7,13 +8,14 @@ from django.conf import settings
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..dedup import bloom
-from ..ingest import schemas
-from ..queries.recommendations import unseen_top_pages
-from ..store.connection import get_redis
-from . import params
-from .http import ApiError, bearer_site, json_errors, json_response, methods, read_body
-from .params import site_param
+from analytics.api import params
+from analytics.api.http import ApiError, bearer_site, json_errors, json_response, methods, read_body
+from analytics.api.params import site_param
+from analytics.ingest import schemas
+from analytics.store.connection import get_redis
+
+from . import bloom
+from .queries import unseen_top_pages
 
 Item = Annotated[str, Field(min_length=1, max_length=2048)]
 
@@ -46,7 +48,7 @@ def seen(request):
     filter cannot take them: full, or the site's filters at their budget."""
     site, payload, digest = _request(request)
     try:
-        added = bloom.add(get_redis(), site.id, digest, payload.items, site.bloom, site_name=site.domain)
+        added = bloom.add(get_redis(), site.id, digest, payload.items, bloom.config_of(site), site_name=site.domain)
     except (bloom.FilterFull, bloom.FilterTooLarge) as e:  # (BudgetFull too: the site's filters at their budget)
         raise ApiError(409, str(e)) from None
     return json_response({"added": added})
@@ -58,7 +60,7 @@ def seen(request):
 def unseen(request):
     """The items a user has (certainly) not seen yet, in the order given."""
     site, payload, digest = _request(request)
-    flags = bloom.seen(get_redis(), site.id, digest, payload.items, site.bloom)
+    flags = bloom.seen(get_redis(), site.id, digest, payload.items, bloom.config_of(site))
     return json_response({"items": [item for item, was_seen in zip(payload.items, flags) if not was_seen]})
 
 

@@ -2,8 +2,9 @@
 
 One filter per visitor (the visitor's id is hashed into the key), sized from a capacity
 and a target false-positive rate, growing like RedisBloom's scalable filters when it
-fills (see scripts/bloom.lua for the layout and the maths). It never forgets a seen item
-(no false negatives) and wrongly says "seen" for at most about `error_rate` of unseen ones.
+fills. It never forgets a seen item (no false negatives) and wrongly says "seen" for at
+most about `error_rate` of unseen ones. The scripts and key names are the store's, like
+every other (analytics/store/scripts/bloom.lua holds the layout and the maths; keys.py).
 
 Two backends with one interface: plain Redis (a Lua script over BITFIELD, any Redis 6.2+
 or Valkey), and the server's own BF.* commands when the RedisBloom module is there
@@ -54,9 +55,11 @@ from typing import Any
 
 import redis
 
-from ..store import keys
-from ..store.cluster import site_client
-from ..store.scripts import BLOOM, BLOOM_BOOKS, BLOOM_NATIVE, Script
+from analytics.models import Site
+from analytics.sites import SiteInfo
+from analytics.store import keys
+from analytics.store.cluster import site_client
+from analytics.store.scripts import BLOOM, BLOOM_BOOKS, BLOOM_NATIVE, Script
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +91,8 @@ class BloomConfig:
     budget_bytes: int = DEFAULT_BUDGET_MB * 2**20  # the site's filters together, overhead included
 
     @classmethod
-    def for_site(cls, site) -> "BloomConfig":
+    def for_site(cls, site: Site) -> "BloomConfig":
+        """From the site's row (the engine's cache keeps the answer as SiteInfo.bloom)."""
         return cls(
             site.bloom_capacity,
             site.bloom_error_rate,
@@ -97,6 +101,12 @@ class BloomConfig:
             site.bloom_idle_days,
             site.bloom_max_memory_mb * 2**20,
         )
+
+
+def config_of(site: SiteInfo) -> BloomConfig:
+    """The site's settings as the engine's cache holds them (SiteInfo.bloom, made by the
+    site_loaded hook); the defaults for a SiteInfo made by hand."""
+    return site.bloom if isinstance(site.bloom, BloomConfig) else BloomConfig()
 
 
 class FilterFull(Exception):

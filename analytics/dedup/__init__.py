@@ -1,1 +1,0 @@
-"""Recommendation dedup: scalable Bloom filters of the items each visitor has seen."""
