@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from analytics.api import params
 from analytics.api.http import ApiError, bearer_site, json_errors, json_response, methods, read_body
-from analytics.api.params import site_param
 from analytics.ingest import schemas
 from analytics.store.connection import get_redis
 
@@ -69,10 +68,8 @@ def unseen(request):
 def recommendations(request):
     """Top pages by visitors over the last `days` that the user has probably not seen
     (their filter is filled by every pageview sent with their user_id)."""
-    site = site_param(request)
-    user = request.GET.get("user", "")
-    if not user.strip() or len(user) > 256:
-        raise ApiError(400, "user: required, at most 256 characters")
+    site = params.SITE.read(request)
+    user = params.USER.read(request)
     limit, days = params.RECOMMENDED.read(request), params.RECOMMEND_DAYS.read(request)
     return json_response(
         {"site": site.domain, "user": user, "pages": unseen_top_pages(get_redis(), site, user, limit, days)}

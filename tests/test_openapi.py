@@ -106,6 +106,7 @@ def _documented(document, path, name):
         ("breakdown", "page", {"property": "source"}),
         ("pages", "limit", {}),
         ("retention", "unit", {}),
+        ("retention", "periods", {}),
         ("timeseries", "interval", {"period": "day"}),  # (hours: at most 2 days)
         ("timeseries", "compare", {}),
         ("aggregate", "compare", {}),

@@ -25,6 +25,7 @@ from ..ingest.visit import visit_attrs
 from ..store import keys
 from ..store.connection import OUTAGE, get_redis
 from ..store.limits import Bucket, Limited, Rate
+from . import params
 from .http import UNREADABLE, ApiError, bearer_site, client_ip, cors, json_errors, json_response, methods, read_body
 
 DROPPED_HEADER = "X-Tally-Dropped"
@@ -139,7 +140,7 @@ def events(request):
     site = bearer_site(request)
     body = read_body(request, settings.MAX_BATCH_BODY)
     now = datetime.now(UTC)
-    detect = (lambda ua: False) if request.GET.get("bots") == "keep" else is_bot
+    detect = (lambda ua: False) if params.BOTS.read(request) else is_bot
 
     items, rejected = _parse_batch(body)
     parsed = []
@@ -165,7 +166,7 @@ def events(request):
     dropped = sum(1 for hit in hits if hit.bot)
     headers = {}
     if hits:
-        key = request.headers.get("Idempotency-Key", "").strip()
+        key = request.headers.get(params.IDEMPOTENCY_KEY.name, "").strip()
         if "idempotency-key" in request.META.get(
             UNREADABLE, ()
         ):  # (else a retry would count again: ignored is not honoured)

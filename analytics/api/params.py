@@ -1,33 +1,51 @@
-"""Query parameters of the read endpoints, each declared once: how it is read (every
-mistake is a 400 naming the parameter) and how the OpenAPI document describes it
-(openapi.py takes each parameter's entry from here: `doc()`), so that the bounds, the
-choices and the limits the document states are the ones the code applies.
+"""The API's parameters, each declared once: how a view reads it (every mistake is a 400
+naming the parameter) and how the OpenAPI document describes it (openapi.py takes each
+parameter's entry from here: `doc()`), so that the bounds, the choices and the limits the
+document states are the ones the code applies. Every query parameter a view reads is read
+through its declaration below; the path and header parameters are declared here for the
+document, and read where Django hands them over.
 """
 
 from datetime import date, timedelta
 
-from .. import sites
+from .. import dimensions, sites
 from ..capture import inbox
 from ..periods import EARLIEST_DAY, NAMED_PERIODS, named_range, out_of_bounds
-from ..queries import COMPARISONS, access, segments
+from ..queries import (
+    AGGREGATE_METRICS,
+    COMPARISONS,
+    DAY_PERIODS,
+    DEFAULT_METRICS,
+    HOUR_METRICS,
+    METRICS,
+    PERIOD_METRICS,
+    VISIT_METRICS,
+    WEEK_PERIODS,
+    access,
+    segments,
+)
+from ..reports import tables
 from ..store.connection import get_redis
 from .http import ApiError, bearer_site
 
 MAX_RANGE_DAYS = 731
 DEFAULT_RANGE_DAYS = 30
+PROPS = "event:props:"  # property=event:props:NAME breaks down a custom property (Plausible's name)
 
 
 class Param:
-    """A query parameter: its name, its description and JSON schema in the API document."""
+    """A parameter (`where`: query, path or header): its name, its description and JSON
+    schema in the API document."""
 
-    def __init__(self, name: str, description: str, schema: dict, required: bool = False):
+    def __init__(self, name: str, description: str, schema: dict, required: bool = False, where: str = "query"):
         self.name, self.description, self.schema, self.required = name, description, schema, required
+        self.where = where
 
     def doc(self) -> dict:
         """The parameter's entry in the OpenAPI document."""
         return {
             "name": self.name,
-            "in": "query",
+            "in": self.where,
             "required": self.required,
             "description": self.description,
             "schema": self.schema,
@@ -80,6 +98,127 @@ class OptionalChoiceParam(Param):
         if value is not None and value not in self.choices:
             raise ApiError(400, f"{self.name}: must be one of {', '.join(self.choices)}")
         return value
+
+
+class SiteParam(Param):
+    """`site`, and whether the request may read it (site_param)."""
+
+    def read(self, request) -> sites.SiteInfo:
+        return site_param(request)
+
+
+class FiltersParam(Param):
+    """`filters`, parsed (filters_param); () when absent."""
+
+    def read(self, request) -> tuple:
+        return filters_param(request)
+
+    def given(self, request) -> bool:
+        """Whether the request sends any (an endpoint that cannot filter refuses them)."""
+        return bool(request.GET.get(self.name))
+
+
+class TextParam(Param):
+    """Text, "" when absent; past `longest` characters it is cut, not refused."""
+
+    def __init__(self, name: str, description: str, required: bool = False, longest: int | None = None):
+        super().__init__(name, description, {"type": "string"}, required=required)
+        self.longest = longest
+
+    def read(self, request) -> str:
+        return request.GET.get(self.name, "")[: self.longest]
+
+
+class IdParam(Param):
+    """Required text of 1 to `longest` characters, not all blank."""
+
+    def __init__(self, name: str, description: str, longest: int):
+        super().__init__(name, description, {"type": "string", "minLength": 1, "maxLength": longest}, required=True)
+        self.longest = longest
+
+    def read(self, request) -> str:
+        value = request.GET.get(self.name, "")
+        if not value.strip() or len(value) > self.longest:
+            raise ApiError(400, f"{self.name}: required, at most {self.longest} characters")
+        return value
+
+
+class FlagParam(Param):
+    """On when the parameter is `value`; anything else, or nothing, is off."""
+
+    def __init__(self, name: str, description: str, value: str):
+        super().__init__(name, description, {"type": "string", "enum": [value]})
+        self.value = value
+
+    def read(self, request) -> bool:
+        return request.GET.get(self.name) == self.value
+
+
+class NamesParam(Param):
+    """Comma-separated names (blanks dropped), [] when absent: the endpoint checks them
+    against what it can answer."""
+
+    def __init__(self, name: str, description: str):
+        super().__init__(name, description, {"type": "string"})
+
+    def read(self, request) -> list[str]:
+        return [n.strip() for n in request.GET.get(self.name, "").split(",") if n.strip()]
+
+
+class MetricsParam(NamesParam):
+    """Metric names from the choices of an interval (timeseries; "" where there is one
+    list), the interval's defaults when absent; an unknown name, or none, is a 400 listing
+    the choices."""
+
+    def __init__(self, name: str, description: str, choices: dict[str, tuple], defaults: dict[str, tuple]):
+        super().__init__(name, description)
+        self.choices, self.defaults = choices, defaults
+
+    def read(self, request, interval: str = "") -> list[str]:
+        allowed = self.choices[interval]
+        metrics = super().read(request) if request.GET.get(self.name) else list(self.defaults[interval])
+        unknown = [m for m in metrics if m not in allowed]
+        if unknown or not metrics:
+            where = f" for interval={interval}" if interval else ""
+            raise ApiError(
+                400,
+                f"{self.name}: unknown {', '.join(unknown) or '(none)'}{where}; choose from {', '.join(allowed)}",
+            )
+        return metrics
+
+
+class PropertyParam(Param):
+    """The breakdown's property by Tally's name, which the answer and its rows then use:
+    Plausible's names (visit:source, event:page, event:goal) are taken as filters take
+    them; event:props:NAME is a custom property, whose own name has no prefix to drop."""
+
+    def __init__(self, name: str, description: str, choices: tuple):
+        super().__init__(name, description, {"type": "string"}, required=True)
+        self.choices = choices
+
+    def read(self, request) -> str:
+        raw = request.GET.get(self.name, "")
+        if raw.startswith(PROPS) and len(raw) > len(PROPS):
+            return raw
+        prop = segments.unprefixed(raw)
+        if prop not in self.choices:
+            raise ApiError(
+                400,
+                f"{self.name}: must be one of {', '.join(self.choices)} (Plausible's visit: and event: prefixes too)",
+            )
+        return prop
+
+
+class PeriodsParam(Param):
+    """0 to the unit's most (`most`: {unit: periods}), the most when absent."""
+
+    def __init__(self, name: str, description: str, most: dict[str, int]):
+        super().__init__(name, description, {"type": "integer", "minimum": 0, "maximum": max(most.values())})
+        self.most = most
+
+    def read(self, request, unit: str) -> int:
+        top = self.most[unit]
+        return int_param(request, self.name, top, 0, top)
 
 
 def site_param(request) -> sites.SiteInfo:
@@ -202,7 +341,7 @@ def filters_param(request) -> tuple:
 
 # The declarations: the views read these, the document (openapi.py) describes them.
 
-SITE = Param("site", "The site's domain.", {"type": "string"}, required=True)
+SITE = SiteParam("site", "The site's domain.", {"type": "string"}, required=True)
 FROM = Param(
     "from",
     f"First day, the site's local date (default: {DEFAULT_RANGE_DAYS} days before `to`); "
@@ -230,7 +369,7 @@ DATE = Param(
     {"type": "string"},
 )
 RANGE = (FROM, TO, PERIOD, DATE)
-FILTERS = Param(
+FILTERS = FiltersParam(
     "filters",
     "Only the visitors that match, e.g. `source==Google;country!=DE|FR;page~/blog`: "
     "`property==v1|v2` (one of), `!=` (none "
@@ -284,3 +423,74 @@ RADIUS = FloatParam("km", "Radius in kilometres.", 0.001, 20_000.0, open_low=Tru
 UNIT = ChoiceParam("unit", "Day cohorts or ISO-week cohorts.", ("day", "week"), "day")
 RECOMMENDED = IntParam("limit", "How many pages.", 10, 1, 100)
 RECOMMEND_DAYS = IntParam("days", "Rank pages by visitors over this many days.", 7, 1, 90)
+SERIES_METRICS = MetricsParam(
+    "metrics",
+    f"Comma-separated. Per day: {', '.join((*METRICS, *VISIT_METRICS))} (default {', '.join(DEFAULT_METRICS)}); "
+    f"per week or month: {', '.join((*PERIOD_METRICS, *VISIT_METRICS))}; per hour: {', '.join(HOUR_METRICS)}. "
+    "The visit metrics are those of the visits that started in the row's days (bounce_rate in percent, "
+    "visit_duration in seconds); with filters, a single value's own (else null).",
+    choices={
+        "hour": HOUR_METRICS,
+        "day": (*METRICS, *VISIT_METRICS),
+        "week": (*PERIOD_METRICS, *VISIT_METRICS),
+        "month": (*PERIOD_METRICS, *VISIT_METRICS),
+    },
+    defaults={"hour": HOUR_METRICS, "day": DEFAULT_METRICS, "week": PERIOD_METRICS, "month": PERIOD_METRICS},
+)
+TOTALS_METRICS = MetricsParam(
+    "metrics",
+    f"Comma-separated, from {', '.join(AGGREGATE_METRICS)} (default all).",
+    choices={"": AGGREGATE_METRICS},
+    defaults={"": AGGREGATE_METRICS},
+)
+ROW_METRICS = NamesParam(
+    "metrics",
+    "Comma-separated, the row's metrics to return (default all): visit dimensions have visitors, visits, "
+    "pageviews, bounce_rate, visit_duration, views_per_visit; exit_page visits; page visitors, pageviews; "
+    "goal visitors, events, conversion_rate, revenue; custom properties visitors, events.",
+)
+PROPERTY = PropertyParam(
+    "property",
+    f"The dimension: one of {', '.join(dimensions.ALL)}, page, goal (rows: goal, visitors = converters, events, "
+    "conversion_rate in percent, revenue per currency), or event:props:NAME (a custom property's values: "
+    "visitors, events; with `event` to keep one event's). Plausible's names are accepted too, as in "
+    "`filters`: their `visit:` or `event:` prefix is dropped (`visit:source`, `visit:utm_campaign`, "
+    "`event:page`, `event:goal`); the answer's `property` and its rows' key are then Tally's (`source`).",
+    (*dimensions.ALL, "page", "goal", f"{PROPS}<name>"),
+)
+EVENT = TextParam("event", "With property=event:props:NAME: only this custom event's properties.")
+SEARCH = TextParam(
+    "search",
+    "Only values containing this text (case-insensitive), for every property (pages' paths, goals' "
+    "names, custom properties' values); kept before paging, so `total` counts them. At most 200 characters "
+    "are used.",
+    longest=200,
+)
+FUNNEL = TextParam("funnel", "The funnel's name.", required=True)
+PERIODS = PeriodsParam(
+    "periods",
+    f"Largest n in retained (at most {DAY_PERIODS} days or {WEEK_PERIODS} weeks; default the most).",
+    {"day": DAY_PERIODS, "week": WEEK_PERIODS},
+)
+USER = IdParam("user", "The site's user id.", 256)
+ASYNC = FlagParam("async", "1 to run as a job whatever the length.", "1")
+BOTS = FlagParam("bots", "`keep` to count bot traffic (dropped by default).", "keep")
+
+# Path and header parameters: Django hands them over; declared for the document.
+FORMAT = Param(
+    "fmt",
+    "csv: a zip of one CSV per table (NAME.csv); xlsx: a sheet per table; json: {site, from, to, tables: "
+    "{NAME: {columns, rows, note (only where one is due)}}}.",
+    {"type": "string", "enum": list(tables.FORMATS)},
+    required=True,
+    where="path",
+)
+JOB = Param("job", "The export job's id (the 202 answer's `job`).", {"type": "string"}, required=True, where="path")
+IDEMPOTENCY_KEY = Param(
+    "Idempotency-Key",
+    "Up to 255 visible ASCII characters (a UUID, say; other bytes are refused, 400): the same key "
+    "within 24 hours counts the batch once (a retry answers `Idempotent-Replayed: true`); the same key with "
+    "another body is refused (422).",
+    {"type": "string", "maxLength": 255},
+    where="header",
+)

@@ -11,8 +11,9 @@ from .. import tasks
 from ..queries import access
 from ..reports import exports, tables
 from ..store.connection import get_redis
+from . import params
 from .http import ApiError, bearer_site, json_errors, json_response, methods
-from .params import date_range, filters_param, site_param
+from .params import date_range
 
 
 def _file_response(body: bytes, fmt: str, name: str) -> HttpResponse:
@@ -33,11 +34,11 @@ def _links(request, job: str) -> dict:
 def report(request, fmt):
     if fmt not in tables.FORMATS:
         raise ApiError(404, f"unknown format {fmt!r}; use csv, xlsx or json")
-    site = site_param(request)
+    site = params.SITE.read(request)
     start, end = date_range(request, site)
-    filters = filters_param(request)
+    filters = params.FILTERS.read(request)
     r = get_redis()
-    if tables.is_small(start, end) and request.GET.get("async") != "1":
+    if tables.is_small(start, end) and not params.ASYNC.read(request):
         body = tables.write(tables.build(r, site, start, end, filters=filters), fmt)
         return _file_response(body, fmt, tables.filename(site, start, end, fmt))
     job = exports.create(r, site, fmt, start, end, ";".join(str(f) for f in filters))

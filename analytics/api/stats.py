@@ -2,7 +2,9 @@
 
 Authorised by the site's Bearer key, or by a logged-in session of a user who may see the
 site (staff, or one of its owners: see analytics.queries.access).
-Query parameters are checked by params.py: every mistake is a 400 naming the parameter.
+Every query parameter is read through its declaration in params.py: every mistake is a
+400 naming the parameter. The answers' shapes are responses.py's models (the document's,
+checked against real answers by tests/test_api_answers.py).
 """
 
 from datetime import UTC, datetime
@@ -12,10 +14,8 @@ from ..models import Funnel
 from ..store.connection import get_redis
 from . import params
 from .http import ApiError, json_errors, json_response, methods
-from .params import date_range, filters_param, int_param, site_param
+from .params import PROPS, date_range
 
-PROPS = "event:props:"  # property=event:props:NAME breaks down a custom property (Plausible's name)
-PROPERTIES = (*dimensions.ALL, "page", "goal", f"{PROPS}<name>")
 VISIT_ROW = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
 BREAKDOWN_METRICS = {  # what each kind of row has (metrics= picks among them)
     **{d: VISIT_ROW for d in dimensions.VISIT_DIMENSIONS},
@@ -28,25 +28,13 @@ BREAKDOWN_METRICS = {  # what each kind of row has (metrics= picks among them)
 @methods("GET")
 @json_errors
 def timeseries(request):
-    site = site_param(request)
+    site = params.SITE.read(request)
     start, end = date_range(request, site)
     interval = params.INTERVAL.read(request)
-    allowed = {"hour": queries.HOUR_METRICS, "day": (*queries.METRICS, *queries.VISIT_METRICS)}.get(
-        interval, (*queries.PERIOD_METRICS, *queries.VISIT_METRICS)
-    )
-    defaults = {"hour": queries.HOUR_METRICS, "day": queries.DEFAULT_METRICS}.get(interval, queries.PERIOD_METRICS)
-    wanted = request.GET.get("metrics") or ",".join(defaults)
     if interval == "hour" and (end - start).days + 1 > queries.MAX_HOUR_DAYS:
         raise ApiError(400, f"interval=hour: at most {queries.MAX_HOUR_DAYS} days")
-    metrics = [m.strip() for m in wanted.split(",") if m.strip()]
-    unknown = [m for m in metrics if m not in allowed]
-    if unknown or not metrics:
-        raise ApiError(
-            400,
-            f"metrics: unknown {', '.join(unknown) or '(none)'} for interval={interval}; "
-            f"choose from {', '.join(allowed)}",
-        )
-    filters = filters_param(request)
+    metrics = params.SERIES_METRICS.read(request, interval)
+    filters = params.FILTERS.read(request)
     extra = {}
     if filters and interval == "hour":
         raise ApiError(400, "filters: not available with interval=hour (filters count visitors by day)")
@@ -79,7 +67,7 @@ def timeseries(request):
 
 def _no_filters(request, endpoint: str):
     """An endpoint that cannot filter says so, rather than answer for everyone."""
-    if request.GET.get("filters"):
+    if params.FILTERS.given(request):
         raise ApiError(
             400,
             f"filters: not available on /{endpoint} "
@@ -97,18 +85,11 @@ def _filtered(result) -> dict:
 @json_errors
 def aggregate(request):
     """A period's headline numbers, Plausible's shape; `compare=previous_period` adds changes."""
-    site = site_param(request)
+    site = params.SITE.read(request)
     start, end = date_range(request, site)
-    wanted = request.GET.get("metrics") or ",".join(queries.AGGREGATE_METRICS)
-    metrics = [m.strip() for m in wanted.split(",") if m.strip()]
-    unknown = [m for m in metrics if m not in queries.AGGREGATE_METRICS]
-    if unknown or not metrics:
-        raise ApiError(
-            400,
-            f"metrics: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(queries.AGGREGATE_METRICS)}",
-        )
+    metrics = params.TOTALS_METRICS.read(request)
     compare = params.COMPARE_TOTALS.read(request)
-    filters, extra = filters_param(request), {}
+    filters, extra = params.FILTERS.read(request), {}
     result = queries.run(get_redis(), queries.Query(site, start, end, "aggregate", tuple(metrics), filters, compare))
     if filters:
         extra = _filtered(result)
@@ -126,15 +107,15 @@ def breakdown(request):
     """Rows by one visit dimension (`property`), most visitors first, paged; or by page,
     goal or custom property. `search` keeps the values containing it before paging, so
     `total` counts those. Regions and cities without a city database: a 409, as `near`."""
-    site = site_param(request)
+    site = params.SITE.read(request)
     start, end = date_range(request, site)
-    prop = _property(request)
+    prop = params.PROPERTY.read(request)
     limit, page = params.LIMIT.read(request), params.PAGE.read(request)
-    search = _search(request)
+    search, wanted = params.SEARCH.read(request), params.ROW_METRICS.read(request)
     r = get_redis()
-    filters = filters_param(request)
+    filters = params.FILTERS.read(request)
     if filters:
-        _check_filtered_breakdown(prop, request)
+        _check_filtered_breakdown(prop, wanted)
     query = queries.Query(
         site,
         start,
@@ -145,7 +126,7 @@ def breakdown(request):
         limit=limit,
         page=page,
         search=search,
-        event=request.GET.get("event") or None,
+        event=params.EVENT.read(request) or None,
     )
     result = queries.run(r, query)
     results, total = result.rows, result.meta["total"]
@@ -165,7 +146,6 @@ def breakdown(request):
         return json_response(body)
     if prop == "page":
         results = [{"page": row["page"], "visitors": row["visitors"], "pageviews": row["pageviews"]} for row in results]
-    wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
     if wanted:
         name = prop.removeprefix(PROPS)
         available = BREAKDOWN_METRICS.get(prop, ("visitors", "events"))  # (the last: custom properties)
@@ -197,31 +177,10 @@ def _refuse_cities_without_a_database(r, site, start, end, prop: str, total: int
         raise ApiError(409, f"property={prop}: no city database on this server. {queries.NO_CITY_DATABASE}")
 
 
-def _property(request) -> str:
-    """The breakdown's property by Tally's name, which the answer and its rows then use:
-    Plausible's names (visit:source, event:page, event:goal) are taken as filters take
-    them; event:props:NAME is a custom property, whose own name has no prefix to drop."""
-    raw = request.GET.get("property", "")
-    if raw.startswith(PROPS) and len(raw) > len(PROPS):
-        return raw
-    prop = queries.segments.unprefixed(raw)
-    if prop not in PROPERTIES:
-        raise ApiError(
-            400, f"property: must be one of {', '.join(PROPERTIES)} (Plausible's visit: and event: prefixes too)"
-        )
-    return prop
-
-
-def _search(request) -> str:
-    """`search`: only the values containing this text, case-insensitive ("" keeps all)."""
-    return request.GET.get("search", "")[:200]
-
-
-def _check_filtered_breakdown(prop: str, request):
+def _check_filtered_breakdown(prop: str, wanted: list[str]):
     """A filtered audience's rows have visitors only (goals: and conversion rates): the
     other counts exist per value, not per combination. Rows that count events or visits
     (custom properties, exit pages) cannot be filtered at all."""
-    wanted = [m.strip() for m in request.GET.get("metrics", "").split(",") if m.strip()]
     allowed = ("visitors", "conversion_rate") if prop == "goal" else ("visitors",)
     if any(m not in allowed for m in wanted):
         raise ApiError(400, f"metrics: under filters, rows have {', '.join(allowed)} only")
@@ -235,9 +194,9 @@ def _check_filtered_breakdown(prop: str, request):
 @json_errors
 def funnel(request):
     """A funnel's steps over the range: visitors who reached each (analytics.queries.funnels)."""
-    site = site_param(request)
+    site = params.SITE.read(request)
     start, end = date_range(request, site)
-    name = request.GET.get("funnel", "")
+    name = params.FUNNEL.read(request)
     found = Funnel.objects.filter(site_id=site.id, name=name).first()
     if found is None:
         names = list(Funnel.objects.filter(site_id=site.id).values_list("name", flat=True))
@@ -246,7 +205,7 @@ def funnel(request):
             f"funnel: no funnel {name[:120]!r} on this site; "
             f"it has: {', '.join(names) or '(none: add one in the admin)'}",
         )
-    filters = filters_param(request)
+    filters = params.FILTERS.read(request)
     steps, estimate = queries.funnel(get_redis(), site, found, start, end, filters)
     return json_response(
         {
@@ -269,7 +228,7 @@ def near(request):
     empty answer would read as "nobody came from there". Days whose locations have expired
     are left out and named; a range of such days only is a 410, not the 409: the cities
     were recorded, their places are no longer kept."""
-    site = site_param(request)
+    site = params.SITE.read(request)
     start, end = date_range(request, site)
     _no_filters(request, "near")
     latitude, longitude = params.LATITUDE.read(request), params.LONGITUDE.read(request)
@@ -296,14 +255,13 @@ def near(request):
 @methods("GET")
 @json_errors
 def retention(request):
-    site = site_param(request)
+    site = params.SITE.read(request)
     if site.daily_salt:
         raise ApiError(400, "retention needs a stable visitor identity; this site rotates its salt daily")
     unit = params.UNIT.read(request)
-    top = queries.DAY_PERIODS if unit == "day" else queries.WEEK_PERIODS
-    periods = int_param(request, "periods", top, 0, top)
+    periods = params.PERIODS.read(request, unit)
     start, end = date_range(request, site)
-    filters = filters_param(request)
+    filters = params.FILTERS.read(request)
     result = queries.run(
         get_redis(), queries.Query(site, start, end, "retention", filters=filters, interval=unit, periods=periods)
     )
@@ -323,10 +281,10 @@ def retention(request):
 @methods("GET")
 @json_errors
 def pages(request):
-    site = site_param(request)
+    site = params.SITE.read(request)
     start, end = date_range(request, site)
     limit = params.PAGES.read(request)
-    filters = filters_param(request)
+    filters = params.FILTERS.read(request)
     result = queries.run(
         get_redis(), queries.Query(site, start, end, "breakdown", filters=filters, dimension="page", limit=limit)
     )
@@ -345,7 +303,7 @@ def pages(request):
 @methods("GET")
 @json_errors
 def realtime(request):
-    site = site_param(request)
+    site = params.SITE.read(request)
     _no_filters(request, "realtime")
     visitors = queries.realtime_visitors(get_redis(), site, datetime.now(UTC))
     return json_response({"site": site.domain, "visitors": visitors, "minutes": queries.REALTIME_MINUTES})
