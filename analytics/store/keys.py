@@ -584,7 +584,7 @@ def bloom_registry(site_id: int) -> tuple[str, str, str]:
 
 def bloom_recounted(site_id: int) -> str:
     """Set once the nightly rollup has put the filters made before the budget's books
-    existed on them (analytics.dedup.bloom.recount): an upgrade needs no manual step."""
+    existed on them (recommendations.bloom.recount): an upgrade needs no manual step."""
     return f"{PREFIX}:{{{site_id}}}:bloom-recounted"
 
 
