@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from ..dimensions import FIELD_SEP, GROUP_SEP, SEP
 from ..ingest import devices, geo
-from ..ingest.visit import city_value, visit_attrs
+from ..ingest.visit import fields_of
 
 UNKNOWN = devices.UNKNOWN
 _CONTROL = str.maketrans({SEP: " ", FIELD_SEP: " ", GROUP_SEP: " ", "\n": " ", "\r": " ", "\t": " "})
@@ -165,42 +165,7 @@ def visit_fields(
     where: geo.Location,
     screen_size: str | None = None,
 ) -> str:
-    """The visit fields record() takes (parts joined by GROUP_SEP, as visit_attrs() builds
-    them), from an export's values. The source part is visit_attrs()'s own: its first
-    part, built from the page URL's query and the referrer exactly as for a live event."""
-    parts = [visit_attrs(site_host, url, referrer, "", None, None).partition(GROUP_SEP)[0]]
-    if found is not None:
-        parts.append(_device_part(found))
-    if where.country:
-        parts.append(_location_part(where))
-    if screen_size:
-        parts.append(f"screen{SEP}{screen_size}")
-    return GROUP_SEP.join(parts)
-
-
-def _fields(pairs) -> str:
-    return FIELD_SEP.join(f"{name}{SEP}{value.translate(_CONTROL)[:300]}" for name, value in pairs if value)
-
-
-@lru_cache(maxsize=4096)
-def _device_part(d: devices.Device) -> str:
-    return _fields(
-        (
-            ("browser", d.browser),
-            ("browser_version", _versioned(d.browser, d.browser_version)),
-            ("os", d.os),
-            ("os_version", _versioned(d.os, d.os_version)),
-            ("device", d.device),
-        )
-    )
-
-
-def _versioned(name: str, version: str) -> str:
-    return name if name == UNKNOWN else f"{name} {version}"
-
-
-@lru_cache(maxsize=4096)
-def _location_part(where: geo.Location) -> str:
-    if where.region is None and where.city is None:
-        return _fields((("country", where.country),))
-    return _fields((("country", where.country), ("region", where.region), ("city", city_value(where))))
+    """The visit fields record() takes, from an export's values: built by the same code as
+    a live event's (ingest/visit.py: fields_of), so an imported source, device or place is
+    counted under the very value a live one is."""
+    return fields_of(site_host, url, referrer, found or "", where, screen_size)

@@ -23,18 +23,27 @@ def visit_attrs(
     FIELD_SEP within each part (source, device, location, screen) and GROUP_SEP between.
     Unknown values (no UTM tag, no country for a private address, no screen width) are
     left out: those visits count in the site's totals, under no value."""
+    screen = devices.screen_of(width) if width is not None else None
+    return fields_of(site_host, url, referrer, _device_fields(user_agent or ""), geo.location_of(ip), screen)
+
+
+def fields_of(
+    site_host: str, url: str, referrer: str | None, device: "str | devices.Device", location: geo.Location, screen
+) -> str:
+    """visit_attrs() from values found already: the device as its part's text or as a
+    Device, the location, the screen's size class (or None). Importers (analytics.imports)
+    give what an export recorded, and get the very fields a live event would."""
     query = url.partition("?")[2] if "?" in url else ""
     parts = [_source_fields(site_host, query, referrer)]
-    if device := _device_fields(user_agent or ""):
+    if device := device if isinstance(device, str) else device_part(device):
         parts.append(device)
-    location = geo.location_of(ip)
     if location.country:
         parts.append(
             _country_fields(location.country)
             if location.city is None and location.region is None
             else _location_fields(location)
         )
-    if width is not None and (screen := devices.screen_of(width)):
+    if screen:
         parts.append(f"screen{SEP}{screen}")
     return GROUP_SEP.join(parts)  # (parts, each of FIELD_SEP-joined fields: lib/visits.lua counts by part)
 
@@ -62,7 +71,12 @@ def _source_fields(site_host: str, query: str, referrer: str | None) -> str:
 
 @lru_cache(maxsize=4096)
 def _device_fields(user_agent: str) -> str:
-    d = devices.device_of(user_agent)
+    return device_part(devices.device_of(user_agent))
+
+
+@lru_cache(maxsize=4096)
+def device_part(d: devices.Device) -> str:
+    """A device's part of the visit fields: browser, its version, OS, its version, kind."""
     return _fields(
         (
             ("browser", d.browser),
