@@ -17,6 +17,10 @@ from analytics.sites import SiteInfo
 from tests import imports_data
 from tests.imports_data import brute_force, expected, ga4_export, gz, make_events, numbers
 
+pytestmark = (
+    pytest.mark.one_leg
+)  # (the readers' own logic; the script they replay through runs on every server in the engine's tests)
+
 BERLIN = ZoneInfo("Europe/Berlin")
 
 

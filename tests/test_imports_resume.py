@@ -13,6 +13,10 @@ from analytics.models import ImportedLog
 from analytics.sites import SiteInfo
 from tests.imports_data import access_log, brute_force, expected, ga4_export, make_events, numbers, umami_export
 
+pytestmark = (
+    pytest.mark.one_leg
+)  # (the importers' own marks and batches; the script's exactly-once marks are tested on every server)
+
 UTC_SITE = ZoneInfo("UTC")
 
 

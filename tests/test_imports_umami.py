@@ -14,6 +14,10 @@ from analytics.sites import SiteInfo
 from tests import imports_data
 from tests.imports_data import brute_force, expected, make_events, numbers, umami_export
 
+pytestmark = (
+    pytest.mark.one_leg
+)  # (the readers' own logic; the script they replay through runs on every server in the engine's tests)
+
 UTC_SITE = ZoneInfo("UTC")
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 
 from ..ingest import schemas
-from . import params, responses
+from . import params, plausible_v2, responses
 from .http import json_response
 
 REF = "#/components/schemas/{model}"
@@ -425,6 +425,31 @@ PATHS = {
                 "404": _error("No such job."),
                 "409": _error("Not ready yet."),
                 "410": _error("Expired."),
+            },
+        }
+    },
+    "/api/v2/query": {
+        "post": {
+            "summary": "Plausible's Stats API v2 query: aggregate, timeseries or breakdown in Plausible's shapes",
+            "description": "Send what a Plausible client sends (only the base URL and key change); the numbers are "
+            "those of /api/v1/stats/* for the same question (the same query runner). No dimension: one row of totals; "
+            "a time dimension (time, time:hour up to 2 days, time:day, time:week, time:month): a row per period with "
+            "data (include.time_labels lists them all); one other dimension: a row per value. Filters: is, is_not "
+            "and contains (case-insensitive), all joined by and, on the visit dimensions, event:page and event:goal "
+            "(is, is_not). Metrics: visitors, visits, pageviews, views_per_visit, bounce_rate, visit_duration; events "
+            "and conversion_rate by goal; percentage by a dimension; under filters, breakdown rows have visitors (and "
+            "percentage, or conversion_rate by goal) only. What Tally cannot answer (two dimensions, or, not, "
+            "contains_not, matches, modifiers, a metric a row does not have) is a 400 saying so. `meta` carries "
+            "Tally's marks: `estimate`, and `estimates` (metric: why).",
+            "security": KEY,
+            "requestBody": {"required": True, "content": _json(plausible_v2.QueryBody)},
+            "responses": {
+                "200": _answer("Rows, meta and the query as resolved.", responses.QueryAnswer),
+                "400": _error("The body is no JSON, or a field is wrong or not answerable; the message names it."),
+                "401": _error("No valid API key."),
+                "404": _error("site_id is not the API key's site."),
+                "413": _error("Body over 64 KB."),
+                "503": _error("Redis is unavailable; retry later."),
             },
         }
     },

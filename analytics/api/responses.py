@@ -329,3 +329,47 @@ class ExportJob(Body):
     error: str | None = sometimes("When failed: why.")
     status_url: str
     file_url: str
+
+
+class QueryRow(Body):
+    """A row of Plausible's Stats API v2: the metrics in the order asked, and the dimension's value."""
+
+    metrics: list[float | None] = Field(
+        description="Null where the number does not exist (a visit metric under filters)."
+    )
+    dimensions: list[str] = Field(description="[] without a dimension; a time dimension's `YYYY-MM-DD[ HH:00:00]`.")
+
+
+class QueryMeta(Body):
+    """What the answer says about itself: Tally's estimate marks, and what `include` asked for."""
+
+    estimate: bool = Field(description="True when a number in the answer is an estimate (HyperLogLog or stored rows).")
+    estimates: dict[str, str] = Field(description="Without a dimension: why each estimated metric is one.")
+    total_rows: int = sometimes("With include.total_rows: the rows before pagination.")
+    time_labels: list[str] = sometimes("With include.time_labels: every period of the range, those without data too.")
+
+
+class QueryPagination(Body):
+    limit: int
+    offset: int
+
+
+class QueryEcho(Body):
+    """The query as resolved: date_range as the first and last moments, in the site's time zone."""
+
+    site_id: str
+    metrics: list[str]
+    date_range: list[str] = Field(min_length=2, max_length=2)
+    filters: list[Any]
+    dimensions: list[str]
+    order_by: list[list[str]]
+    include: dict[str, bool] = Field(description="The include flags set.")
+    pagination: QueryPagination
+
+
+class QueryAnswer(Body):
+    """`POST /api/v2/query` (Plausible's Stats API v2)."""
+
+    results: list[QueryRow]
+    meta: QueryMeta
+    query: QueryEcho

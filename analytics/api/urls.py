@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import ingest, openapi, reports, stats
+from . import ingest, openapi, plausible_v2, reports, stats
 
 urlpatterns = [
     path("api/event", ingest.event, name="event"),
@@ -16,5 +16,6 @@ urlpatterns = [
     path("api/v1/reports/jobs/<str:job>", reports.job_status, name="report-job"),
     path("api/v1/reports/jobs/<str:job>/file", reports.job_file, name="report-file"),
     path("api/v1/reports/<str:fmt>", reports.report, name="report"),
+    path("api/v2/query", plausible_v2.query, name="plausible-v2-query"),
     path("api/v1/openapi.json", openapi.document, name="openapi"),
 ]
