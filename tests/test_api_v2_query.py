@@ -448,3 +448,21 @@ def test_answers_have_exactly_the_documented_keys(world, client):  # noqa: F811
         for validator, document in zip(validators, (body, response.json())):
             errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(document)]
             assert not errors, (body, errors[:5])
+
+
+def test_all_starts_at_the_first_counted_day_when_history_is_older_than_the_site(make_site, client):
+    from analytics.models import DailyMetrics, Site
+
+    site, key = make_site()
+    site = Site.objects.get(pk=site.pk) if not isinstance(site, Site) else site
+    older = site.created.date() - timedelta(days=100)  # (an import of last year's history, say)
+    # (new_visitors None: the row of a day stored while the site counted with a daily salt)
+    DailyMetrics.objects.create(site=site, date=older, visitors=3, pageviews=5, final=True)
+    body = ask(client, key, {"site_id": site.domain, "metrics": ["visitors"], "date_range": "all"}).json()
+    assert body["query"]["date_range"][0] == f"{older}T00:00:00Z"
+    v1 = client.get(
+        f"/api/v1/stats/aggregate?site={site.domain}&from={older}&to={older}&metrics=pageviews,new_visitors",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
+    assert v1.status_code == 200  # (it was a 500: a sum over a None)
+    assert v1.json()["results"] == {"pageviews": {"value": 5}, "new_visitors": {"value": None}}

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import dimensions, queries
 from ..capture import inbox
-from ..models import Site
+from ..models import DailyMetrics, Site
 from ..periods import EARLIEST_DAY, month_start, out_of_bounds
 from ..queries import segments
 from ..sites import SiteInfo
@@ -71,7 +71,8 @@ class QueryBody(BaseModel):
     date_range: str | list[str] = Field(
         description=f"One of {', '.join(PERIODS)}, or two ISO dates [first, last] (the site's local days). "
         "`Nd` is the N days before `date` (today by default); `Nmo` the N calendar months before its month; "
-        f"`all` since the site was created. At most {MAX_RANGE_DAYS} days (`all`: the last {MAX_RANGE_DAYS})."
+        f"`all` since the site's first counted day (or its creation). At most {MAX_RANGE_DAYS} days "
+        f"(`all`: the last {MAX_RANGE_DAYS})."
     )
     date: str | None = Field(default=None, description="The day taken as today for date_range (ISO date).")
     dimensions: list[str] = Field(
@@ -175,8 +176,11 @@ def _named(site: SiteInfo, name: str, today: date) -> tuple[date, date]:
     if name == "year":
         return today.replace(month=1, day=1), today.replace(month=12, day=31)
     if name == "all":
+        # (since the site's first day with numbers, or its creation: imported history is older than the site)
         created = Site.objects.filter(pk=site.id).values_list("created", flat=True).first()
         first = created.astimezone(site.tz).date() if created else today
+        counted = DailyMetrics.objects.filter(site_id=site.id).order_by("date").values_list("date", flat=True).first()
+        first = min(first, counted) if counted else first
         return max(min(first, today), EARLIEST_DAY), today
     if name.endswith("d") and name[:-1].isdigit() and 0 < int(name[:-1]) <= 5000:
         return today - timedelta(days=int(name[:-1])), today - timedelta(days=1)

@@ -148,8 +148,17 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
         "wau": last["wau"],
         "mau": last["mau"],
         "stickiness": round(average_dau / last["mau"], 4) if last["mau"] else 0.0,  # (not the rounded DAU)
-        "new_visitors": None if site.daily_salt else sum(row["new_visitors"] for row in rows),
+        "new_visitors": _new_visitors(site, rows),
     }
+
+
+def _new_visitors(site: SiteInfo, rows) -> int | None:
+    """New visitors over the days, or None where they were not counted: a daily-salt site
+    (every visitor is new), or a range reaching days stored while the site was one (their
+    rows say None: a stable site's total over them would be a guess)."""
+    if site.daily_salt or any(row["new_visitors"] is None for row in rows):
+        return None
+    return sum(row["new_visitors"] for row in rows)
 
 
 AGGREGATE_METRICS = ("visitors", "pageviews", "dau", "wau", "mau", "stickiness", "new_visitors", *VISIT_METRICS)
