@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 
 from ..ingest import schemas
-from . import params, plausible_v2, responses
+from . import params, params_v1, plausible_v2, responses
 from .http import json_response
 
 REF = "#/components/schemas/{model}"
@@ -227,12 +227,19 @@ PATHS = {
             params.COMPARE_SERIES.doc(),
             params.SERIES_METRICS.doc(),
             params.INTERVAL.doc(),
+            params_v1.SITE_ID.doc(),
         ],
         _answer("One row per period, zeros included.", responses.TimeseriesAnswer),
     ),
     "/api/v1/stats/aggregate": _read(
         "A period's headline numbers (Plausible's shape)",
-        [*RANGE, params.FILTERS.doc(), params.TOTALS_METRICS.doc(), params.COMPARE_TOTALS.doc()],
+        [
+            *RANGE,
+            params.FILTERS.doc(),
+            params.TOTALS_METRICS.doc(),
+            params.COMPARE_TOTALS.doc(),
+            params_v1.SITE_ID.doc(),
+        ],
         _answer("{metric: {value, change?}}", responses.AggregateAnswer),
         "visitors: the unique visitors of the whole period, a union, not a sum of days (exact for stable-salt "
         "sites: the OR of the days' activity bitmaps; a HyperLogLog estimate for daily-salt sites, never below the "
@@ -264,6 +271,7 @@ PATHS = {
             params.LIMIT.doc(),
             params.PAGE.doc(),
             params.SEARCH.doc(),
+            params_v1.SITE_ID.doc(),
         ],
         _answer(
             "One page of rows, and how many rows there are in all (`total`: those `search` kept).",
@@ -329,6 +337,20 @@ PATHS = {
         [],
         _answer("Union of the per-minute HLLs.", responses.RealtimeAnswer),
     ),
+    "/api/v1/stats/realtime/visitors": {
+        "get": {
+            "summary": "Plausible's Stats API v1 realtime visitors: a bare number",
+            "security": KEY,
+            "parameters": [{**params_v1.SITE_ID.doc(), "required": True}],
+            "responses": {
+                "200": {
+                    "description": "The unique visitors of the last five minutes, as /api/v1/stats/realtime counts.",
+                    "content": {"application/json": {"schema": {"type": "integer", "minimum": 0}}},
+                },
+                **{code: READ_ERRORS[code] for code in ("400", "401", "503")},
+            },
+        }
+    },
     "/api/v1/seen": {
         "post": {
             "summary": "Mark items seen by a user (scalable Bloom filter)",

@@ -265,6 +265,11 @@ def _named_period(request, today: date) -> tuple[date, date]:
     name, given = request.GET["period"].strip(), request.GET.get("date", "").strip()
     if request.GET.get("from") or request.GET.get("to"):
         raise ApiError(400, "period: give either period (and date) or from and to, not both")
+    return named_period(name, given, today)
+
+
+def named_period(name: str, given: str, today: date) -> tuple[date, date]:
+    """The days of a named period (`given`: the `date` parameter, "" when absent)."""
     if name == "custom":
         first, comma, last = given.partition(",")
         if not comma:
