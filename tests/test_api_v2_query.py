@@ -225,7 +225,7 @@ BAD = [
     ),
     (
         {"site_id": "example.com", "metrics": ["visitors"], "date_range": "7d", "dimensions": ["time", "visit:source"]},
-        "dimensions: List should have at most 1 item",
+        "dimensions: Tally answers one dimension at a time, not 2",
     ),
     (
         {"site_id": "example.com", "metrics": ["visitors"], "date_range": "30d", "dimensions": ["time:hour"]},

@@ -77,7 +77,7 @@ class QueryBody(BaseModel):
     date: str | None = Field(default=None, description="The day taken as today for date_range (ISO date).")
     dimensions: list[str] = Field(
         default_factory=list,
-        max_length=1,
+        max_length=8,  # (one is answered: _dimension() says so, in words, past it)
         description="None (totals), a time dimension, or one of event:page, event:goal, event:props:<name>, "
         f"visit:{', visit:'.join(dimensions.ALL)}.",
     )
@@ -215,6 +215,12 @@ def _dimension(given: list[str], start: date, end: date) -> tuple[str, str, str]
     """(kind, Tally's dimension, interval) for the body's dimensions."""
     if not given:
         return "aggregate", "", "day"
+    if len(given) > 1:
+        raise ApiError(
+            400,
+            f"dimensions: Tally answers one dimension at a time, not {len(given)} ({', '.join(given)[:200]}): "
+            "ask for each on its own (a time dimension and a breakdown together are not supported yet)",
+        )
     name = given[0]
     if name == "time":  # (Plausible picks the interval by the range's length)
         days = (end - start).days + 1
