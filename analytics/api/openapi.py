@@ -140,10 +140,19 @@ def _read(summary: str, parameters: list, answer: dict, description: str = "", e
             "summary": summary,
             **({"description": description} if description else {}),
             "security": KEY,
-            "parameters": [params.SITE.doc(), *parameters],
+            "parameters": [_site_or_site_id(parameters), *parameters],
             "responses": {"200": answer, **READ_ERRORS, **(errors or {})},
         }
     }
+
+
+def _site_or_site_id(parameters: list) -> dict:
+    """`site`: required, unless the path also takes Plausible's `site_id` in its place (one of
+    the two names the site: a request naming site_id is Plausible's v1, params_v1.py)."""
+    site = params.SITE.doc()
+    if any(p.get("name") == params_v1.SITE_ID.name for p in parameters):
+        site = {**site, "required": False, "description": site["description"] + " Or `site_id` (Plausible's v1)."}
+    return site
 
 
 PATHS = {
