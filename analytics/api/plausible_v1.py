@@ -21,6 +21,7 @@ from ..store.connection import get_redis
 from . import params, params_v1
 from .http import ApiError, json_errors, json_response, methods
 from .params import PROPS
+from .plausible_v2 import goal_conversion_rate
 from .stats import BREAKDOWN_METRICS
 
 VISIT_ROW = ("visitors", "visits", "pageviews", "views_per_visit", "bounce_rate", "visit_duration")
@@ -85,10 +86,8 @@ def aggregate(request):
         m: {"value": t["value"], **({"change": t.get("change")} if compare else {})} for m, t in result.totals.items()
     }
     if "conversion_rate" in metrics:
-        audience = tuple(f for f in filters if f.prop != "goal")
-        everyone = queries.run(r, queries.Query(site, start, end, "aggregate", ("visitors",), audience))
-        whole, part = everyone.totals["visitors"]["value"], totals["visitors"]["value"]
-        totals["conversion_rate"] = {"value": round(100 * part / whole, 2) if whole and part is not None else 0.0}
+        rate = goal_conversion_rate(r, site, start, end, filters, totals["visitors"]["value"])
+        totals["conversion_rate"] = {"value": rate}
     return _answer({m: totals[m] for m in metrics}, result.estimate)
 
 

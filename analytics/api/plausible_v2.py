@@ -399,9 +399,9 @@ def _aggregate(r, site: SiteInfo, asked: _Asked):
     )
     values = {m: total["value"] for m, total in result.totals.items()}
     if "conversion_rate" in asked.metrics:
-        audience = tuple(f for f in asked.filters if f.prop != "goal")
-        everyone = queries.run(r, queries.Query(site, asked.start, asked.end, "aggregate", ("visitors",), audience))
-        values["conversion_rate"] = _percent(values["visitors"], everyone.totals["visitors"]["value"])
+        values["conversion_rate"] = goal_conversion_rate(
+            r, site, asked.start, asked.end, asked.filters, values["visitors"]
+        )
     return [{"metrics": [values[m] for m in asked.metrics], "dimensions": []}], _marks(result), []
 
 
@@ -450,6 +450,15 @@ def _breakdown(r, site: SiteInfo, asked: _Asked):
         values = {**row, "percentage": _percent(row.get("visitors"), total_visitors)}
         rows.append({"metrics": [values.get(m) for m in asked.metrics], "dimensions": [str(row[key])]})
     return rows, {**_marks(result, result.rows), "total": result.meta.get("total", len(rows))}, []
+
+
+def goal_conversion_rate(r, site: SiteInfo, start: date, end: date, filters: tuple, converted) -> float | None:
+    """Plausible's conversion_rate of totals under an event:goal filter: the goal's visitors
+    (`converted`, counted under all the filters) in percent of the same filters' audience
+    without the goal (v1's aggregate answers it the same way)."""
+    audience = tuple(f for f in filters if f.prop != "goal")
+    everyone = queries.run(r, queries.Query(site, start, end, "aggregate", ("visitors",), audience))
+    return _percent(converted, everyone.totals["visitors"]["value"])
 
 
 def _percent(part, whole) -> float | None:
