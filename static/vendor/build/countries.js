@@ -1,4 +1,4 @@
-// Prints dashboard/countries.py: each ISO 3166-1 country's alpha-2 code (what Tally stores),
+// Prints analytics/countries.py (read by the dashboard and the importers): each ISO 3166-1 country's alpha-2 code (what Tally stores),
 // its alpha-3 code (what the map's topojson names countries by) and a short English name.
 // From Plotly's country-iso-search (MIT), the table plotly.js itself resolves names with;
 // its names are the UN's formal ones, so the long ones are shortened as people say them.
