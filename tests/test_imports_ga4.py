@@ -3,6 +3,7 @@ force counts over the same events; the same file twice changes nothing; bad rows
 reported by line and the good ones still count; a file that is no export is refused."""
 
 import io
+from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 import orjson
@@ -14,6 +15,7 @@ from analytics.imports import ga4, replay
 from analytics.models import ImportedLog
 from analytics.queries.goals import revenue
 from analytics.sites import SiteInfo
+from analytics.store import keys
 from tests import imports_data
 from tests.imports_data import brute_force, expected, ga4_export, gz, make_events, numbers
 
@@ -130,3 +132,22 @@ def test_names_become_tallys():
         "iOS 17.4",
         "Tablet",
     )
+
+
+def test_a_year_old_export_counts_as_brute_force_once_its_keys_are_gone(make_site, r, tmp_path, no_grace):
+    """History older than every expiry (keep_page_days, keep_segment_days, keep_daily_days):
+    once the import's rollup is done the raw keys go (no grace here), and the numbers come
+    from the stored rows: the same as brute force, none of them a 0 from a gone key."""
+    site = make_site()[0]
+    info = SiteInfo.from_model(site)
+    today = info.today() - timedelta(days=site.keep_daily_days + 300)
+    events = make_events(info.tz, today)
+    truth = brute_force(events, info.tz)
+    path = tmp_path / "events.json.gz"
+    path.write_bytes(gz(ga4_export(events)))
+    import_("ga4", site.domain, str(path))
+    days = imports_data.days_of(truth)
+    assert not r.exists(keys.active(site.id, days[0]))  # (its raw keys are gone)
+    found, wanted = numbers(r, info, truth), expected(truth)
+    for name in ("pageviews", "dau", "new_visitors", "visits", "pages", "source", "country", "browser", "device"):
+        assert found[name] == wanted[name], name
