@@ -261,6 +261,12 @@ class DailyMetrics(models.Model):
     page_merge_token = models.CharField(
         max_length=32, blank=True, default="", help_text="the last page merge added (rollups.expiry)"
     )
+    # A day whose rows came from another product's daily totals (Plausible's CSV export,
+    # analytics.imports.plausible), not from events: sealed from the start, its visitors
+    # over several days a sum (the totals cannot tell one person on two days).
+    imported = models.ForeignKey(
+        "ImportedLog", null=True, blank=True, on_delete=models.CASCADE, related_name="days", editable=False
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["site", "date"], name="daily_metrics_site_date")]
@@ -544,10 +550,11 @@ class EventDaily(models.Model):
 
 
 class ImportedLog(models.Model):
-    """A file already imported into a site (an access log, a GA4 or Umami export), by
-    content hash: importing it again would count its visits twice, so `manage.py import`
-    (and `import_log`) refuses. Written once the whole file is counted: a run that
-    crashed before leaves none, and running it again resumes (analytics.imports.replay)."""
+    """A file already imported into a site (an access log, a GA4 or Umami export, a
+    Plausible CSV export), by content hash: importing it again would count its visits
+    twice, so `manage.py import` (and `import_log`) refuses. Written once the whole file
+    is counted: a run that crashed before leaves none, and running it again resumes
+    (analytics.imports.replay). A Plausible export's days point at it (DailyMetrics.imported)."""
 
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="imported_logs")
     sha256 = models.CharField(max_length=64)
@@ -555,6 +562,8 @@ class ImportedLog(models.Model):
     name = models.CharField(max_length=500)
     lines = models.PositiveBigIntegerField(default=0)
     imported = models.PositiveBigIntegerField(default=0)
+    first_day = models.DateField(null=True, blank=True)  # the local days it counted (None: none, or not recorded)
+    last_day = models.DateField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

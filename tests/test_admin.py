@@ -8,6 +8,8 @@ from django.test import Client
 
 from analytics.models import ApiKey, Site, hash_api_key
 
+pytestmark = pytest.mark.one_leg  # (pages, documents and settings over the runner, which every leg tests on its server)
+
 ADD_URL = "/admin/analytics/site/add/"
 KEY = re.compile(r"tly_[A-Za-z0-9_-]{43}")
 NASTY = "<img src=x onerror=alert(1)>.example"  # a domain the validator would refuse, saved straight to the database

@@ -2,7 +2,11 @@
 
 import ipaddress
 
+import pytest
+
 from config.checks import dangerous_combinations
+
+pytestmark = pytest.mark.one_leg  # (pages, documents and settings over the runner, which every leg tests on its server)
 
 
 def ids(settings):

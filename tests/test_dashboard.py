@@ -15,6 +15,8 @@ from analytics.ingest.visit import visit_attrs
 from analytics.sites import SiteInfo
 from dashboard import periods
 
+pytestmark = pytest.mark.one_leg  # (pages, documents and settings over the runner, which every leg tests on its server)
+
 XSS = "/<script>alert(1)</script>"
 
 

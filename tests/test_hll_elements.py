@@ -199,8 +199,9 @@ def test_bitmap_only_values_are_folded_before_their_bitmaps_expire(site, r, no_g
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    os.environ.get("TALLY_TEST_CLUSTER", "") not in ("", "0"),
-    reason="bytes a key: the default leg measures them on the same Valkey 9.1 (a cluster adds none); a minute a leg",
+    os.environ.get("TALLY_TEST_CLUSTER", "") not in ("", "0") or os.environ.get("TALLY_REDIS_SERVER") == "redis6",
+    reason="bytes a key, a minute a leg: measured on Valkey 9.1 (the default; a cluster adds none) and Redis 8.2, "
+    "the newest; Redis 6.2, the oldest supported, is not held to the budget",
 )
 def test_a_day_of_300000_new_visitors_with_every_dimension_grows_redis_by_at_most_32_bytes_each(site, r):
     """Issue 13's budget (32 bytes) with everything a day writes: ids, first days, day bitmaps, site,

@@ -8,6 +8,8 @@ import pytest
 from analytics.store import keys
 from analytics.store.limits import Bucket, Limited, Rate, throttle
 
+pytestmark = pytest.mark.one_leg  # (pages, documents and settings over the runner, which every leg tests on its server)
+
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/124.0 Safari/537.36"
 
 

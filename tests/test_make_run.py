@@ -22,7 +22,10 @@ from tests.hll import hll_tolerance
 from tests.redis_server import free_port
 
 BASE = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.one_leg,
+]  # (make run starts its own embedded Valkey 9.1 whichever server a leg sets)
 
 
 def start(var_dir: Path, port: int):
@@ -107,10 +110,6 @@ def call(url, data=None, key=None, content_type="application/json"):
         return response.status, response.read()
 
 
-@pytest.mark.skipif(
-    os.environ.get("TALLY_TEST_CLUSTER", "") not in ("", "0"),
-    reason="make run starts its own embedded Valkey 9.1 whatever the cluster leg sets: the default leg runs this",
-)
 def test_make_run_serves_ingest_and_stats_and_stops_cleanly(tmp_path):
     port = free_port()
     process, banner = start(tmp_path, port)

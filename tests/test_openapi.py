@@ -9,6 +9,8 @@ from openapi_spec_validator import validate
 from analytics.models import Funnel, Site
 from tests.test_api_filters import get, world  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.one_leg  # (pages, documents and settings over the runner, which every leg tests on its server)
+
 
 def test_it_is_a_valid_openapi_document(client):
     response = client.get("/api/v1/openapi.json")

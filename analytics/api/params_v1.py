@@ -98,4 +98,9 @@ V1_INTERVAL = V1IntervalParam("interval", "date or month.", {"type": "string", "
 V1_FILTERS = V1FiltersParam("filters", "Plausible v1 filters.", {"type": "string"})
 V1_METRICS = NamesParam("metrics", "Plausible's metric names, comma-separated (default visitors).")
 V1_LIMIT = IntParam("limit", "Rows per page.", 100, 1, MAX_LIMIT)
+V1_WITH_IMPORTED = OptionalChoiceParam(
+    "with_imported",
+    "true: count the days imported from Plausible's CSV export (as Plausible, off by default).",
+    ("true", "false"),
+)
 V1_COMPARE = OptionalChoiceParam("compare", "Add each metric's change.", ("previous_period",))

@@ -10,18 +10,19 @@ Tally's own views use: the same question gets the same numbers. Whether any numb
 estimate is said by the header `Tally-Estimate: true` (absent: every number is exact),
 which leaves the body Plausible's. What Tally cannot answer (a wildcard other than
 `**text**`, a metric a kind of row does not have, a comparison outside aggregate) is a 400
-naming it. The parameters are declared in params_v1.py.
+naming it. Days imported from Plausible's CSV export count with `with_imported=true`
+only, as on Plausible. The parameters are declared in params_v1.py.
 """
 
 import functools
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from .. import dimensions, queries
 from ..store.connection import get_redis
 from . import params, params_v1
 from .http import ApiError, json_errors, json_response, methods
 from .params import PROPS
-from .plausible_v2 import goal_conversion_rate
+from .plausible_v2 import goal_conversion_rate, time_labels
 from .stats import BREAKDOWN_METRICS
 
 VISIT_ROW = ("visitors", "visits", "pageviews", "views_per_visit", "bounce_rate", "visit_duration")
@@ -59,6 +60,19 @@ def _metrics(request, available: tuple[str, ...], where: str) -> list[str]:
     return wanted
 
 
+def _counted(request, site, start: date, end: date) -> tuple[date, date] | None:
+    """The days counted: the range, less its imported days (at its ends) unless
+    `with_imported=true`; None when that leaves none."""
+    if params_v1.V1_WITH_IMPORTED.read(request) == "true":
+        return start, end
+    return queries.without_imports(site.id, start, end)[0]
+
+
+def _nothing(metric: str):
+    """A metric's value over no days."""
+    return 0 if metric in ("visitors", "visits", "pageviews", "events") else None
+
+
 def _no_compare(request, endpoint: str):
     if params_v1.V1_COMPARE.read(request):
         raise ApiError(400, f"compare: not available on {endpoint} (Plausible's v1 compares in aggregate only)")
@@ -80,6 +94,10 @@ def aggregate(request):
     own = [m for m in metrics if m in VISIT_ROW]
     if "conversion_rate" in metrics and "visitors" not in own:
         own.append("visitors")
+    counted = _counted(request, site, start, end)
+    if counted is None:
+        return _answer({m: {"value": _nothing(m), **({"change": None} if compare else {})} for m in metrics}, False)
+    start, end = counted
     r = get_redis()
     result = queries.run(r, queries.Query(site, start, end, "aggregate", tuple(own), filters, compare))
     totals = {
@@ -101,11 +119,21 @@ def timeseries(request):
     filters = params_v1.V1_FILTERS.read(request)
     _no_compare(request, "timeseries")
     metrics = _metrics(request, VISIT_ROW, "per date or month")
-    result = queries.run(
-        get_redis(), queries.Query(site, start, end, "timeseries", tuple(metrics), filters, interval=interval)
-    )
-    rows = [{"date": row["date"], **{m: row.get(m) for m in metrics}} for row in result.rows]
-    return _answer(rows, result.estimate or any(row.get("estimate") for row in result.rows))
+    counted = _counted(request, site, start, end)
+    found: dict[str, dict] = {}
+    estimate = False
+    if counted is not None:
+        result = queries.run(
+            get_redis(), queries.Query(site, *counted, "timeseries", tuple(metrics), filters, interval=interval)
+        )
+        found = {row["date"]: row for row in result.rows}
+        estimate = result.estimate or any(row.get("estimate") for row in result.rows)
+    empty = {m: _nothing(m) for m in metrics}  # (the dates imported days held, left out)
+    rows = [
+        {"date": label, **{m: found.get(label, empty).get(m) for m in metrics}}
+        for label in time_labels(interval, start, end)
+    ]
+    return _answer(rows, estimate)
 
 
 def _row_metrics(prop: str, filters: tuple) -> tuple[str, ...]:
@@ -132,6 +160,10 @@ def breakdown(request):
     filters = params_v1.V1_FILTERS.read(request)
     _no_compare(request, "breakdown")
     metrics = _metrics(request, _row_metrics(prop, filters), f"with property={prop}")
+    counted = _counted(request, site, start, end)
+    if counted is None:
+        return _answer([], False)
+    start, end = counted
     r = get_redis()
     query = queries.Query(site, start, end, "breakdown", filters=filters, dimension=prop, limit=limit, page=page)
     result = queries.run(r, query)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .. import dimensions, queries
 from ..capture import inbox
 from ..models import DailyMetrics, Site
-from ..periods import EARLIEST_DAY, month_start, out_of_bounds
+from ..periods import EARLIEST_DAY, days_between, month_start, out_of_bounds, period_start
 from ..queries import segments
 from ..sites import SiteInfo
 from ..store.connection import get_redis
@@ -53,7 +53,14 @@ class QueryInclude(BaseModel):
     time_labels: bool = Field(
         default=False, description="With a time dimension: add `meta.time_labels`, every period of the range."
     )
-    imports: bool = Field(default=False, description="Accepted and ignored: imported data is always counted.")
+    imports: bool = Field(
+        default=False,
+        description=(
+            "Count the days imported from Plausible's CSV export (daily totals: their visitors over several "
+            "days are summed). Off, they are left out (cut at the range's ends); `meta.imports_included` says "
+            "whether any were counted."
+        ),
+    )
 
 
 class QueryBody(BaseModel):
@@ -130,6 +137,9 @@ class _Asked:
         self.metrics: list[str] = []
         self.order_by: list[tuple[str, str]] = []
         self.rows = MAX_ROWS  # breakdown: the rows to ask the runner for (all of them, unless its order is wanted)
+        self.shown = (start, end)  # the range asked for; start..end is what is counted (imported days cut off)
+        self.empty = False  # every day of the range is imported, and imports are not asked for
+        self.imports_inside = False  # imported days inside the range, which cannot be cut off
 
 
 def _parse(site: SiteInfo, body: QueryBody) -> _Asked:
@@ -144,6 +154,12 @@ def _parse(site: SiteInfo, body: QueryBody) -> _Asked:
         raise ApiError(400, "filters: not available with time:hour (filters count visitors by day)")
     if body.include.time_labels and kind != "timeseries":
         raise ApiError(400, "Invalid include.time_labels: requires a time dimension.")
+    if not body.include.imports:
+        kept, asked.imports_inside = queries.without_imports(site.id, start, end)
+        if kept is None:
+            asked.empty = True
+        else:
+            asked.start, asked.end = kept
     return asked
 
 
@@ -354,7 +370,15 @@ def _order_by(body: QueryBody, asked: _Asked) -> list[tuple[str, str]]:
 def _answer(site: SiteInfo, body: QueryBody, asked: _Asked) -> dict:
     r = get_redis()
     run = {"aggregate": _aggregate, "timeseries": _timeseries, "breakdown": _breakdown}[asked.kind]
-    rows, meta, labels = run(r, site, asked)
+    rows, meta, labels = _nothing(asked) if asked.empty else run(r, site, asked)
+    if asked.kind == "timeseries" and (asked.empty or (asked.start, asked.end) != asked.shown):
+        labels = time_labels(asked.interval, *asked.shown)
+    if body.include.imports:
+        meta["imports_included"] = bool(queries.imported_days(site.id, *asked.shown))
+    elif asked.imports_inside:
+        meta["imports_warning"] = (
+            "Imported days between days Tally counted could not be left out of this range: they are counted."
+        )
     rows = _ordered(rows, body, asked)
     total = len(rows)
     offset, limit = body.pagination.offset, body.pagination.limit
@@ -368,7 +392,7 @@ def _answer(site: SiteInfo, body: QueryBody, asked: _Asked) -> dict:
         "query": {
             "site_id": site.domain,
             "metrics": asked.metrics,
-            "date_range": [_at(site, asked.start, time(0, 0, 0)), _at(site, asked.end, time(23, 59, 59))],
+            "date_range": [_at(site, asked.shown[0], time(0, 0, 0)), _at(site, asked.shown[1], time(23, 59, 59))],
             "filters": body.filters,
             "dimensions": body.dimensions,
             "order_by": [list(entry) for entry in asked.order_by],
@@ -419,6 +443,24 @@ def _timeseries(r, site: SiteInfo, asked: _Asked):
         if any(row.get(m) for m in asked.metrics)
     ]
     return rows, _marks(result, result.rows), labels
+
+
+def _nothing(asked: _Asked):
+    """The answer over no days: every day of the range is imported, and imports were not asked for."""
+    if asked.kind != "aggregate":
+        return [], {"estimate": False, "estimates": {}, "total": 0}, []
+    values = [0 if m in ("visitors", "visits", "pageviews", "events") else None for m in asked.metrics]
+    return [{"metrics": values, "dimensions": []}], {"estimate": False, "estimates": {}}, []
+
+
+def time_labels(interval: str, start: date, end: date) -> list[str]:
+    """Every period of start..end as a time dimension names it (the runner's row dates)."""
+    days = days_between(start, end)
+    if interval == "hour":
+        return [f"{day.isoformat()} {hour:02d}:00:00" for day in days for hour in range(24)]
+    if interval == "day":
+        return [day.isoformat() for day in days]
+    return sorted({period_start(interval, day).isoformat() for day in days})
 
 
 def _time_label(value: str) -> str:

@@ -34,6 +34,8 @@ BROWSERS = {
     "firefox": "Firefox",
     "fxios": "Firefox iOS",
     "edge": "Edge",
+    "microsoft edge": "Edge",
+    "samsung browser": "Samsung Internet",
     "edge-chromium": "Edge",
     "edge-ios": "Edge Mobile",
     "samsung": "Samsung Internet",
@@ -64,8 +66,10 @@ MOBILE_BROWSERS = {
     ("Edge", "iOS"): "Edge Mobile",
     ("Opera", "Android"): "Opera Mobile",
 }
-# OS names (GA4's; Umami's, which carry Windows' version) -> (uap-core's family, version)
+# OS names (GA4's; Umami's, which carry Windows' version; Plausible's) -> (uap-core's family, version)
 SYSTEMS = {
+    "mac": ("macOS", None),
+    "gnu/linux": ("Linux", None),
     "macintosh": ("macOS", None),
     "mac os": ("macOS", None),
     "mac os x": ("macOS", None),

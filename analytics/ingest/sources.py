@@ -104,6 +104,18 @@ def acquisition(page_url: str, referrer: str | None, site_host: str) -> Acquisit
     return _answer(host, name, kind, *tags)
 
 
+def channel_of(source: str, utm_source: str | None = None, utm_medium: str | None = None) -> str:
+    """The channel of a visit another product recorded by its source's name ("Google",
+    "Direct / None") and tags, as a live visit from that source would get it (Plausible's
+    CSV export has sources, not referrers: analytics.imports.plausible)."""
+    direct = source == DIRECT or not source
+    kind = None if direct else _named(source)[0]
+    host = None if direct else source
+    return _answer(
+        host, None if direct else source, kind, utm_source or None, utm_medium or None, None, None, None
+    ).channel
+
+
 @lru_cache(maxsize=20_000)
 def _answer(
     host: str | None,

@@ -60,12 +60,15 @@ from .places import (
 from .realtime import REALTIME_MINUTES, realtime_keys, realtime_visitors
 from .retention import retention
 from .runner import Memo, Query, Result, run
+from .stored import imported_days, without_imports
 
 __all__ = [
     "Memo",
     "Query",
     "Result",
     "run",
+    "imported_days",
+    "without_imports",
     "funnel",
     "filtered",
     "segments",

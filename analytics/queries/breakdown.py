@@ -27,6 +27,7 @@ from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
 from .exact import exact_visitors
+from .stored import imported_days
 
 METRICS = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
 MAX_UNION_VALUES = 2000  # values whose visitors are counted as a union (the most visitor-days first)
@@ -67,7 +68,8 @@ def breakdown(
         key=lambda v: (-sums[v]["visitors"], -sums[v]["visits"], v),
     )
     counted = ranked[:MAX_UNION_VALUES]
-    days = days_between(start, end)
+    imported = imported_days(site.id, start, end)  # (their visitors are in the sums' "imported", added below)
+    days = [day for day in days_between(start, end) if day not in imported]
     field = {value: dimensions.field(dimension, value) for value in counted}
     # Values whose bitmap stands in for their HLL on some days (counts/fold.py) are
     # counted from their bitmaps where they have one every day, else those days are folded.
@@ -77,14 +79,14 @@ def breakdown(
     fold.ensure_hlls(r, site.id, [(day, field[v]) for v in partly if field[v] not in exact for day in days])
     pipe = r.pipeline(transaction=False)
     for value in counted:
-        if field[value] not in exact:
+        if field[value] not in exact and days:
             pipe.pfcount(*(keys.dimension_visitors(site.id, day, field[value]) for day in days))
-    unions = iter(pipe.execute())
+    unions = iter(pipe.execute() if days else [0] * len(counted))
     rows = []
     for value in counted:
         s = sums[value]
-        union = exact[field[value]] if field[value] in exact else next(unions)
-        visitors = min(max(union, s["peak"]), max(s["pageviews"], s["visits"]))
+        union = exact[field[value]] if field[value] in exact else next(unions)  # (over the days not imported)
+        visitors = min(max(union, s["peak"]) + s["imported"], max(s["pageviews"], s["visits"], s["imported"]))
         rows.append({dimension: value, "visitors": visitors, **_rates(s), "pageviews": s["pageviews"]})
     order = lambda row: (-row["visitors"], -row["visits"], row[dimension])  # noqa: E731
     rows.sort(key=order)
@@ -96,7 +98,8 @@ def breakdown(
         exact_visitors(r, site, days, [field[row[dimension]] for row in shown if field[row[dimension]] not in exact])
     )
     for row in shown:
-        row["visitors"] = exact.get(field[row[dimension]], row["visitors"])
+        if field[row[dimension]] in exact:
+            row["visitors"] = exact[field[row[dimension]]] + sums[row[dimension]]["imported"]
     return sorted(shown, key=order), len(ranked)
 
 
@@ -105,20 +108,30 @@ def _sums(
 ) -> dict[str, dict[str, int]]:
     """value -> its counts summed over the range ("visitors": the sum of daily visitors,
     an upper bound of the union used for ranking; "peak": its largest day's, a lower
-    bound); exit_page's visits are its exits."""
+    bound; "imported": its visitors on imported days, summed, not in the union or the
+    peak); exit_page's visits are its exits."""
     final = set(
         DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list(
             "date", flat=True
         )
     )
+    imported = imported_days(site.id, start, end)
     sums: dict[str, dict[str, int]] = {}
-    if final:
-        query = DimensionDaily.objects.filter(site_id=site.id, dimension=dimension, date__in=final)
+    for days, added in ((final - imported, False), (final & imported, True)):
+        if not days:
+            continue
+        query = DimensionDaily.objects.filter(site_id=site.id, dimension=dimension, date__in=days)
         if search:
             query = query.filter(Q(value__icontains=search))
         found = query.values("value").annotate(peak=Max("visitors")).annotate(**{c: Sum(c) for c in COUNTS})
         for stored in cast(Iterable[Mapping[str, Any]], found):  # (the plugin's rows lack annotate(**...)'s sums)
-            sums[stored["value"]] = {c: stored[c] or 0 for c in (*COUNTS, "peak")}
+            row = sums.setdefault(stored["value"], dict.fromkeys((*COUNTS, "peak", "imported"), 0))
+            for c in COUNTS:
+                row[c] += stored[c] or 0
+            if added:  # (imported days' visitors are summed: queries/stored.imported_days())
+                row["imported"] += stored["visitors"] or 0
+            else:
+                row["peak"] = max(row["peak"], stored["peak"] or 0)
     prefix = dimension + dimensions.SEP
     needle = search.lower()
     live = [day for day in days_between(start, end) if day not in final]
@@ -129,7 +142,7 @@ def _sums(
             value = name[len(prefix) :]
             if needle and needle not in value.lower():
                 continue
-            row = sums.setdefault(value, dict.fromkeys((*COUNTS, "peak"), 0))
+            row = sums.setdefault(value, dict.fromkeys((*COUNTS, "peak", "imported"), 0))
             row["visitors"] += n["visitors"]
             row["peak"] = max(row["peak"], n["visitors"])
             row["pageviews"] += n["pageviews"]

@@ -9,6 +9,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 import redis
+from django.db.models import Q
 
 from .. import dimensions
 from ..counts.days import day_metrics
@@ -18,7 +19,7 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
 from .breakdown import field_days, rates_over, visit_totals
-from .stored import visitors_over
+from .stored import imported_days, visitors_over
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "wau", "mau", "stickiness")
 UNION_STORED = (
@@ -28,6 +29,10 @@ UNION_STORED = (
 UNION_SKETCHED = (
     "an estimate: some days' raw keys have expired, so the visitors over the range are a HyperLogLog union "
     "of the days' sketches the rollup stored (±0.81%)"
+)
+UNION_IMPORTED = (
+    "a sum: some days are imported daily totals (Plausible's export), whose visitors cannot be told apart "
+    "from one day to the next, so their days' visitors are added up, as Plausible does"
 )
 UNION_DAILY_SALT = "an estimate: daily-salt visitors over several days are a HyperLogLog union (±0.81%)"
 DEFAULT_METRICS = ("visitors", "pageviews", "dau", "new_visitors")
@@ -51,8 +56,8 @@ def daily_values(r: redis.Redis, site: SiteInfo, start: date, end: date, windows
             "wau": row.wau,
             "mau": row.mau,
         }
-        for row in DailyMetrics.objects.filter(
-            site_id=site.id, final=True, date__range=(start, end), date__lt=live_from
+        for row in DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).filter(
+            Q(date__lt=live_from) | Q(imported__isnull=False)  # (imported days have no keys to count live)
         )
     }
     missing = [day for day in days if day not in values]
@@ -87,9 +92,11 @@ def timeseries(
     groups: dict[date, list[date]] = {}
     for day in days:
         groups.setdefault(period_start(interval, day), []).append(day)
+    imported = imported_days(site.id, start, end)  # (a period's stored union has none of their visitors)
     stored = {
         row.start: row.visitors
         for row in PeriodVisitors.objects.filter(site_id=site.id, unit=interval, final=True, start__in=list(groups))
+        if not imported.intersection(groups[row.start])
     }
     with scratch(r, site.id) as tmp:
         live, _ = visitors_over(r, site, groups, tmp)
@@ -135,7 +142,7 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
         unions, expired = visitors_over(r, site, {"period": days}, tmp)
     visitors = unions["period"]
     if expired:
-        estimates = {"visitors": UNION_SKETCHED if expired == "sketches" else UNION_STORED}
+        estimates = {"visitors": {"sketches": UNION_SKETCHED, "imported": UNION_IMPORTED}.get(expired, UNION_STORED)}
     elif site.daily_salt and len(days) > 1:
         estimates = {"visitors": UNION_DAILY_SALT}
     else:

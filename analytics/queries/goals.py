@@ -24,6 +24,7 @@ from ..store import keys
 from ..store.scratch import scratch
 from .exact import exact_visitors
 from .pages import page_cover, page_unions
+from .stored import imported_days
 
 UNION_CHUNK = 500  # keys per PFMERGE when a page pattern matches many page-days
 
@@ -33,13 +34,17 @@ def goals(r: redis.Redis, site: SiteInfo, start: date, end: date, visitors: int,
     "events", "conversion_rate", "revenue": {currency: amount}} (revenue only when sent).
     With `search`, only the goals whose name contains it (case-insensitive): the others'
     conversions are not counted at all."""
-    days = days_between(start, end)
+    imported = imported_days(site.id, start, end)  # (their converters are summed, after the union of the rest)
+    days = [day for day in days_between(start, end) if day not in imported]
     rows = []
     for goal in matching_goals(site, search):
         if goal.event_name:
-            converters, events = _event_goal(r, site, days, goal.event_name)
+            converters, events = _event_goal(r, site, days, goal.event_name) if days else (0, 0)
         else:
-            converters, events = _page_goal(r, site, days, goal.page_pattern)
+            converters, events = _page_goal(r, site, days, goal.page_pattern) if days else (0, 0)
+        if imported:
+            people, count = _imported_goal(site, imported, goal)
+            converters, events = converters + people, events + count
         row: dict[str, Any] = {
             "goal": goal.name,
             "visitors": converters,
@@ -80,6 +85,23 @@ def _event_goal(r: redis.Redis, site: SiteInfo, days: list[date], name: str) -> 
     return min(max(union, stored["most"] or 0), events), events
 
 
+def _imported_goal(site: SiteInfo, days: set[date], goal: Goal) -> tuple[int, int]:
+    """(converters, events or pageviews) of a goal over imported days: their rows summed."""
+    if goal.event_name:
+        found = EventDaily.objects.filter(site_id=site.id, name=goal.event_name, property="", date__in=days).aggregate(
+            people=Sum("visitors"), count=Sum("events")
+        )
+        return found["people"] or 0, found["count"] or 0
+    match = page_pattern_regex(goal.page_pattern).fullmatch
+    people = count = 0
+    for path, visitors, views in PageDaily.objects.filter(site_id=site.id, date__in=days).values_list(
+        "path", "visitors", "pageviews"
+    ):
+        if path != OTHER and match(path):
+            people, count = people + visitors, count + views
+    return people, count
+
+
 def _final(site: SiteInfo, days: list[date]) -> set[date]:
     """The days of the range whose rows the rollups stored for good (their counts come from
     the rows: the raw keys expire; a union leaves out the days whose HLLs are gone, and is
@@ -90,7 +112,7 @@ def _final(site: SiteInfo, days: list[date]) -> set[date]:
         DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(days[0], days[-1])).values_list(
             "date", flat=True
         )
-    )
+    ).intersection(days)  # (the days asked for: a goal's imported days are counted apart)
 
 
 def _page_goal(r: redis.Redis, site: SiteInfo, days: list[date], pattern: str) -> tuple[int, int]:

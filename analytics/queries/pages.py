@@ -17,7 +17,7 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
 from .exact import exact_visitors
-from .stored import visitors_over
+from .stored import imported_days, visitors_over
 
 # Pages ranked by visitors: at most this many candidates get their visitors counted (a
 # multi-key PFCOUNT each); see top_pages().
@@ -57,16 +57,25 @@ def ranked_pages(
     pageviews: dict[str, int] = {}
     visitor_days: dict[str, int] = {}
     peak: dict[str, int] = {}  # (its largest day's visitors: no union is below it, whatever keys expired)
-    if final:
+    imported = imported_days(site.id, start, end)
+    added: dict[str, int] = defaultdict(int)  # (visitors on imported days: summed, outside any union)
+    for stored_days, of_import in ((final - imported, False), (final & imported, True)):
+        if not stored_days:
+            continue
         totals = (
-            PageDaily.objects.filter(site_id=site.id, date__in=final)
+            PageDaily.objects.filter(site_id=site.id, date__in=stored_days)
             .values("path")
             .annotate(views=Sum("pageviews"), people=Sum("visitors"), most=Max("visitors"))
         )
         for row in totals:
-            pageviews[row["path"]] = row["views"]
-            visitor_days[row["path"]] = row["people"]
-            peak[row["path"]] = row["most"]
+            path = row["path"]
+            pageviews[path] = pageviews.get(path, 0) + row["views"]
+            visitor_days[path] = visitor_days.get(path, 0) + row["people"]
+            if of_import:
+                added[path] += row["people"]
+                peak.setdefault(path, 0)
+            else:
+                peak[path] = max(peak.get(path, 0), row["most"])
     live = page_days(r, site.id, [day for day in days if day not in final])
     for day_pages in live.values():
         for path, (people, views) in day_pages.items():
@@ -92,7 +101,8 @@ def ranked_pages(
             counted = page_unions(r, site, start, end, cover, batch, counted)
         # an estimate is never shown above the exact pageviews beside it, nor above the sum of the days' visitors
         visitors.update(
-            (path, max(peak[path], min(counted[path], pageviews[path], visitor_days[path]))) for path in batch
+            (path, max(peak[path], min(counted[path], pageviews[path], visitor_days[path] - added[path])) + added[path])
+            for path in batch
         )
         best = sorted(visitors.values(), reverse=True)[:limit]
         if wanted >= len(ranked) or wanted >= budget:
@@ -111,15 +121,16 @@ def ranked_pages(
     fields = {dimensions.field("page", p["page"]): p for p in shown}
     present: dict[str, set[date]] = {f: set() for f in fields}
     for path, day in PageDaily.objects.filter(
-        site_id=site.id, date__in=final, path__in=[p["page"] for p in shown]
+        site_id=site.id, date__in=final - imported, path__in=[p["page"] for p in shown]
     ).values_list("path", "date"):
         present[dimensions.field("page", path)].add(day)
     for day, paths in live.items():
         for f, p in fields.items():
             if p["page"] in paths:
                 present[f].add(day)
-    for f, n in exact_visitors(r, site, days, list(fields), present).items():
-        fields[f]["visitors"] = n
+    native = [day for day in days if day not in imported]
+    for f, n in exact_visitors(r, site, native, list(fields), present).items():
+        fields[f]["visitors"] = n + added[fields[f]["page"]]
     return sorted(shown, key=order)[:limit], len(ranked)
 
 

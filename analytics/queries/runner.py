@@ -38,6 +38,7 @@ from .goals import goals, properties
 from .hours import hourly
 from .pages import ranked_pages
 from .retention import retention
+from .stored import imported_days
 
 KINDS = ("aggregate", "timeseries", "breakdown", "retention")
 PROPS = "event:props:"  # a custom property's dimension: event:props:NAME (Plausible's name)
@@ -90,6 +91,9 @@ def run(r: redis.Redis, query: Query, memo: Memo | None = None) -> Result:
     if query.filters:
         result.meta["filters"] = ";".join(str(f) for f in query.filters)
     result.meta.setdefault("estimate", False)
+    if imported := imported_days(query.site.id, query.start, query.end):
+        # (days whose numbers are another product's daily totals: readers say so, and what it means)
+        result.meta["imported"] = {"days": len(imported), "first": min(imported), "last": max(imported)}
     return result
 
 

@@ -43,6 +43,7 @@ class DayTotals:
     sealed: bool = False
     pages_sealed: bool = False
     segments_sealed: bool = False  # (its filter bitmaps expired: any there now hold late events alone)
+    imported: bool = False  # (its rows are another product's daily totals: analytics.imports.plausible)
 
 
 def day_totals(site: SiteInfo, days: list[date]) -> dict[date, DayTotals]:
@@ -60,8 +61,20 @@ def day_totals(site: SiteInfo, days: list[date]) -> dict[date, DayTotals]:
             sealed,
             pages_sealed,
             row.segments_sealed(policy, now),
+            row.imported_id is not None,
         )
     return result
+
+
+def imported_days(site_id: int, start: date, end: date) -> set[date]:
+    """The days of start..end whose rows are another product's daily totals (a Plausible
+    CSV import, DailyMetrics.imported): a visitor there cannot be told from one on another
+    day, so their visitors add to a range's, not into a union."""
+    return set(
+        DailyMetrics.objects.filter(site_id=site_id, date__range=(start, end), imported__isnull=False).values_list(
+            "date", flat=True
+        )
+    )
 
 
 def value_rows(
@@ -90,6 +103,22 @@ def value_rows(
     return found
 
 
+def without_imports(site_id: int, start: date, end: date) -> tuple[tuple[date, date] | None, bool]:
+    """The range with its imported days left out, as Plausible's `include.imports=false`
+    asks: imported history sits before (or, rarely, after) the days Tally counted, so
+    they are cut at the range's ends: ((start, end), False), or (None, False) when every
+    day is imported. Imported days left inside (history imported between days Tally
+    counted) cannot be cut out of a range: (range, True), and they stay counted."""
+    days = imported_days(site_id, start, end)
+    while start <= end and start in days:
+        start += timedelta(days=1)
+    while end >= start and end in days:
+        end -= timedelta(days=1)
+    if start > end:
+        return None, False
+    return (start, end), any(start < day < end for day in days)
+
+
 def segment_size(dau: int, terms: list[tuple[bool, int]]) -> int:
     """A day's filtered visitors from each filter's own: `terms` (negate, visitors of the
     values it names). One filter is its number (the day's visitors less it for `!=`);
@@ -108,13 +137,21 @@ def gone_days(site: SiteInfo, days: list[date], totals: dict[date, DayTotals] | 
 
 def visitors_over(r: redis.Redis, site: SiteInfo, ranges: dict, tmp: Scratch) -> tuple[dict, str]:
     """range_visitors() that reads no expired day as nobody: ({name: visitors}, why any is
-    an estimate: "" (none), "sketches" or "rows"). A range holding days whose bitmaps
-    expired is a PFCOUNT of its days' HLLs, the expired days' from their stored sketches
-    (±0.81%); where a sketch is missing (a day rolled up before they were kept), its days'
-    visitors summed times repeat_ratio(), never below the union of its days still in Redis
-    nor its largest day, never above the sum."""
+    an estimate: "" (none), "sketches", "rows" or "imported"). A range holding days whose
+    bitmaps expired is a PFCOUNT of its days' HLLs, the expired days' from their stored
+    sketches (±0.81%); where a sketch is missing (a day rolled up before they were kept),
+    its days' visitors summed times repeat_ratio(), never below the union of its days
+    still in Redis nor its largest day, never above the sum. Imported days' visitors are
+    added to the rest's (imported_days())."""
     every = sorted({day for days in ranges.values() for day in days})
     totals = day_totals(site, every)
+    imported = {day for day in every if day in totals and totals[day].imported}
+    if imported:
+        rest = {name: [day for day in days if day not in imported] for name, days in ranges.items()}
+        result, _ = visitors_over(r, site, rest, tmp)
+        for name, days in ranges.items():
+            result[name] += sum(totals[day].dau for day in days if day in imported)
+        return result, "imported" if any(len(days) > 1 for days in ranges.values()) else ""
     gone = gone_days(site, every, totals)
     if not gone:
         return range_visitors(r, site, ranges, tmp), ""

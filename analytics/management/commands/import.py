@@ -1,8 +1,11 @@
-"""python manage.py import {ga4,umami,log} DOMAIN FILE [FILE ...]
+"""python manage.py import {plausible,ga4,umami,log} DOMAIN FILE [FILE ...]
 
-Imports another product's raw events into a site, replayed through the same engine as the
-APIs, so every number is counted as for live events (analytics.imports):
+Imports another product's history into a site (analytics.imports). Raw events are
+replayed through the same engine as the APIs, so every number is counted as for live
+events; Plausible's export, daily totals, becomes the stored rows of the days Tally has
+no numbers for:
 
+    plausible  Plausible's CSV export: its zip (or the imported_*.csv files in it)
     ga4     Google Analytics 4's BigQuery export: events_* rows as newline-delimited JSON
     umami   Umami v2: website_event rows with their session's columns, as CSV
     log     Apache/Nginx combined access logs (as `import_log`)
@@ -16,15 +19,15 @@ skipped and counted; the imported days are rolled up at the end (--no-rollup: no
 
 from pathlib import Path
 
-from analytics.imports import READERS
+from analytics.imports.run import KINDS
 from analytics.imports.command import ImportCommand
 
 
 class Command(ImportCommand):
-    help = "Import a GA4 BigQuery export, an Umami export or access logs (plain or .gz) into a site."
+    help = "Import Plausible's CSV export, a GA4 BigQuery export, an Umami export or access logs into a site."
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=sorted(READERS), help="what the files are")
+        parser.add_argument("kind", choices=KINDS, help="what the files are")
         parser.add_argument("domain", help="the site's domain")
         parser.add_argument("files", nargs="+", type=Path)
         parser.add_argument("--no-rollup", action="store_true", help="leave the rollups to the scheduled jobs")
