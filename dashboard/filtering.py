@@ -77,7 +77,7 @@ def parse(params, period_query: str) -> View:
         return View(period_query, (), f"Filters ignored: {e}", compare=compare)
 
 
-OPS = {"==": "is", "!=": "is not", "~": "contains"}
+OPS = {"==": "is", "!=": "is not", "~": "contains", "!~": "does not contain"}
 
 
 def _chip_label(f: segments.Filter) -> str:

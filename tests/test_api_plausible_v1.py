@@ -91,6 +91,7 @@ def test_v1_filters_are_tallys_filters(world, client):  # noqa: F811
     for plausible, own_text in [
         ("visit:source==Google|newsletter;visit:country!=FR", "source==Google|newsletter;country!=FR"),
         ("event:page==**a**", "page~a"),
+        ("event:page!=**blog**|**pric**", "page!~blog|pric"),
     ]:
         body = v1(client, key, "aggregate", filters=plausible, **custom(days)).json()
         own = get(client, key, "aggregate", metrics="visitors", filters=own_text, **tally(days)).json()
@@ -146,7 +147,7 @@ BAD = [
     ("aggregate", {"filters": "visit:source=Google"}, "filters:"),
     ("aggregate", {"filters": "visit:nope==x"}, "unknown property"),
     ("aggregate", {"filters": "event:page==/blog**"}, "Tally matches no wildcard pattern"),
-    ("aggregate", {"filters": "event:page!=**blog**"}, "Tally matches no wildcard pattern"),
+    ("aggregate", {"filters": "event:page!=/blog**"}, "Tally matches no wildcard pattern"),
     ("timeseries", {"interval": "week"}, "interval: invalid interval 'week'"),
     ("timeseries", {"compare": "previous_period"}, "compare: not available on timeseries"),
     ("breakdown", {}, "property: must be one of"),

@@ -83,6 +83,7 @@ CASES = {
     "source==Google|newsletter": lambda x: x[1] in ("Google", "newsletter"),
     "source!=Google": lambda x: x[1] != "Google",
     "source~o": lambda x: "o" in x[1].lower(),
+    "source!~o": lambda x: "o" not in x[1].lower(),
     "country!=DE|FR": lambda x: x[2] not in ("DE", "FR"),
 }
 

@@ -33,6 +33,7 @@ CASES = [
     "source!=Google",
     "page==/pricing;country==US",
     "page~blog",
+    "page!~blog",
     "source==Google;country!=DE",
 ]
 

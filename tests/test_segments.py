@@ -96,8 +96,8 @@ class Brute:
     def segment(self, day, filters):
         people = set(self.active[day])
         for f in filters:
-            matching = set().union(*(self.by[day, f.prop, value] for value in f.values)) if f.op != "~" else set()
-            if f.op == "~":
+            matching = set().union(*(self.by[day, f.prop, value] for value in f.values)) if not f.contains else set()
+            if f.contains:
                 matching = set().union(
                     *(
                         s
@@ -105,7 +105,7 @@ class Brute:
                         if d == day and p == f.prop and any(n.lower() in value.lower() for n in f.values)
                     )
                 )
-            people = people - matching if f.op == "!=" else people & matching
+            people = people - matching if f.negated else people & matching
         return people
 
 
@@ -134,6 +134,8 @@ FILTER_CASES = [
     "country!=DE|FR;source!=Direct / None",
     "page==/pricing",
     "page~blog;country==US",
+    "page!~blog;source==Google",
+    "source!~o|e",
     "goal==Signup;source!=Hacker News",
     "visit:source==Hacker News;event:page!=/",
 ]

@@ -66,8 +66,9 @@ class V1FiltersParam(Param):
 
 def v1_filters(text: str) -> str:
     """v1 filters in Tally's syntax: `==`, `!=` and `|` are the same; a wildcard value is
-    Tally's only when it is `**text**` under `==` (contains: `~text`); any other wildcard
-    is a ValueError naming it, not an approximation."""
+    Tally's only when it is `**text**` (under `==`, contains: `~text`; under `!=`, does
+    not contain: `!~text`); any other wildcard is a ValueError naming it, not an
+    approximation."""
     parts = []
     for part in re.split(r"(?<!\\);", text):
         at = [(part.find(op), op) for op in ("==", "!=") if op in part]
@@ -77,12 +78,12 @@ def v1_filters(text: str) -> str:
         where, op = min(at)
         values = re.split(r"(?<!\\)\|", part[where + 2 :])
         found = [V1_WILDCARD.fullmatch(v.strip()) for v in values]
-        if op != "==" or not all(found):
+        if not all(found):
             raise ValueError(
-                f"{part[:80]!r}: Tally matches no wildcard pattern but `**text**` with == (contains text, "
+                f"{part[:80]!r}: Tally matches no wildcard pattern but `**text**` (contains text, "
                 "case-insensitive), for every value of the filter"
             )
-        parts.append(f"{part[:where]}~{'|'.join(m.group(1) for m in found if m)}")
+        parts.append(f"{part[:where]}{'~' if op == '==' else '!~'}{'|'.join(m.group(1) for m in found if m)}")
     return ";".join(parts)
 
 

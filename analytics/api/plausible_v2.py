@@ -35,8 +35,8 @@ EXTRA_METRICS = ("percentage", "conversion_rate")  # computed here from the runn
 VISIT_ROW = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
 TIME = {"time:hour": "hour", "time:day": "day", "time:week": "week", "time:month": "month"}
 PERIODS = ("day", "7d", "28d", "30d", "91d", "month", "6mo", "12mo", "year", "all")
-OPERATORS = {"is": "==", "is_not": "!=", "contains": "~"}
-UNSUPPORTED_OPERATORS = ("contains_not", "matches", "matches_not", "matches_wildcard", "matches_wildcard_not")
+OPERATORS = {"is": "==", "is_not": "!=", "contains": "~", "contains_not": "!~"}
+UNSUPPORTED_OPERATORS = ("matches", "matches_not", "matches_wildcard", "matches_wildcard_not")
 
 
 class QueryPaging(BaseModel):
@@ -279,12 +279,15 @@ def _filters(given: list) -> tuple:
         if not isinstance(f, list) or len(f) < 3 or not isinstance(f[0], str) or not isinstance(f[1], str):
             if isinstance(f, list) and f and f[0] in ("or", "not", "and", "has_done", "has_not_done"):
                 raise ApiError(
-                    400, f"Invalid filter {_show(f)}: Tally takes is, is_not and contains, all joined by and"
+                    400,
+                    f"Invalid filter {_show(f)}: Tally takes is, is_not, contains and contains_not, all joined by and",
                 )
             raise ApiError(400, f"Invalid filter {_show(f)}: expected [operator, dimension, [values]]")
         operator, name, values = f[0], f[1], f[2]
         if operator in UNSUPPORTED_OPERATORS:
-            raise ApiError(400, f"Invalid filter {_show(f)}: Tally's filters have is, is_not and contains")
+            raise ApiError(
+                400, f"Invalid filter {_show(f)}: Tally's filters have is, is_not, contains and contains_not"
+            )
         if operator not in OPERATORS:
             raise ApiError(400, f"Unknown operator for filter {_show(f)}.")
         if len(f) > 3:

@@ -304,23 +304,24 @@ def _visit_counts(
         return visit_pages.counts(r, site, f, days)
     if f.prop not in dimensions.VISIT_DIMENSIONS:
         return None, {}
-    values = list(f.values) if f.op != "~" else _matching_values(r, site, f, days)
+    values = _matching_values(r, site, f, days) if f.contains else list(f.values)
     parts = [field_days(r, site, days, dimensions.field(f.prop, value)) for value in values]
     counted = {day: {c: sum(p[day][c] for p in parts) for c in COUNTS[1:]} for day in days}
-    if f.op != "!=":
+    if not f.negated:
         return counted, {}
     total = field_days(r, site, days, dimensions.TOTAL)
     return {day: {c: max(0, total[day][c] - counted[day][c]) for c in COUNTS[1:]} for day in days}, {}
 
 
 def _matching_values(r: redis.Redis, site: SiteInfo, f: segments.Filter, days: list[date]) -> list[str]:
-    """The values of a `~` filter's dimension that contain one of its texts on some day:
-    the stored rows' and the days' value sets'."""
+    """The values of a `~` or `!~` filter's dimension that contain one of its texts on some
+    day: the stored rows' and the days' value sets' (`!~` is the rest: its caller subtracts)."""
     rows = DimensionDaily.objects.filter(site_id=site.id, dimension=f.prop, date__in=days)
     found = set(rows.values_list("value", flat=True).distinct())
     for members in segments.day_members(r, site, days, f.prop).values():
         found.update(members)
-    return sorted(v for v in found if v != dimensions.OTHER and f.admits(v))
+    needles = [text.lower() for text in f.values]
+    return sorted(v for v in found if v != dimensions.OTHER and any(n in v.lower() for n in needles))
 
 
 def _visit_rates(counts: dict[date, dict] | None, days: list[date]) -> dict:

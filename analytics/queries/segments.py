@@ -48,7 +48,7 @@ from .expired import one_value
 from .stored import DayTotals, day_totals, segment_size, value_rows
 
 PROPERTIES = (*dimensions.VISIT_DIMENSIONS, "page", "goal")
-OPS = ("==", "!=", "~")
+OPS = ("==", "!=", "!~", "~")  # is, is not, does not contain, contains
 OTHER = dimensions.OTHER  # the row of values past a day's quota: no filter can name them
 MAX_FILTERS = 6  # (an estimate costs 2^filters HLL counts a day)
 MAX_VALUES = 20
@@ -61,11 +61,21 @@ class Filter:
     op: str
     values: tuple[str, ...]
 
+    @property
+    def negated(self) -> bool:
+        """Does it select the visitors with none of the values it names (`!=`, `!~`)?"""
+        return self.op in ("!=", "!~")
+
+    @property
+    def contains(self) -> bool:
+        """Are its values texts to look for in values (`~`, `!~`), not values?"""
+        return self.op in ("~", "!~")
+
     def admits(self, value: str) -> bool:
         """Does a value of this filter's property pass it?"""
-        if self.op == "~":
-            return any(v.lower() in value.lower() for v in self.values)
-        return (value in self.values) == (self.op == "==")
+        if self.contains:
+            return any(v.lower() in value.lower() for v in self.values) != self.negated
+        return (value in self.values) != self.negated
 
     def __str__(self):
         return f"{self.prop}{self.op}{'|'.join(escape(v) for v in self.values)}"
@@ -109,13 +119,15 @@ def parse(text: str) -> tuple[Filter, ...]:
             continue
         at = [(part.find(op), op) for op in OPS if op in part]
         if not at:
-            raise ValueError(f"{part[:60]!r}: expected property==value, property!=value or property~text")
+            raise ValueError(
+                f"{part[:60]!r}: expected property==value, property!=value, property~text or property!~text"
+            )
         where, op = min(at)
         prop = unprefixed(part[:where].strip())
         if prop not in PROPERTIES:
             raise ValueError(f"{prop[:60]!r}: unknown property; choose from {', '.join(PROPERTIES)}")
-        if prop == "goal" and op == "~":
-            raise ValueError("goal~: goals are matched by name (== or !=)")
+        if prop == "goal" and op in ("~", "!~"):
+            raise ValueError(f"goal{op}: goals are matched by name (== or !=)")
         values = tuple(
             dict.fromkeys(v.strip() for v in _split(part[where + len(op) :], "|", unescape=True))
         )  # (a value given twice counts once)
@@ -228,7 +240,7 @@ def build(r: redis.Redis, site: SiteInfo, filters: tuple[Filter, ...], days: lis
         segment.bitmapped[day] = bitmapped
         terms: dict[Filter, _Term] = {}
         for (f, dimension, names, matches), answer in zip(day_plan, lookups):
-            term = terms.setdefault(f, _Term(negate=f.op == "!=", fields=[], bitmaps=[]))
+            term = terms.setdefault(f, _Term(negate=f.negated, fields=[], bitmaps=[]))
             expired = (day, "page" if dimension == "page" else "daily") in gone
             if expired:
                 found, has_other = _stored_matches(rows[day, dimension], names, matches, bitmapped, dimension)
@@ -411,7 +423,7 @@ def _own_ratios(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
     days' sizes by instead of the site's own repeat ratio, which reads a narrow audience's
     people as coming back as often as everyone: measured on a year-old log, a page and a
     source combined over 30 days were 239 for 813 that way, 631 this way."""
-    selecting = [f for f in segment.filters if f.op != "!="]
+    selecting = [f for f in segment.filters if not f.negated]
     if one_union(segment.filters) or not selecting:
         return {}
     wanted = {
@@ -440,7 +452,7 @@ def one_union(filters: tuple[Filter, ...]) -> bool:
     days its visitors are then the union of those values' HLLs over the days, which is what
     estimate() counts; with more filters, estimate() intersects unions over the whole range
     and counts anyone who matched each filter on some day, not all of them on one."""
-    return len(filters) == 1 and filters[0].op != "!="
+    return len(filters) == 1 and not filters[0].negated
 
 
 def _scaled_unions(r: redis.Redis, segment: Segment, ranges: dict) -> dict:
@@ -598,7 +610,7 @@ def _lookups(f: Filter, goals: dict):
                 events.append(goal.event_name if goal is not None else value)
         if events:
             yield "event", events, None
-    elif f.op == "~":
+    elif f.contains:  # (`!~`: the values containing a text, the term negated)
         needles = [v.lower() for v in f.values]
         yield f.prop, (), lambda value: any(n in value.lower() for n in needles)
     else:

@@ -85,7 +85,7 @@ def _wanted(site: SiteInfo, f: segments.Filter) -> list[tuple[str, str | None, o
     event, (dimension, None, predicate) for the pages a `~` or a page goal's pattern
     matches; None where it selects no visits this way (`!=`: the visits that viewed some
     other page are not those; a visit dimension)."""
-    if f.op == "!=" or f.prop not in ("page", "goal"):
+    if f.negated or f.prop not in ("page", "goal"):
         return None
     if f.prop == "page":
         return (

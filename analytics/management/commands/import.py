@@ -19,8 +19,8 @@ skipped and counted; the imported days are rolled up at the end (--no-rollup: no
 
 from pathlib import Path
 
-from analytics.imports.run import KINDS
 from analytics.imports.command import ImportCommand
+from analytics.imports.run import KINDS
 
 
 class Command(ImportCommand):
