@@ -141,6 +141,17 @@ def test_filters_are_tallys_filters(world, client):  # noqa: F811
         ([["is_not", "visit:country", ["FR"]], ["contains", "event:page", ["blog"]]], "country!=FR;page~blog"),
         ([["and", [["is", "visit:country", ["DE"]], ["contains", "visit:source", ["goo"]]]]], "country==DE;source~goo"),
         ([["contains_not", "event:page", ["blog", "pric"]]], "page!~blog|pric"),
+        (
+            [["or", [["is", "visit:source", ["Google"]], ["is", "visit:source", ["newsletter"]]]]],
+            "source==Google|newsletter",
+        ),
+        ([["not", ["or", [["is", "visit:country", ["FR"]], ["is", "visit:country", ["DE"]]]]]], "country!=FR|DE"),
+        ([["not", ["contains", "event:page", ["blog"]]]], "page!~blog"),
+        ([["has_not_done", ["is", "event:page", ["/pricing"]]]], "page!=/pricing"),
+        (
+            [["has_done", ["is", "event:page", ["/pricing"]]], ["is", "visit:country", ["DE"]]],
+            "page==/pricing;country==DE",
+        ),
     ]
     for filters, text in cases:
         body = ask(client, key, {**query, "filters": filters}).json()
@@ -225,8 +236,13 @@ BAD = [
         "Invalid dimensions 'visit:planet'",
     ),
     (
-        {"site_id": "example.com", "metrics": ["visitors"], "date_range": "7d", "dimensions": ["time", "visit:source"]},
-        "dimensions: Tally answers one dimension at a time, not 2",
+        {
+            "site_id": "example.com",
+            "metrics": ["visitors"],
+            "date_range": "day",
+            "dimensions": ["time:hour", "visit:os"],
+        },
+        "dimensions: time:hour with another dimension",
     ),
     (
         {"site_id": "example.com", "metrics": ["visitors"], "date_range": "30d", "dimensions": ["time:hour"]},
@@ -262,9 +278,9 @@ BAD = [
             "site_id": "example.com",
             "metrics": ["visitors"],
             "date_range": "7d",
-            "filters": [["or", [["is", "visit:os", ["Mac"]]]]],
+            "filters": [["or", [["is", "visit:os", ["Mac"]], ["is", "visit:country", ["DE"]]]]],
         },
-        "all joined by and",
+        "filters on different dimensions are all joined by and",
     ),
     (
         {"site_id": "example.com", "metrics": ["visitors"], "date_range": "7d", "filters": [["is", "visit:os", "Mac"]]},
@@ -458,3 +474,41 @@ def test_all_starts_at_the_first_counted_day_when_history_is_older_than_the_site
     )
     assert v1.status_code == 200  # (it was a 500: a sum over a None)
     assert v1.json()["results"] == {"pageviews": {"value": 5}, "new_visitors": {"value": None}}
+
+
+def test_country_names_are_the_countries_named(world, client):  # noqa: F811
+    key, _, days = world
+    query = {"site_id": "example.com", "metrics": ["visitors"], "date_range": span(days)}
+    by_code = ask(client, key, {**query, "dimensions": ["visit:country"]}).json()["results"]
+    by_name = ask(client, key, {**query, "dimensions": ["visit:country_name"]}).json()["results"]
+    names = {"DE": "Germany", "FR": "France", "US": "United States"}
+    assert by_name == [{"metrics": r["metrics"], "dimensions": [names[r["dimensions"][0]]]} for r in by_code]
+    named = ask(client, key, {**query, "filters": [["is_not", "visit:country_name", ["germany"]]]}).json()
+    coded = ask(client, key, {**query, "filters": [["is_not", "visit:country", ["DE"]]]}).json()
+    assert named["results"] == coded["results"]
+    bad = ask(client, key, {**query, "filters": [["is", "visit:country_name", ["Atlantis"]]]})
+    assert bad.status_code == 400 and "no country named 'Atlantis'" in bad.json()["error"]
+
+
+@pytest.mark.parametrize("time", ["time:day", "time:week"])
+def test_a_time_dimension_with_another_is_the_others_breakdown_in_each_period(world, client, time):  # noqa: F811
+    key, _, days = world
+    query = {"site_id": "example.com", "metrics": ["visitors", "pageviews"], "date_range": span(days)}
+    body = ask(client, key, {**query, "dimensions": [time, "event:page"], "include": {"time_labels": True}}).json()
+    labels = body["meta"]["time_labels"]
+    assert labels == sorted(labels) and body["results"]
+    expected = []
+    for label in labels:
+        first = max(datetime.fromisoformat(label).date(), days[0])
+        last = min(first + timedelta(days=0 if time == "time:day" else 6 - first.weekday()), days[-1])
+        rows = ask(client, key, {**query, "dimensions": ["event:page"], "date_range": span([first, last])}).json()
+        expected += [{"metrics": r["metrics"], "dimensions": [label, *r["dimensions"]]} for r in rows["results"]]
+    assert body["results"] == expected
+    flipped = ask(client, key, {**query, "dimensions": ["event:page", time]}).json()["results"]
+    assert [[*r["dimensions"][::-1], *r["metrics"]] for r in flipped] == [
+        [*r["dimensions"], *r["metrics"]] for r in expected
+    ]
+    paged = ask(client, key, {**query, "dimensions": [time, "event:page"], "pagination": {"limit": 3, "offset": 2}})
+    assert paged.json()["results"] == expected[2:5]
+    two = ask(client, key, {**query, "dimensions": ["visit:source", "visit:country"]})
+    assert two.status_code == 400 and "a time dimension and one other" in two.json()["error"]

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import dimensions, queries
 from ..capture import inbox
+from ..countries import COUNTRIES
 from ..models import DailyMetrics, Site
 from ..periods import EARLIEST_DAY, days_between, month_start, out_of_bounds, period_start
 from ..queries import segments
@@ -34,6 +35,7 @@ METRICS = ("visitors", "visits", "pageviews", "views_per_visit", "bounce_rate", 
 EXTRA_METRICS = ("percentage", "conversion_rate")  # computed here from the runner's visitors
 VISIT_ROW = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
 TIME = {"time:hour": "hour", "time:day": "day", "time:week": "week", "time:month": "month"}
+MAX_PERIODS = 100  # periods of a time dimension asked with another (a breakdown each)
 PERIODS = ("day", "7d", "28d", "30d", "91d", "month", "6mo", "12mo", "year", "all")
 OPERATORS = {"is": "==", "is_not": "!=", "contains": "~", "contains_not": "!~"}
 UNSUPPORTED_OPERATORS = ("matches", "matches_not", "matches_wildcard", "matches_wildcard_not")
@@ -140,19 +142,26 @@ class _Asked:
         self.shown = (start, end)  # the range asked for; start..end is what is counted (imported days cut off)
         self.empty = False  # every day of the range is imported, and imports are not asked for
         self.imports_inside = False  # imported days inside the range, which cannot be cut off
+        self.named = ""  # a *_name dimension (NAMED): its rows show names
+        self.time_first = True  # time_breakdown: the time dimension comes first in the rows
 
 
 def _parse(site: SiteInfo, body: QueryBody) -> _Asked:
     start, end = date_range(site, body.date_range, body.date)
     kind, dimension, interval = _dimension(body.dimensions, start, end)
     asked = _Asked(start, end, kind, dimension, interval, _filters(body.filters))
+    asked.named = next((name for name in body.dimensions if name in NAMED), "")
+    asked.time_first = bool(body.dimensions) and (body.dimensions[0] == "time" or body.dimensions[0] in TIME)
     asked.metrics = _metrics(body.metrics, asked, body.dimensions)
     asked.order_by = _order_by(body, asked)
-    if asked.order_by == [("visitors", "desc")]:  # (the runner's own order: the page asked for is its first rows)
+    own = [("visitors", "desc")]  # (the runner's own order: the page asked for is among its first rows)
+    if kind == "time_breakdown":  # (the runner's own order in each period, periods in order)
+        own = [(next(name for name in body.dimensions if name == "time" or name in TIME), "asc"), *own]
+    if asked.order_by == own:
         asked.rows = body.pagination.offset + body.pagination.limit
     if asked.interval == "hour" and asked.filters:
         raise ApiError(400, "filters: not available with time:hour (filters count visitors by day)")
-    if body.include.time_labels and kind != "timeseries":
+    if body.include.time_labels and kind not in ("timeseries", "time_breakdown"):
         raise ApiError(400, "Invalid include.time_labels: requires a time dimension.")
     if not body.include.imports:
         kept, asked.imports_inside = queries.without_imports(site.id, start, end)
@@ -232,11 +241,20 @@ def _dimension(given: list[str], start: date, end: date) -> tuple[str, str, str]
     if not given:
         return "aggregate", "", "day"
     if len(given) > 1:
-        raise ApiError(
-            400,
-            f"dimensions: Tally answers one dimension at a time, not {len(given)} ({', '.join(given)[:200]}): "
-            "ask for each on its own (a time dimension and a breakdown together are not supported yet)",
-        )
+        times = [name for name in given if name == "time" or name in TIME]
+        if len(given) > 2 or len(times) != 1:
+            raise ApiError(
+                400,
+                f"dimensions: Tally answers one dimension, or a time dimension and one other, not "
+                f"{', '.join(given)[:200]}",
+            )
+        _, _, interval = _dimension(times, start, end)
+        _, dimension, _ = _dimension([name for name in given if name not in times], start, end)
+        if interval == "hour":
+            raise ApiError(400, "dimensions: time:hour with another dimension: ask by day (time:day)")
+        if len(time_labels(interval, start, end)) > MAX_PERIODS:
+            raise ApiError(400, f"dimensions: at most {MAX_PERIODS} periods with another dimension: a longer interval")
+        return "time_breakdown", dimension, interval
     name = given[0]
     if name == "time":  # (Plausible picks the interval by the range's length)
         days = (end - start).days + 1
@@ -248,8 +266,19 @@ def _dimension(given: list[str], start: date, end: date) -> tuple[str, str, str]
     return "breakdown", _tally_dimension(name, "dimensions"), "day"
 
 
+# Plausible's *_name dimensions: the dimension Tally keeps, and the name a value shows as.
+# (Regions are kept by ISO 3166-2 code: Tally has no table of their names.)
+NAMED = {
+    "visit:country_name": ("country", lambda code: COUNTRIES.get(code, (None, code))[1]),
+    "visit:city_name": ("city", lambda city: city.rpartition(", ")[0] or city),  # ("Springfield, US-IL")
+}
+COUNTRY_CODES = {name.lower(): code for code, (_, name) in COUNTRIES.items()}
+
+
 def _tally_dimension(name: str, where: str) -> str:
     """A Plausible dimension by Tally's name, or a 400 naming it."""
+    if name in NAMED:
+        return NAMED[name][0]
     if name.startswith(PROPS) and len(name) > len(PROPS):
         return name
     if name == "event:page":
@@ -266,42 +295,98 @@ def _tally_dimension(name: str, where: str) -> str:
 
 
 def _filters(given: list) -> tuple:
-    """Plausible's filters (all must hold; a top-level `and` is the same) as Tally's Filters,
-    through segments.parse so that every rule of Tally's filters applies."""
-    flat: list = []
-    for f in given:
-        if isinstance(f, list) and len(f) == 2 and f[0] == "and" and isinstance(f[1], list):
-            flat.extend(f[1])
-        else:
-            flat.append(f)
+    """Plausible's filters as Tally's Filters, through segments.parse so that every rule of
+    Tally's filters applies. Tally's filters are all joined by and, each one property and
+    one test (is, is not, contains, does not contain) over several values; Plausible's
+    nested forms become that where they say the same: `and` inside `and`; `or` of `is` (or
+    of `contains`) on one dimension, which is one filter of their values; `not`, which turns
+    the test over; `has_done` / `has_not_done` of a goal or page, a visitor who did it (or
+    not) on the day. Anything else is a 400 naming it."""
     parts = []
-    for f in flat:
-        if not isinstance(f, list) or len(f) < 3 or not isinstance(f[0], str) or not isinstance(f[1], str):
-            if isinstance(f, list) and f and f[0] in ("or", "not", "and", "has_done", "has_not_done"):
-                raise ApiError(
-                    400,
-                    f"Invalid filter {_show(f)}: Tally takes is, is_not, contains and contains_not, all joined by and",
-                )
-            raise ApiError(400, f"Invalid filter {_show(f)}: expected [operator, dimension, [values]]")
-        operator, name, values = f[0], f[1], f[2]
-        if operator in UNSUPPORTED_OPERATORS:
-            raise ApiError(
-                400, f"Invalid filter {_show(f)}: Tally's filters have is, is_not, contains and contains_not"
-            )
-        if operator not in OPERATORS:
-            raise ApiError(400, f"Unknown operator for filter {_show(f)}.")
-        if len(f) > 3:
-            raise ApiError(400, f"Invalid filter {_show(f)}: Tally takes no filter modifiers")
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise ApiError(400, f"Invalid filter {_show(f)}: the values must be a list of strings")
-        prop = _tally_dimension(name, "filter dimension")
-        if prop not in segments.PROPERTIES:
-            raise ApiError(400, f"Invalid filter {_show(f)}: Tally cannot filter by {name}")
-        parts.append(f"{prop}{OPERATORS[operator]}{'|'.join(segments.escape(v) for v in values)}")
+    for f in _joined(given):
+        prop, op, values = _clause(f)
+        parts.append(f"{prop}{op}{'|'.join(segments.escape(v) for v in values)}")
     try:
         return segments.parse(";".join(parts))
     except ValueError as e:
         raise ApiError(400, f"Invalid filters: {e}") from None
+
+
+NEGATED = {"==": "!=", "!=": "==", "~": "!~", "!~": "~"}
+
+
+def _joined(given: list) -> list:
+    """The filters that must all hold, `and`s opened."""
+    found: list = []
+    for f in given:
+        if isinstance(f, list) and len(f) == 2 and f[0] == "and" and isinstance(f[1], list):
+            found.extend(_joined(f[1]))
+        else:
+            found.append(f)
+    return found
+
+
+def _clause(f) -> tuple[str, str, list[str]]:
+    """One filter as (Tally's property, its test, its values), or a 400 naming it."""
+    if isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) and f[0] in ("not", "has_done", "has_not_done"):
+        inner = f[1]
+        if isinstance(inner, list) and len(inner) == 2 and inner[0] == "and" and isinstance(inner[1], list):
+            if len(inner[1]) != 1:
+                raise ApiError(400, f"Invalid filter {_show(f)}: Tally cannot turn over several filters at once")
+            inner = inner[1][0]
+        prop, op, values = _clause(inner)
+        if f[0] != "not" and prop not in ("goal", "page"):
+            raise ApiError(400, f"Invalid filter {_show(f)}: {f[0]} takes an event:goal or event:page filter")
+        if f[0] == "has_done":
+            return prop, op, values
+        return prop, NEGATED[op], values
+    if isinstance(f, list) and len(f) == 2 and f[0] == "or" and isinstance(f[1], list) and f[1]:
+        clauses = [_clause(inner) for inner in _joined_or(f[1])]
+        props, ops = {c[0] for c in clauses}, {c[1] for c in clauses}
+        if len(props) != 1 or len(ops) != 1 or next(iter(ops)) not in ("==", "~"):
+            raise ApiError(
+                400,
+                f"Invalid filter {_show(f)}: Tally's or joins is (or contains) filters on one dimension; "
+                "filters on different dimensions are all joined by and",
+            )
+        return clauses[0][0], clauses[0][1], [v for c in clauses for v in c[2]]
+    if not isinstance(f, list) or len(f) < 3 or not isinstance(f[0], str) or not isinstance(f[1], str):
+        if isinstance(f, list) and f and f[0] in ("or", "not", "and", "has_done", "has_not_done"):
+            raise ApiError(400, f"Invalid filter {_show(f)}: expected [{f[0]}, [filters]]")
+        raise ApiError(400, f"Invalid filter {_show(f)}: expected [operator, dimension, [values]]")
+    operator, name, values = f[0], f[1], f[2]
+    if operator in UNSUPPORTED_OPERATORS:
+        raise ApiError(400, f"Invalid filter {_show(f)}: Tally's filters have is, is_not, contains and contains_not")
+    if operator not in OPERATORS:
+        raise ApiError(400, f"Unknown operator for filter {_show(f)}.")
+    if len(f) > 3:
+        raise ApiError(400, f"Invalid filter {_show(f)}: Tally takes no filter modifiers")
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ApiError(400, f"Invalid filter {_show(f)}: the values must be a list of strings")
+    if name == "visit:city_name":
+        raise ApiError(400, f'Invalid filter {_show(f)}: filter cities by visit:city ("Springfield, US-IL")')
+    prop = _tally_dimension(name, "filter dimension")
+    if prop not in segments.PROPERTIES:
+        raise ApiError(400, f"Invalid filter {_show(f)}: Tally cannot filter by {name}")
+    if name == "visit:country_name":
+        if operator not in ("is", "is_not"):
+            raise ApiError(400, f"Invalid filter {_show(f)}: visit:country_name takes is or is_not")
+        unknown = [v for v in values if v.lower() not in COUNTRY_CODES]
+        if unknown:
+            raise ApiError(400, f"Invalid filter {_show(f)}: no country named {unknown[0][:100]!r}")
+        values = [COUNTRY_CODES[v.lower()] for v in values]
+    return prop, OPERATORS[operator], values
+
+
+def _joined_or(given: list) -> list:
+    """The filters of an `or`, nested `or`s opened."""
+    found: list = []
+    for f in given:
+        if isinstance(f, list) and len(f) == 2 and f[0] == "or" and isinstance(f[1], list):
+            found.extend(_joined_or(f[1]))
+        else:
+            found.append(f)
+    return found
 
 
 def _show(value) -> str:
@@ -336,7 +421,7 @@ def _metrics(given: list[str], asked: _Asked, names: list[str]) -> list[str]:
             raise ApiError(400, f"Unknown metric '{metric[:100]}'.")
     if len(set(given)) != len(given):
         raise ApiError(400, "metrics: a metric is listed twice")
-    if asked.kind == "breakdown" and asked.filters and not _available(asked):
+    if asked.kind in ("breakdown", "time_breakdown") and asked.filters and not _available(asked):
         raise ApiError(
             400, f"filters: not available with dimension {names[0]} (its rows count events or visits, not visitors)"
         )
@@ -347,10 +432,10 @@ def _metrics(given: list[str], asked: _Asked, names: list[str]) -> list[str]:
                 raise ApiError(
                     400, "Metric `conversion_rate` can only be queried with event:goal filters or dimensions."
                 )
-            if metric == "percentage" and asked.kind != "breakdown":
+            if metric == "percentage" and asked.kind not in ("breakdown", "time_breakdown"):
                 raise ApiError(400, "Metric `percentage` requires a dimension other than time.")
             shape = f"dimension {names[0]}" if names else "no dimension"
-            if asked.filters and asked.kind == "breakdown":
+            if asked.filters and asked.kind in ("breakdown", "time_breakdown"):
                 shape += " under filters"
             raise ApiError(
                 400, f"Metric `{metric}` is not available with {shape} in Tally; choose from {', '.join(available)}."
@@ -360,7 +445,12 @@ def _metrics(given: list[str], asked: _Asked, names: list[str]) -> list[str]:
 
 def _order_by(body: QueryBody, asked: _Asked) -> list[tuple[str, str]]:
     if body.order_by is None:  # Plausible's default: time first, else the first metric, most first
-        return [(body.dimensions[0], "asc")] if asked.kind == "timeseries" else [(body.metrics[0], "desc")]
+        if asked.kind == "timeseries":
+            return [(body.dimensions[0], "asc")]
+        if asked.kind == "time_breakdown":
+            time_name = next(name for name in body.dimensions if name == "time" or name in TIME)
+            return [(time_name, "asc"), (body.metrics[0], "desc")]
+        return [(body.metrics[0], "desc")]
     for value, direction in body.order_by:
         if value not in body.metrics and value not in body.dimensions:
             raise ApiError(
@@ -372,9 +462,16 @@ def _order_by(body: QueryBody, asked: _Asked) -> list[tuple[str, str]]:
 
 def _answer(site: SiteInfo, body: QueryBody, asked: _Asked) -> dict:
     r = get_redis()
-    run = {"aggregate": _aggregate, "timeseries": _timeseries, "breakdown": _breakdown}[asked.kind]
+    run = {
+        "aggregate": _aggregate,
+        "timeseries": _timeseries,
+        "breakdown": _breakdown,
+        "time_breakdown": _time_breakdown,
+    }[asked.kind]
     rows, meta, labels = _nothing(asked) if asked.empty else run(r, site, asked)
-    if asked.kind == "timeseries" and (asked.empty or (asked.start, asked.end) != asked.shown):
+    if asked.kind == "time_breakdown" or (
+        asked.kind == "timeseries" and (asked.empty or (asked.start, asked.end) != asked.shown)
+    ):
         labels = time_labels(asked.interval, *asked.shown)
     if body.include.imports:
         meta["imports_included"] = bool(queries.imported_days(site.id, *asked.shown))
@@ -470,13 +567,34 @@ def _time_label(value: str) -> str:
     return value.replace("T", " ") + ":00" if "T" in value else value
 
 
-def _breakdown(r, site: SiteInfo, asked: _Asked):
+def _time_breakdown(r, site: SiteInfo, asked: _Asked):
+    """A time dimension and another: the other's breakdown in each period of the range
+    (each a breakdown over the period's days: visitors a union over them)."""
+    groups: dict[date, list[date]] = {}
+    for day in days_between(asked.start, asked.end):
+        groups.setdefault(day if asked.interval == "day" else period_start(asked.interval, day), []).append(day)
+    rows: list[dict] = []
+    marks: dict = {"estimate": False, "estimates": {}, "total": 0}
+    for first, days in groups.items():
+        found, meta, _ = _breakdown(r, site, asked, days[0], days[-1])
+        label = first.isoformat()
+        for row in found:
+            row["dimensions"] = [label, *row["dimensions"]] if asked.time_first else [*row["dimensions"], label]
+        rows.extend(found)
+        marks["estimate"] = marks["estimate"] or meta["estimate"]
+        marks["estimates"].update(meta["estimates"])
+        marks["total"] += meta["total"]
+    return rows, marks, []
+
+
+def _breakdown(r, site: SiteInfo, asked: _Asked, start: date | None = None, end: date | None = None):
+    start, end = start or asked.start, end or asked.end
     result = queries.run(
         r,
         queries.Query(
             site,
-            asked.start,
-            asked.end,
+            start,
+            end,
             "breakdown",
             filters=asked.filters,
             dimension=asked.dimension,
@@ -484,16 +602,15 @@ def _breakdown(r, site: SiteInfo, asked: _Asked):
         ),
     )
     key = asked.dimension.removeprefix(PROPS)
+    shown = NAMED[asked.named][1] if asked.named else str
     total_visitors = None
     if "percentage" in asked.metrics:
-        everyone = queries.run(
-            r, queries.Query(site, asked.start, asked.end, "aggregate", ("visitors",), asked.filters)
-        )
+        everyone = queries.run(r, queries.Query(site, start, end, "aggregate", ("visitors",), asked.filters))
         total_visitors = everyone.totals["visitors"]["value"]
     rows = []
     for row in result.rows:
         values = {**row, "percentage": _percent(row.get("visitors"), total_visitors)}
-        rows.append({"metrics": [values.get(m) for m in asked.metrics], "dimensions": [str(row[key])]})
+        rows.append({"metrics": [values.get(m) for m in asked.metrics], "dimensions": [shown(str(row[key]))]})
     return rows, {**_marks(result, result.rows), "total": result.meta.get("total", len(rows))}, []
 
 
