@@ -150,6 +150,7 @@ def site(request, site, info, base, shared):
             "panels": _panels(numbers["first"], base, view),
             "view": view,
             "estimate": numbers["estimate"],
+            "imported": numbers["imported"],
             "funnels": funnels,
             "compared": queries.previous(view.compare, period.start, period.end),
             "topojson_url": topojson_folder(),
@@ -231,6 +232,7 @@ def _numbers(r, info, site, period, view) -> dict:
         "goals": goals.rows,
         "actives_note": "last 30 days" if wide else "",
         "estimate": estimate,
+        "imported": totals.meta.get("imported"),  # (days of another product's daily totals: the page says so)
     }
 
 

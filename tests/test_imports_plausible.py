@@ -380,6 +380,9 @@ def test_the_dashboard_its_panels_and_an_export_show_the_imported_days(old_expor
     assert page.status_code == 200
     pageviews = sum(t["pageviews"] for t in daily(truth, days).values())
     assert f"{pageviews:,}" in page.content.decode()
+    assert "Every day of this period is imported daily totals" in page.content.decode()
+    wider = client.get(f"/dashboard/example.com/?period=custom&from={days[0] - timedelta(days=5)}&to={days[-1]}")
+    assert "40 days of this period" in wider.content.decode()
     for prop in ("source", "country", "browser", "entry_page"):
         assert client.get(f"/dashboard/example.com/details/{prop}?{span}").status_code == 200, prop
     assert "/pricing" in client.get(f"/dashboard/example.com/pages?{span}").content.decode()
