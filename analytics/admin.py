@@ -6,29 +6,44 @@ never stored (not in the session, not in a message), and the page is never cache
 A site's "Redis keys" page browses its keys (analytics.keybrowser): SCAN pages, a big-key
 report, UNLINK of one key or of all, each a POST behind a confirmation page.
 
+A site's "Imports" page takes another product's files (analytics.imports.run.KINDS) as an
+upload that a Celery worker imports (an ImportJob, analytics.tasks.run_import), lists the
+jobs and the imports, and takes a Plausible import out again (replayed ones cannot be).
+
 An app beside the engine shows its own settings of a site by extending SiteAdmin in its
 admin.py (recommendations/: the Bloom filters' fieldset).
 """
 
 import functools
+import logging
 import zoneinfo
+from pathlib import Path
 from urllib.parse import urlencode
 
 import redis
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
+from django.core.files.move import file_move_safe
+from django.core.files.uploadedfile import UploadedFile
 from django.db import models
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html, format_html_join
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
+from kombu.exceptions import OperationalError
 
-from .models import ApiKey, Funnel, Goal, Site
+from . import tasks
+from .imports import plausible, run
+from .models import ApiKey, Funnel, Goal, ImportJob, Site
 from .sites import tracking_snippet
+
+log = logging.getLogger(__name__)
 
 admin.site.site_header = admin.site.site_title = "Tally admin"
 
@@ -152,6 +167,17 @@ class SiteAdmin(admin.ModelAdmin):
             path("<path:object_id>/keys/", view(self.keys_view), name="analytics_site_keys"),
             path("<path:object_id>/keys/unlink/", view(self.unlink_key_view), name="analytics_site_unlink_key"),
             path("<path:object_id>/keys/purge/", view(self.purge_keys_view), name="analytics_site_purge_keys"),
+            path("<path:object_id>/imports/", view(self.imports_view), name="analytics_site_imports"),
+            path(  # (csrf_exempt: the view checks the token itself, once the upload's size is known)
+                "<path:object_id>/imports/upload/",
+                view(csrf_exempt(require_POST(self.upload_view))),
+                name="analytics_site_import_upload",
+            ),
+            path(
+                "<path:object_id>/imports/<int:log_id>/remove/",
+                view(self.remove_import_view),
+                name="analytics_site_remove_import",
+            ),
         ] + super().get_urls()
 
     def _site_to_change(self, request, object_id):
@@ -248,6 +274,71 @@ class SiteAdmin(admin.ModelAdmin):
             context["purge"] = True
         return render(request, "admin/analytics/site/keys_confirm.html", context)
 
+    # Imports: the page (GET), the upload (a POST answered with a redirect to the page, the
+    # import itself left to a Celery worker), and the removal of a Plausible import (POST,
+    # answered to a confirmation page shown by GET first).
+
+    def imports_view(self, request, object_id):
+        return self._imports_page(request, self._site_to_change(request, object_id))
+
+    def _imports_page(self, request, site, error="", status=200, chosen=""):
+        jobs = list(site.import_jobs.select_related("user")[:JOBS_SHOWN])
+        context = {
+            **self._keys_context(request, site, f"Imports of {site.domain}"),
+            "kinds": [(kind, *KIND_HELP.get(kind, (kind, ""))) for kind in run.KINDS],
+            "chosen": chosen,
+            "jobs": jobs,
+            "refresh": any(job.active for job in jobs),
+            "imports": site.imported_logs.order_by("-created", "-pk"),
+            "removable": plausible.KIND,
+            "error": error,
+            "max_upload": size_text(upload_limit()),
+        }
+        return render(request, "admin/analytics/site/imports.html", context, status=status)
+
+    def upload_view(self, request, object_id):
+        """Refuses an upload over the limit by its declared length, before its body is
+        parsed (CsrfViewMiddleware would write it all to disk first): so the URL is
+        csrf_exempt, and the token is checked here, right after."""
+        site = self._site_to_change(request, object_id)
+        length, limit = content_length(request), upload_limit()
+        if length > limit:
+            error = (
+                f"The upload is {size_text(length)}, over the {size_text(limit)} this page takes "
+                f"in one request: import it on the server with manage.py import KIND {site.domain} FILE..."
+            )
+            return self._imports_page(request, site, error, status=413)
+        return csrf_protect(self._start_import)(request, site)
+
+    def _start_import(self, request, site):
+        kind, uploads = request.POST.get("kind", ""), request.FILES.getlist("files")
+        problem = upload_problem(kind, uploads)
+        if problem:
+            return self._imports_page(request, site, problem, status=400, chosen=kind)
+        job = queue_import(site, kind, uploads, request.user)
+        if job.status == ImportJob.Status.FAILED:  # (before its task was sent: the job's row says why)
+            self.message_user(request, "The import could not start: see its job below.", messages.ERROR)
+        else:
+            self.message_user(
+                request, f"Import of {len(uploads)} file(s) started: see its job below.", messages.SUCCESS
+            )
+        return redirect("admin:analytics_site_imports", site.pk)
+
+    def remove_import_view(self, request, object_id, log_id):
+        site = self._site_to_change(request, object_id)
+        imported = site.imported_logs.filter(pk=log_id).first()
+        if imported is None:
+            raise Http404("no such import of this site")
+        if imported.kind != plausible.KIND:
+            self.message_user(request, f"The import {imported.name} cannot be removed: {NOT_REMOVABLE}", messages.ERROR)
+            return redirect("admin:analytics_site_imports", site.pk)
+        if request.method == "POST":
+            days = plausible.remove(imported)
+            self.message_user(request, f"Removed the import {imported.name}: {days} day(s).", messages.SUCCESS)
+            return redirect("admin:analytics_site_imports", site.pk)
+        context = {**self._keys_context(request, site, "Remove an import"), "imported": imported}
+        return render(request, "admin/analytics/site/import_remove.html", context)
+
     def _key_page(self, request, keys, added=None):
         """New keys in clear text, this once: rendered straight into the answer to the POST
         that made them, and marked no-store so no cache or back button keeps a copy."""
@@ -318,6 +409,82 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+# The Imports page: what each kind of file is, in one line (analytics.imports.run.KINDS).
+KIND_HELP = {
+    "plausible": (
+        "Plausible",
+        "Plausible's CSV export (Site settings > Imports & exports > Export data): the .zip, "
+        "or its imported_*.csv files. Daily totals, for the days Tally has no numbers of its own.",
+    ),
+    "ga4": (
+        "Google Analytics 4",
+        "GA4's BigQuery export: the events_* tables as newline-delimited JSON (.json or .json.gz).",
+    ),
+    "umami": ("Umami", "Umami's website_event rows with their session's columns, as CSV (.csv or .csv.gz)."),
+    "log": ("Access logs", "Apache or Nginx access logs in the combined format (plain or .gz)."),
+}
+NOT_REMOVABLE = "its events were counted as live ones, into the same counters as the site's own traffic."
+JOBS_SHOWN = 20
+
+
+def upload_limit() -> int:
+    """The most one upload may be, in bytes: IMPORT_UPLOAD_MAX_BYTES (4 GB unless set), but no
+    more than `make run`'s web front takes in one request (server/front.py reads a body whole,
+    in memory, up to MAX_BATCH_BODY), so the page states the limit that holds."""
+    return min(getattr(settings, "IMPORT_UPLOAD_MAX_BYTES", 4 << 30), settings.MAX_BATCH_BODY)
+
+
+def content_length(request) -> int:
+    try:
+        return max(int(request.META.get("CONTENT_LENGTH") or 0), 0)
+    except ValueError:
+        return 0  # (as Django reads it: no body)
+
+
+def upload_problem(kind: str, uploads: list[UploadedFile]) -> str:
+    """Why the upload form cannot start an import ("" when it can)."""
+    if kind not in run.KINDS:
+        return f"Choose what the files are: {', '.join(label for label, _ in KIND_HELP.values())}."
+    if not uploads:
+        return "Choose the file(s) to import."
+    return ""
+
+
+def queue_import(site: Site, kind: str, uploads: list[UploadedFile], user) -> ImportJob:
+    """A job for these uploads, its files kept in its own folder, and its task sent; a job
+    whose files could not be kept or whose task could not be sent ends failed, saying so."""
+    job = ImportJob.objects.create(site=site, kind=kind, names=[upload.name or "" for upload in uploads], user=user)
+    try:
+        job.paths = [str(keep_upload(upload, job.folder(), n)) for n, upload in enumerate(uploads, 1)]
+    except OSError as e:
+        log.exception("import job %s: the uploads could not be kept", job.pk)
+        tasks.discard_uploads(job)
+        tasks.finish(job, ImportJob.Status.FAILED, f"The upload could not be kept on the server ({e.strerror or e}).")
+        return job
+    job.save(update_fields=["paths"])
+    try:
+        tasks.run_import.delay(job.pk)
+    except OperationalError:
+        log.exception("import job %s: its task could not be sent", job.pk)
+        tasks.discard_uploads(job)
+        tasks.finish(job, ImportJob.Status.FAILED, "The import could not be queued: Celery's broker did not answer.")
+    return job
+
+
+def keep_upload(upload: UploadedFile, folder: Path, n: int) -> Path:
+    """An upload kept as `<n>` (`<n>.gz`) in its job's folder: never under the name its
+    sender gave (that would let them choose our paths), but with .gz, which says how to read it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / (f"{n}.gz" if (upload.name or "").lower().endswith(".gz") else str(n))
+    if hasattr(upload, "temporary_file_path"):  # (over FILE_UPLOAD_MAX_MEMORY_SIZE: already on disk)
+        file_move_safe(upload.temporary_file_path(), str(kept))
+    else:
+        with kept.open("wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+    return kept
 
 
 def size_text(n: float) -> str:  # type: ignore[return]  # (the loop returns at "GB" at the latest)

@@ -568,3 +568,52 @@ class ImportedLog(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["site", "sha256"], name="imported_log_unique")]
+
+
+class ImportJob(models.Model):
+    """An import started from a site's Imports page in the admin and run by a Celery worker
+    (analytics.tasks.run_import): the page answers at once, however long the files take.
+    The uploads wait under VAR_DIR/imports/<job id>/ with names of ours (`paths`); the
+    names their sender gave are kept for display only (`names`: from the public, escape
+    them). They are deleted once the job has run, whatever its outcome."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="import_jobs")
+    kind = models.CharField(max_length=16)  # analytics.imports.run.KINDS
+    names = models.JSONField(default=list)
+    paths = models.JSONField(default=list)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    lines = models.JSONField(default=list)  # the import's summary lines, as they come
+    error = models.TextField(blank=True, default="")
+    created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+
+    def __str__(self):
+        return f"{self.kind} import #{self.pk} of {self.site_id}"
+
+    @property
+    def active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    def folder(self):
+        """Where this job's uploads wait: a folder of its own, named by its id (the VAR_DIR a
+        Celery worker on the same host shares with the web processes)."""
+        return settings.VAR_DIR / "imports" / str(self.pk)
+
+    def say(self, line: str):
+        """One more summary line, saved at once (the page shows a running job's lines) and by
+        id: a job whose site was deleted meanwhile is simply gone."""
+        self.lines = [*self.lines, line]
+        ImportJob.objects.filter(pk=self.pk).update(lines=self.lines)
