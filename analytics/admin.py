@@ -17,6 +17,8 @@ admin.py (recommendations/: the Bloom filters' fieldset).
 import functools
 import logging
 import zoneinfo
+from http.cookies import CookieError, SimpleCookie
+from importlib import import_module
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -25,13 +27,14 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.auth import get_user
 from django.core.exceptions import PermissionDenied
 from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
 from django.db import models
-from django.http import Http404
+from django.http import Http404, HttpRequest
 from django.shortcuts import redirect, render
-from django.urls import path, reverse
+from django.urls import Resolver404, path, resolve, reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -429,11 +432,33 @@ NOT_REMOVABLE = "its events were counted as live ones, into the same counters as
 JOBS_SHOWN = 20
 
 
+def may_upload(path: str, cookie_header: str) -> bool:
+    """May this request send an upload larger than any other body (server/front.py asks,
+    before it reads the body)? Only to the Imports page's upload URL, from a staff member's
+    live session with the right to change sites: anyone else's body stays within
+    MAX_BATCH_BODY, so an anonymous request cannot fill the disk."""
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return False
+    cookie = SimpleCookie()
+    try:
+        cookie.load(cookie_header)
+    except CookieError:
+        return False
+    morsel = cookie.get(settings.SESSION_COOKIE_NAME)
+    if match.url_name != "analytics_site_import_upload" or morsel is None:
+        return False
+    request = HttpRequest()
+    request.session = import_module(settings.SESSION_ENGINE).SessionStore(morsel.value)
+    user = get_user(request)  # (checks the session's password hash too)
+    return bool(user.is_active and user.is_staff and user.has_perm("analytics.change_site"))
+
+
 def upload_limit() -> int:
-    """The most one upload may be, in bytes: IMPORT_UPLOAD_MAX_BYTES (4 GB unless set), but no
-    more than `make run`'s web front takes in one request (server/front.py reads a body whole,
-    in memory, up to MAX_BATCH_BODY), so the page states the limit that holds."""
-    return min(getattr(settings, "IMPORT_UPLOAD_MAX_BYTES", 4 << 30), settings.MAX_BATCH_BODY)
+    """The most one upload may be, in bytes (server/front.py lets a staff member's upload
+    past MAX_BATCH_BODY up to it, spooled to disk)."""
+    return settings.IMPORT_UPLOAD_MAX_BYTES
 
 
 def content_length(request) -> int:

@@ -281,6 +281,10 @@ if GEO_CITY_DB and not os.path.isfile(GEO_CITY_DB):
 # Large exports build in Celery, at most this many at once across all workers.
 EXPORT_CONCURRENCY = envint("EXPORT_CONCURRENCY", 2)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BATCH_BODY
+# The largest history file the admin's Imports page takes (bytes), from a staff member
+# only (server/front.py checks the session before it reads past MAX_BATCH_BODY), spooled
+# to disk; larger ones: `manage.py import`.
+IMPORT_UPLOAD_MAX_BYTES = envint("TALLY_IMPORT_UPLOAD_MAX_BYTES", 4 << 30)
 
 LOGGING = {
     "version": 1,

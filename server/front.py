@@ -7,7 +7,10 @@ a coroutine; only a complete request goes to Django's WSGI app, in a small threa
 Bodies arrive however the client framed them (Content-Length or chunked): the WSGI
 environ always gets the exact CONTENT_LENGTH. A body over the limit is refused with 413
 as soon as it passes the limit; one that takes longer than BODY_TIMEOUT is refused with
-408. Responses are WSGI responses (the live stream has its own ASGI server), except for
+408. One kind of request may be larger: an upload to the admin's Imports page from a staff
+member's session (analytics.admin.may_upload, asked before the body is read), up to
+IMPORT_UPLOAD_MAX_BYTES, spooled to a temporary file, with a timeout that grows with its
+size (UPLOAD_RATE). Responses are WSGI responses (the live stream has its own ASGI server), except for
 `/api/event`, which the event front answers in the event loop with group commit
 (analytics/api/event_front.py).
 
@@ -22,6 +25,7 @@ import io
 import logging
 import os
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -36,6 +40,8 @@ BODY_TIMEOUT = float(os.environ.get("TALLY_BODY_TIMEOUT", "10"))  # (seconds a b
 # events): 1 thread ~1,860 req/s, 2 ~1,620, 4 ~1,650 (gunicorn sync: ~1,560). Two, so
 # one slow dashboard request does not hold up the worker's ingestion.
 THREADS = int(os.environ.get("TALLY_WEB_THREADS", "2"))
+UPLOAD_RATE = 128 * 1024  # bytes a second an import's upload may arrive at, slowest (then 408)
+SPOOL_IN_MEMORY = 1 << 20  # an upload's first bytes stay in memory; the rest goes to a temporary file
 
 
 log = logging.getLogger(__name__)
@@ -140,7 +146,7 @@ class BufferedWSGI:
         one_call = (
             length.isdigit() and int(length) <= self._limit(request) and "transfer-encoding" not in request.headers
         )
-        answer = await self._read_and_answer(request, _RsgiBody(proto), proto if one_call else None)
+        answer = await self._read_and_answer(request, _RsgiBody(proto), proto if one_call else None, one_call)
         if answer is not None:
             try:
                 proto.response_bytes(*answer)
@@ -162,22 +168,32 @@ class BufferedWSGI:
     def _limit(self, request: Request) -> int:
         return self.front.max_body if request.path == self.front.PATH else self.max_body  # (one event's, not a batch's)
 
-    async def _read_and_answer(self, request: Request, chunks, whole=None) -> tuple | None:
+    async def _read_and_answer(self, request: Request, chunks, whole=None, one_call=False) -> tuple | None:
         """(status, headers, body) for the request whose body `chunks` yields (or `whole()`
         returns, when its declared length is within the limit); None when the client went
         away before its body was whole."""
         front = request.path == self.front.PATH
-        limit = self._limit(request)
+        limit, timeout = self._limit(request), self.body_timeout
         refuse = self.front.error if front else _error  # (the front's errors carry its CORS headers)
+        upload = not one_call and await self._large_upload(request)
+        if upload:
+            from django.conf import settings
+
+            limit = settings.IMPORT_UPLOAD_MAX_BYTES
+            declared = request.headers.get("content-length", "")
+            timeout = max(timeout, (int(declared) if declared.isdigit() else limit) / UPLOAD_RATE)
         try:
-            async with asyncio.timeout(self.body_timeout):  # (cheaper than wait_for: no task of its own)
-                body = await whole() if whole is not None else await _whole(chunks, limit)
+            async with asyncio.timeout(timeout):  # (cheaper than wait_for: no task of its own)
+                if whole is not None:
+                    body = await whole()
+                else:
+                    body = await (_spooled(chunks, limit) if upload else _whole(chunks, limit))
             if whole is not None and len(body) != int(request.headers["content-length"]):
                 return None  # (the client went away before the body was whole)
         except TooLarge:
             return refuse(413, f"body too large: more than {limit} bytes")
         except TimeoutError:
-            return refuse(408, f"the body took more than {self.body_timeout:.0f}s to arrive")
+            return refuse(408, f"the body took more than {timeout:.0f}s to arrive")
         except RSGIProtocolClosed:
             return None
         except (Disconnected, RSGIProtocolError):
@@ -192,9 +208,22 @@ class BufferedWSGI:
             except Exception:
                 log.exception("%s %s failed", request.method, request.path)
                 return _error(500, "internal error")
-        return await asyncio.get_running_loop().run_in_executor(self.pool, self._run, request, body)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.pool, self._run, request, body)
+        finally:
+            if not isinstance(body, bytes):
+                body.close()  # (a spooled upload's temporary file goes)
 
-    def _run(self, request: Request, body: bytes):
+    async def _large_upload(self, request: Request) -> bool:
+        """May this request's body pass the usual limit (an import's upload, by a staff member)?"""
+        if request.method != "POST" or not request.path.endswith("/imports/upload/"):
+            return False
+        from analytics.admin import may_upload
+
+        cookie = request.headers.get("cookie", "")
+        return await asyncio.get_running_loop().run_in_executor(self.pool, may_upload, request.path, cookie)
+
+    def _run(self, request: Request, body):
         """Call the WSGI app in a pool thread; returns (status, headers, body)."""
         answer: dict[str, Any] = {}
 
@@ -271,6 +300,24 @@ class _RsgiBody:
         return chunk
 
 
+async def _spooled(chunks, limit: int):
+    """The body in a temporary file (in memory up to SPOOL_IN_MEMORY), refused (TooLarge)
+    as soon as it passes `limit` bytes."""
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, prefix="tally-upload-")
+    size = 0
+    try:
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > limit:
+                raise TooLarge
+            spool.write(chunk)  # (a chunk into the page cache: no wait worth a thread)
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool
+
+
 async def _whole(chunks, limit: int) -> bytes:
     """The body, refused (TooLarge) as soon as it passes `limit` bytes."""
     parts, size = [], 0
@@ -282,8 +329,13 @@ async def _whole(chunks, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def _environ(request: Request, body: bytes) -> dict:
-    """A WSGI environ (PEP 3333) for a request and its whole body."""
+def _environ(request: Request, body) -> dict:
+    """A WSGI environ (PEP 3333) for a request and its whole body (bytes, or a spooled file)."""
+    if isinstance(body, bytes):
+        length, stream = len(body), io.BytesIO(body)
+    else:
+        length, stream = body.seek(0, io.SEEK_END), body
+        body.seek(0)
     environ = {
         "REQUEST_METHOD": request.method,
         "SCRIPT_NAME": request.root_path.encode("utf-8").decode("latin-1"),
@@ -294,10 +346,10 @@ def _environ(request: Request, body: bytes) -> dict:
         "SERVER_PROTOCOL": f"HTTP/{request.http_version}",
         "REMOTE_ADDR": request.client[0],
         "REMOTE_PORT": str(request.client[1]),
-        "CONTENT_LENGTH": str(len(body)),
+        "CONTENT_LENGTH": str(length),
         "wsgi.version": (1, 0),
         "wsgi.url_scheme": request.scheme,
-        "wsgi.input": io.BytesIO(body),
+        "wsgi.input": stream,
         "wsgi.errors": sys.stderr,
         "wsgi.multithread": True,
         "wsgi.multiprocess": True,

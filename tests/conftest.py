@@ -148,6 +148,7 @@ def front_server(transactional_db, redis_server, tmp_path):
     from server import runner
 
     port = free_port()
+    (tmp_path / "static").symlink_to(settings.STATIC_ROOT)  # (the files collected_static() collected: pages render)
     env = dict(
         os.environ,
         REDIS_URL=redis_server.url,
@@ -157,6 +158,7 @@ def front_server(transactional_db, redis_server, tmp_path):
         ALLOWED_HOSTS="127.0.0.1",
         TRUSTED_PROXIES="127.0.0.1",
         TALLY_BODY_TIMEOUT="2",
+        SECRET_KEY=settings.SECRET_KEY,  # (the tests' sessions and signatures hold there too)
     )
     env.pop("DJANGO_SETTINGS_MODULE", None)
     process = subprocess.Popen(

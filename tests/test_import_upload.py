@@ -4,7 +4,10 @@ and a replayed one cannot; only whoever may change the site gets any of it."""
 
 import io
 import os
+import re
 import time
+import urllib.error
+import urllib.request
 import zipfile
 from datetime import date
 from zoneinfo import ZoneInfo
@@ -291,7 +294,7 @@ def test_the_form_says_what_is_missing(owner_client, site):
 
 
 def test_the_page_offers_every_kind_and_reloads_while_a_job_waits(owner_client, site, settings):
-    settings.MAX_BATCH_BODY = 2 << 20  # (what the web front takes in one request: the limit that holds)
+    settings.IMPORT_UPLOAD_MAX_BYTES = 2 << 20  # (server/front.py lets a staff upload up to it)
     page = owner_client.get(imports_url(site)).content.decode()
     assert "Up to 2.0 MB in all." in page
     for kind in ("plausible", "ga4", "umami", "log"):
@@ -307,3 +310,67 @@ def test_the_page_offers_every_kind_and_reloads_while_a_job_waits(owner_client, 
 def test_the_change_page_links_to_the_imports_page(owner_client, site):
     page = owner_client.get(f"/admin/analytics/site/{site.pk}/change/").content.decode()
     assert f'href="{imports_url(site)}"' in page
+
+
+def _post(url: str, body: bytes, headers: dict) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+@pytest.mark.slow
+def test_through_make_runs_front_a_staff_upload_may_pass_the_body_limit_and_no_one_elses(
+    front_server, owner, site, var_dir, settings
+):
+    """server/front.py reads no body past MAX_BATCH_BODY (16 MB), but for an upload to the
+    Imports page from a staff member's session: that one reaches Django whole, spooled."""
+    client = Client()
+    client.force_login(owner)
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    opener = urllib.request.build_opener(_NoRedirect)
+    with opener.open(
+        urllib.request.Request(front_server + imports_url(site), headers={"Cookie": f"sessionid={session}"}),
+        timeout=10,
+    ) as page:
+        html = page.read().decode()
+        csrf_cookie = next(
+            v.split(";")[0].split("=", 1)[1] for k, v in page.headers.items() if v.startswith("csrftoken=")
+        )
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)[1]
+    big = os.urandom(1024) * (17 * 1024)  # (17 MB: past the usual limit)
+    boundary = "tally-test-boundary"
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="csrfmiddlewaretoken"\r\n\r\n{token}\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="kind"\r\n\r\nplausible\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="export.zip"\r\n'
+            "Content-Type: application/zip\r\n\r\n"
+        ).encode()
+        + big
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    form = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    status, answer = _post(front_server + imports_url(site) + "upload/", body, form)
+    assert status == 413 and b"body too large" in answer  # (no session: the usual limit)
+    cookies = {"Cookie": f"sessionid={session}; csrftoken={csrf_cookie}"}
+    request = urllib.request.Request(
+        front_server + imports_url(site) + "upload/", data=body, headers={**form, **cookies}, method="POST"
+    )
+    try:
+        opener.open(request, timeout=60)
+    except urllib.error.HTTPError as e:
+        assert e.code == 302, e.read()[:300]  # (to the Imports page)
+    job = ImportJob.objects.get()
+    assert job.names == ["export.zip"] and os.path.getsize(job.paths[0]) == len(big)
+    tasks.run_import(job.pk)  # (no worker beside this front: the job is run here)
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.FAILED and "export.zip" in job.error
+    assert not os.path.exists(job.paths[0])
