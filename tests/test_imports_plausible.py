@@ -227,7 +227,10 @@ def test_pages_exits_channels_and_goals(old_export, r):
     Goal.objects.create(site_id=info.id, name="Pricing", page_pattern="/pricing")
     import_("plausible", "example.com", str(path))
     want = expected_rows(truth, "pages", days, lambda row: row["page"])
-    pages = queries.run(r, queries.Query(info, days[0], days[-1], "breakdown", dimension="page", limit=10)).rows
+    ranked = queries.run(r, queries.Query(info, days[0], days[-1], "breakdown", dimension="page", limit=10))
+    assert ranked.estimate and "sum" in ranked.meta["estimates"]["visitors"]  # (a page's visitors over days: a sum)
+    assert not queries.run(r, queries.Query(info, days[2], days[2], "breakdown", dimension="page")).estimate
+    pages = ranked.rows
     assert {p["page"]: (p["visitors"], p["pageviews"]) for p in pages} == {
         name: (w["visitors"], w["pageviews"]) for name, w in want.items()
     }

@@ -28,6 +28,7 @@ from .days import (
     AGGREGATE_METRICS,
     COMPARISONS,
     DEFAULT_METRICS,
+    UNION_IMPORTED,
     aggregate,
     daily_values,
     previous,
@@ -94,6 +95,10 @@ def run(r: redis.Redis, query: Query, memo: Memo | None = None) -> Result:
     if imported := imported_days(query.site.id, query.start, query.end):
         # (days whose numbers are another product's daily totals: readers say so, and what it means)
         result.meta["imported"] = {"days": len(imported), "first": min(imported), "last": max(imported)}
+        summed = query.kind == "breakdown" or (query.kind == "timeseries" and query.interval in ("week", "month"))
+        if summed and query.start < query.end:  # (a visitor of two imported days counts twice in a row here)
+            result.meta["estimate"] = True
+            result.meta.setdefault("estimates", {}).setdefault("visitors", UNION_IMPORTED)
     return result
 
 
