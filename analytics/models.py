@@ -548,6 +548,21 @@ class EventDaily(models.Model):
     def group_of(name: str, prop: str = "", value: str = "") -> str:
         return hashlib.blake2b(f"{name}\x1f{prop}\x1f{value}".encode(), digest_size=16).hexdigest()
 
+    @classmethod
+    def of(cls, site: Site, day, group: tuple[str, str, str], visitors: int, events: int) -> "EventDaily":
+        """The row of a day's (name, property, value) group, its identity hashed."""
+        name, prop, value = group
+        return cls(
+            site=site,
+            date=day,
+            name=name,
+            property=prop,
+            value=value,
+            group=cls.group_of(name, prop, value),
+            visitors=visitors,
+            events=events,
+        )
+
 
 class ImportedLog(models.Model):
     """A file already imported into a site (an access log, a GA4 or Umami export, a

@@ -386,19 +386,7 @@ def _write(site: Site, log: ImportedLog, every: dict[date, _Day], days: list[dat
             PageDaily(site=site, date=day, path=path, visitors=min(v, views) if views else v, pageviews=views)
             for path, (v, views) in d.pages.items()
         )
-        events.extend(
-            EventDaily(
-                site=site,
-                date=day,
-                name=name,
-                property=prop,
-                value=value,
-                group=EventDaily.group_of(name, prop, value),
-                visitors=v,
-                events=n,
-            )
-            for (name, prop, value), (v, n) in d.events.items()
-        )
+        events.extend(EventDaily.of(site, day, group, v, n) for group, (v, n) in d.events.items())
     DailyMetrics.objects.bulk_create(metrics, batch_size=500)
     DimensionDaily.objects.bulk_create(values, batch_size=500)
     PageDaily.objects.bulk_create(pages, batch_size=500)

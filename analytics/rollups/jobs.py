@@ -202,19 +202,7 @@ def _store_events(r: redis.Redis, site: Site, days: list[date]):
     (see analytics.queries.goals): goals and property breakdowns keep their counts once
     the raw keys expire."""
     for day, groups in event_days(r, site.pk, days).items():
-        rows = [
-            EventDaily(
-                site=site,
-                date=day,
-                name=name,
-                property=prop,
-                value=value,
-                group=EventDaily.group_of(name, prop, value),
-                visitors=visitors,
-                events=events,
-            )
-            for (name, prop, value), (visitors, events) in groups.items()
-        ]
+        rows = [EventDaily.of(site, day, group, visitors, events) for group, (visitors, events) in groups.items()]
         _upsert(EventDaily, rows, unique_fields=["site", "date", "group"], update_fields=["visitors", "events"])
 
 
