@@ -36,6 +36,10 @@ class View:
             extra["compare"] = self.compare
         return f"{self.period_query}&{urlencode(extra)}" if extra else self.period_query
 
+    def with_period(self, period_query: str) -> "View":
+        """This view over another period."""
+        return View(period_query, self.filters, self.error, self.compare)
+
     def comparing(self, compare: str) -> str:
         """The query string of this view compared with something else."""
         return View(self.period_query, self.filters, compare=compare).query()

@@ -3,7 +3,7 @@ renders; it never writes counts to Redis (a share link's per-client rate buckets
 
 import functools
 import hashlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -13,6 +13,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
+from django.utils.formats import date_format
 
 from analytics import queries
 from analytics.queries import access
@@ -107,7 +108,7 @@ def _live_url(request, site, shared: bool) -> str:
 @site_view
 def site(request, site, info, base, shared):
     today = info.today()
-    period = periods.parse(request.GET, today)
+    period = _period(request, info)
     r = get_redis()
     snippet = tracking_snippet(request, site.domain)
     if not queries.has_events(r, info):  # one clear state, not empty axes and a grid of 0%
@@ -142,6 +143,7 @@ def site(request, site, info, base, shared):
             "info": info,
             "period": period,
             "choices": periods.CHOICES,
+            "picker": _picker(period, view, today),
             "cards": cards,
             "pages": pages,
             "figures": numbers["figures"],
@@ -153,6 +155,7 @@ def site(request, site, info, base, shared):
             "imported": numbers["imported"],
             "funnels": funnels,
             "compared": queries.previous(view.compare, period.start, period.end),
+            "compared_text": _compared_text(info, period, view),
             "topojson_url": topojson_folder(),
             "has_data": bool(pageviews["value"] or pageviews["change"] is not None or pages),
             "shared": shared,
@@ -165,6 +168,42 @@ def site(request, site, info, base, shared):
         },
         status=400 if period.error else 200,  # (the page says what was wrong, and shows 30 days)
     )
+
+
+def _compared_text(info, period: periods.Period, view: filtering.View) -> str:
+    """The dates the cards' changes compare with, as the active choice names them: today
+    is set against yesterday up to this hour (queries.aggregate())."""
+    start, end = queries.previous(view.compare, period.start, period.end)
+    if view.compare == "previous_period" and period.start == period.end == info.today():
+        return f"yesterday until {datetime.now(info.tz).hour + 1:02d}:00"
+    if start == end:
+        return date_format(start, "j M Y")
+    return f"{date_format(start, 'j M Y')} – {date_format(end, 'j M Y')}"
+
+
+def _period(request, info) -> periods.Period:
+    """The period the request asks for ("all time" from the site's first counted day)."""
+    first = queries.first_counted_day(info) if request.GET.get("period") == "all" else None
+    return periods.parse(request.GET, info.today(), first)
+
+
+def _picker(period: periods.Period, view: filtering.View, today) -> dict:
+    """The period picker's links, each keeping the view's filters and comparison: the
+    presets (with their keyboard shortcuts) and the periods before and after this one."""
+
+    def href(query: str) -> str:
+        return "?" + view.with_period(query).query()
+
+    before, after = period.step(-1, today), period.step(1, today)
+    return {
+        "presets": [
+            {"label": label, "shortcut": shortcut, "href": href(f"period={key}"), "active": key == period.key}
+            for key, label, shortcut in periods.PRESETS
+            if key != "custom"
+        ],
+        "previous": href(before.query) if before else "",
+        "next": href(after.query) if after else "",
+    }
 
 
 def _numbers(r, info, site, period, view) -> dict:
@@ -302,7 +341,7 @@ def breakdown(request, site, info, base, shared):
     prop = panels.PROPERTIES.get(request.GET.get("property", ""))
     if prop is None:
         return JsonResponse({"error": f"property must be one of {', '.join(panels.PROPERTIES)}"}, status=400)
-    period = periods.parse(request.GET, info.today())
+    period = _period(request, info)
     view = filtering.parse(request.GET, period.query)
     r = get_redis()
     rows, total, estimate = panels.fetch(r, info, period.start, period.end, prop, view.filters)
@@ -330,7 +369,7 @@ def search(request, site, info, base, shared):
 @site_view
 def page(request, site, info, base, shared):
     path = request.GET.get("path", "")[:1024]
-    period = periods.parse(request.GET, info.today())
+    period = _period(request, info)
     rows = queries.page_timeseries(get_redis(), info, path, period.start, period.end)
     return JsonResponse({"path": path, "figure": charts.page(rows, path)})
 
@@ -383,7 +422,7 @@ def details(request, site, info, base, shared, prop):
 
 
 def _details(request, site, info, base, prop, shared):
-    period = periods.parse(request.GET, info.today())
+    period = _period(request, info)
     view = filtering.parse(request.GET, period.query)
     search = request.GET.get("q", "").strip()[:200]
     try:

@@ -21,7 +21,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .. import dimensions, queries
 from ..capture import inbox
 from ..countries import COUNTRIES
-from ..models import DailyMetrics, Site
 from ..periods import EARLIEST_DAY, days_between, month_start, out_of_bounds, period_start
 from ..queries import segments
 from ..sites import SiteInfo
@@ -202,11 +201,7 @@ def _named(site: SiteInfo, name: str, today: date) -> tuple[date, date]:
         return today.replace(month=1, day=1), today.replace(month=12, day=31)
     if name == "all":
         # (since the site's first day with numbers, or its creation: imported history is older than the site)
-        created = Site.objects.filter(pk=site.id).values_list("created", flat=True).first()
-        first = created.astimezone(site.tz).date() if created else today
-        counted = DailyMetrics.objects.filter(site_id=site.id).order_by("date").values_list("date", flat=True).first()
-        first = min(first, counted) if counted else first
-        return max(min(first, today), EARLIEST_DAY), today
+        return max(min(queries.first_counted_day(site), today), EARLIEST_DAY), today
     if name.endswith("d") and name[:-1].isdigit() and 0 < int(name[:-1]) <= 5000:
         return today - timedelta(days=int(name[:-1])), today - timedelta(days=1)
     if name.endswith("mo") and name[:-2].isdigit() and 0 < int(name[:-2]) <= 100:

@@ -13,7 +13,7 @@ from django.db.models import Q
 
 from .. import dimensions
 from ..counts.days import day_metrics
-from ..models import DailyMetrics, PeriodVisitors
+from ..models import DailyMetrics, PeriodVisitors, Site
 from ..periods import days_between, period_days, period_start
 from ..sites import SiteInfo
 from ..store import keys
@@ -262,6 +262,15 @@ def percent_change(now, before) -> float | None:
     if now is None or not before:
         return None
     return round(100 * (now - before) / before, 1)
+
+
+def first_counted_day(site: SiteInfo) -> date:
+    """The site's first day with stored numbers, or its creation day if that is earlier
+    (or there are none): where "all time" starts. Imported history is older than the site."""
+    created = Site.objects.filter(pk=site.id).values_list("created", flat=True).first()
+    first = created.astimezone(site.tz).date() if created else site.today()
+    counted = DailyMetrics.objects.filter(site_id=site.id).order_by("date").values_list("date", flat=True).first()
+    return min(first, counted) if counted else first
 
 
 def has_events(r: redis.Redis, site: SiteInfo) -> bool:

@@ -68,7 +68,8 @@ def test_charts_periods_search_and_live(dashboard, r, live_server, context):
     assert card(page, "pageviews") == 1501
 
     # switch the period: a week holds the last 7 days' pageviews only
-    page.click("text=Last 7 days")
+    page.click("#period-picker summary")  # (the picker's menu)
+    page.click("#period-picker a:has-text('Last 7 days')")
     page.wait_for_url(re.compile(r"period=7d"))
     charts_drawn(page)
     since = info.today() - timedelta(days=6)

@@ -1,0 +1,56 @@
+"""The period picker in a real browser (issue 35): Plausible's presets and keyboard
+shortcuts, the arrows to the periods before and after, the list of shortcuts on `?`, and
+the period remembered per site."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from playwright.sync_api import expect
+
+from analytics.models import Site
+from analytics.sites import SiteInfo
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def shown(page) -> str:
+    return page.locator("#period-picker summary").inner_text()
+
+
+def test_shortcuts_arrows_and_the_remembered_period(user_page, live_server, live_stream):
+    page = user_page
+    today = SiteInfo.from_model(Site.objects.get(domain="demo.example")).today()
+    page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d&filters=source%3D%3DGoogle")
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    assert shown(page).startswith("Last 30 days")
+
+    page.keyboard.press("w")  # Plausible's W: the last 7 days, the filters kept
+    page.wait_for_url(re.compile(r"period=7d"))
+    assert "filters=source" in page.url and shown(page).startswith("Last 7 days")
+    page.keyboard.press("ArrowLeft")  # the 7 days before
+    page.wait_for_url(re.compile(r"period=custom"))
+    first, last = today - timedelta(days=13), today - timedelta(days=7)
+    assert f"from={first.isoformat()}" in page.url and f"to={last.isoformat()}" in page.url
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(re.compile(r"period=7d"))
+    expect(page.locator(".periods .step.off")).to_have_count(1)  # (nothing after a period that reaches today)
+
+    page.keyboard.press("m")
+    page.wait_for_url(re.compile(r"period=month"))
+    assert shown(page).startswith("Month to date")
+    page.keyboard.press("?")
+    expect(page.locator("dialog#shortcuts")).to_be_visible()
+    expect(page.locator("dialog#shortcuts")).to_contain_text("Last 12 months")
+    page.keyboard.press("Escape")
+    expect(page.locator("dialog#shortcuts")).to_be_hidden()
+
+    page.locator("#period-picker summary").click()  # the menu, by mouse
+    page.locator("#period-picker a", has_text="Year to date").click()
+    page.wait_for_url(re.compile(r"period=year"))
+    page.goto(f"{live_server.url}/dashboard/demo.example/")  # no period named: the one last chosen
+    page.wait_for_url(re.compile(r"period=year"))
+    assert shown(page).startswith("Year to date")
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "page-search"
+    assert not page.problems, page.problems
