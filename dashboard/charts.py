@@ -53,42 +53,93 @@ def estimate_marks(rows: list[dict], hover: str | None, key: str = "estimate") -
     )
 
 
+# The main chart's metrics other than visitors: (name, how a value shows in the hover and
+# on the axis, bars or a line). Counts get whole-number ticks.
+METRICS = {
+    "visits": ("Visits", ",d", "bar"),
+    "pageviews": ("Pageviews", ",d", "bar"),
+    "views_per_visit": ("Views per visit", ".2f", "line"),
+    "bounce_rate": ("Bounce rate (%)", "d", "line"),
+    "visit_duration": ("Visit duration (s)", ",d", "line"),
+}
+AXES = {  # x axis by interval: tick labels, and plotly.js's step between them where fixed
+    "hour": dict(tickformat="%H:%M", dtick=3 * 3600 * 1000),
+    "day": dict(),
+    "week": dict(tickformat="%-d %b"),
+    "month": dict(tickformat="%b %Y", dtick="M1"),
+}
+HOVER_DATES = {"hour": "%H:%M", "day": "%-d %b %Y", "week": "week of %-d %b %Y", "month": "%B %Y"}
+
+
 def visitors(
-    rows: list[dict], hourly: bool = False, compared: list[dict] | None = None, compared_label: str = ""
+    rows: list[dict],
+    interval: str = "day",
+    metric: str = "visitors",
+    compared: list[dict] | None = None,
+    compared_label: str = "",
 ) -> dict:
-    """Visitors and pageviews per day, or per hour (rows dated YYYY-MM-DDTHH:00); with
-    `compared`, the compared period's visitors as a dashed line over the same days or hours
-    (row n of the period over row n of this one; its own dates in the hover). A day whose
-    visitors are an estimate is an open circle saying why (estimate_marks())."""
+    """The main chart, by hour, day, week or month (rows dated by the period's first day,
+    or YYYY-MM-DDTHH:00): visitors and pageviews, or one of the cards' metrics. With
+    `compared`, the compared period's values as a dotted line over the same points (row n
+    over row n of this one; its own dates in the hover). A point whose visitors are an
+    estimate is an open circle saying why (estimate_marks()). Counts get whole-number ticks
+    (no "0.5 visitors")."""
     dates = [row["date"] for row in rows]
-    axis = dict(LAYOUT["xaxis"], tickformat="%H:%M", dtick=3 * 3600 * 1000) if hourly else LAYOUT["xaxis"]
-    traces = [
-        dict(type="bar", x=dates, y=[row["pageviews"] for row in rows], name="Pageviews", marker=dict(color="#c5d0fa")),
-        dict(
-            type="scatter",
-            x=dates,
-            y=[row["visitors"] for row in rows],
-            name="Visitors",
-            mode="lines+markers",
-            line=dict(color=ACCENT, width=2),
-        )
-        | estimate_marks(rows, None),
-    ]
+    axis = dict(LAYOUT["xaxis"], **AXES[interval], hoverformat=HOVER_DATES[interval])
+    if len(dates) == 1:
+        axis["type"] = "category"  # (one point: plotly.js would spread a day over hours)
+    if metric == "visitors":
+        traces = [
+            dict(
+                type="bar",
+                x=dates,
+                y=[row["pageviews"] for row in rows],
+                name="Pageviews",
+                marker=dict(color="#c5d0fa"),
+            ),
+            dict(
+                type="scatter",
+                x=dates,
+                y=[row["visitors"] for row in rows],
+                name="Visitors",
+                mode="lines+markers",
+                line=dict(color=ACCENT, width=2),
+            )
+            | estimate_marks(rows, None),
+        ]
+        compared_key, tickformat = "visitors", ",d"
+        values = [v for row in rows for v in (row["visitors"], row["pageviews"])]
+    else:
+        name, tickformat, kind = METRICS[metric]
+        values = [row.get(metric) for row in rows]
+        trace = dict(x=dates, y=values, name=name, hovertemplate="%{y:" + tickformat + "}")
+        if kind == "bar":
+            trace.update(type="bar", marker=dict(color="#c5d0fa"))
+        else:
+            trace.update(type="scatter", mode="lines+markers", line=dict(color=ACCENT, width=2), connectgaps=False)
+        traces = [trace]
+        compared_key = metric
     if compared:
         shown = compared[: len(dates)]
+        label = "Visitors" if metric == "visitors" else METRICS[metric][0]
         traces.append(
             dict(
                 type="scatter",
                 x=dates[: len(shown)],
-                y=[row["visitors"] for row in shown],
-                name=f"Visitors, {compared_label}",
+                y=[row.get(compared_key) for row in shown],
+                name=f"{label}, {compared_label}",
                 mode="lines",
                 line=dict(color=ACCENT, width=1.5, dash="dot"),
                 customdata=[row["date"].replace("T", " ") for row in shown],
-                hovertemplate="%{customdata}: %{y:,}<extra>" + escape(compared_label) + "</extra>",
+                hovertemplate="%{customdata}: %{y:" + tickformat + "}<extra>" + escape(compared_label) + "</extra>",
             )
         )
-    return figure(traces, xaxis=axis)
+        values += [row.get(compared_key) for row in shown]
+    yaxis = dict(LAYOUT["yaxis"], tickformat=tickformat)
+    top = max((v for v in values if v is not None), default=0)
+    if "d" in tickformat and top <= 5:
+        yaxis["dtick"] = 1  # (few: every whole number, none between)
+    return figure(traces, xaxis=axis, yaxis=yaxis)
 
 
 def actives(rows: list[dict]) -> dict:

@@ -3,7 +3,7 @@ API's syntax, analytics.queries.segments), shown as chips that each remove thems
 added by clicking a row of any panel. Everything here builds links: the URL is the state,
 so a reload, a bookmark or a shared link shows the same filtered view."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 from analytics.queries import segments
@@ -21,6 +21,8 @@ class View:
     filters: tuple = ()
     error: str = ""
     compare: str = COMPARISONS[0][0]
+    interval: str = ""  # the main chart's, when chosen (dashboard/chart_choice.py)
+    metric: str = ""  # the main chart's, when not visitors
 
     @property
     def text(self) -> str:
@@ -34,15 +36,27 @@ class View:
             extra["filters"] = ";".join(str(f) for f in filters)
         if self.compare != COMPARISONS[0][0]:
             extra["compare"] = self.compare
+        if self.interval:
+            extra["interval"] = self.interval
+        if self.metric:
+            extra["metric"] = self.metric
         return f"{self.period_query}&{urlencode(extra)}" if extra else self.period_query
 
     def with_period(self, period_query: str) -> "View":
-        """This view over another period."""
-        return View(period_query, self.filters, self.error, self.compare)
+        """This view over another period (the chart's interval back to that period's own)."""
+        return replace(self, period_query=period_query, interval="")
+
+    def charting(self, interval: str | None = None, metric: str | None = None) -> str:
+        """The query string of this view with the chart by another interval or metric."""
+        return replace(
+            self,
+            interval=self.interval if interval is None else interval,
+            metric=self.metric if metric is None else metric,
+        ).query()
 
     def comparing(self, compare: str) -> str:
         """The query string of this view compared with something else."""
-        return View(self.period_query, self.filters, compare=compare).query()
+        return replace(self, compare=compare).query()
 
     @property
     def compare_label(self) -> str:
@@ -73,12 +87,19 @@ class View:
         return "?" + self.query(())
 
 
+INTERVALS = ("hour", "day", "week", "month")
+CHART_METRICS = ("visitors", "visits", "pageviews", "views_per_visit", "bounce_rate", "visit_duration")
+
+
 def parse(params, period_query: str) -> View:
     compare = params.get("compare") if params.get("compare") in dict(COMPARISONS) else COMPARISONS[0][0]
+    interval = params.get("interval") if params.get("interval") in INTERVALS else ""
+    metric = params.get("metric") if params.get("metric") in CHART_METRICS[1:] else ""
+    chart = {"compare": compare, "interval": interval, "metric": metric}
     try:
-        return View(period_query, segments.parse(params.get("filters", "")), compare=compare)
+        return View(period_query, segments.parse(params.get("filters", "")), **chart)
     except ValueError as e:
-        return View(period_query, (), f"Filters ignored: {e}", compare=compare)
+        return View(period_query, (), f"Filters ignored: {e}", **chart)
 
 
 OPS = {"==": "is", "!=": "is not", "~": "contains", "!~": "does not contain"}

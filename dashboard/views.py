@@ -3,7 +3,7 @@ renders; it never writes counts to Redis (a share link's per-client rate buckets
 
 import functools
 import hashlib
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -120,7 +120,8 @@ def site(request, site, info, base, shared):
         }
         return render(request, "dashboard/waiting.html", context)
     view = filtering.parse(request.GET, period.query)
-    numbers = _numbers(r, info, site, period, view)
+    chart = _chart(period, view)
+    numbers = _numbers(r, info, site, period, view, chart)
     totals, pages = numbers["totals"], numbers["pages"]
     funnels = []
     for found in site.funnels.all():
@@ -144,6 +145,7 @@ def site(request, site, info, base, shared):
             "period": period,
             "choices": periods.CHOICES,
             "picker": _picker(period, view, today),
+            "chart": chart,
             "cards": cards,
             "pages": pages,
             "figures": numbers["figures"],
@@ -206,7 +208,7 @@ def _picker(period: periods.Period, view: filtering.View, today) -> dict:
     }
 
 
-def _numbers(r, info, site, period, view) -> dict:
+def _numbers(r, info, site, period, view, chart) -> dict:
     """Everything the site page shows, for the view's audience (analytics.queries.run):
     with filters, visitor numbers exact (or marked estimated), counts where one filter
     says them, panel rows with visitors only."""
@@ -218,10 +220,9 @@ def _numbers(r, info, site, period, view) -> dict:
     daily = ask("timeseries")
     totals = ask("aggregate", metrics=tuple(key for key, _ in CARDS), compare=view.compare)
     estimate = daily.estimate or totals.estimate
-    # Actives are per day: a day or two (an hourly chart) would be a dot, and a filtered
-    # view's under 30 days too; those show the 30 days to the period's end.
-    hourly = period.days <= queries.MAX_HOUR_DAYS and not filters
-    wide = period.days < 30 if filters else hourly
+    # Actives are per day: a day or two would be a dot, and a filtered view's under 30
+    # days too; those show the 30 days to the period's end.
+    wide = period.days < 30 if filters else period.days <= queries.MAX_HOUR_DAYS
     active_rows = ask("timeseries", end - timedelta(days=29), end).rows if wide else daily.rows
     # Cohorts of the 30 days (12 weeks) up to the period's end, whatever its length: a
     # short period would leave a heatmap of one cell.
@@ -245,14 +246,14 @@ def _numbers(r, info, site, period, view) -> dict:
         for goal in goals.rows:
             if goal["goal"] in events:
                 goal["properties"] = queries.event_properties(r, info, start, end, events[goal["goal"]])
-    rows = daily.rows
+    interval, metric = chart["interval"], chart["metric"]
+    series = _series(ask, interval, metric, daily.rows)
+    compared = _compared_rows(r, info, period, view, interval, metric, memo)
+    estimate = estimate or any(row.get("estimate") for row in series)
+    main = charts.visitors(series, interval, metric, compared, view.compare_label)
+    main["zoom"] = [_zoom(row["date"], interval, view, info.today()) for row in series]
     figures = {
-        "visitors": charts.visitors(
-            ask("timeseries", interval="hour").rows if hourly else rows,
-            hourly=hourly,
-            compared=_compared_rows(r, info, period, view, hourly, memo),
-            compared_label=view.compare_label,
-        ),
+        "visitors": main,
         "actives": charts.actives(active_rows),
         "retention-day": charts.retention(retention["day"], "day"),
         "retention-week": charts.retention(retention["week"], "week"),
@@ -275,13 +276,70 @@ def _numbers(r, info, site, period, view) -> dict:
     }
 
 
-def _compared_rows(r, info, period, view, hourly: bool = False, memo=None) -> list[dict]:
-    """The compared period's days, or hours (the view's comparison, its filters), for the chart."""
+def _chart(period: periods.Period, view: filtering.View) -> dict:
+    """The main chart's interval and metric, and the links to the others: by the hour for
+    a day or two (without filters: they count visitors by day), by the day up to 92 days,
+    else by the month, unless another is chosen; by week from two weeks, by month from 45
+    days. The metric is a card's, chosen by clicking it."""
+    metric = view.metric or "visitors"
+    hour = period.days <= queries.MAX_HOUR_DAYS and not view.filters and metric in queries.HOUR_METRICS
+    available = [
+        key
+        for key, shown in (("hour", hour), ("day", True), ("week", period.days >= 14), ("month", period.days >= 45))
+        if shown
+    ]
+    default = "hour" if hour else "day" if period.days <= 92 else "month"
+    interval = view.interval if view.interval in available else default
+    return {
+        "interval": interval,
+        "metric": metric,
+        "intervals": [
+            {
+                "key": key,
+                "label": key.capitalize(),
+                "href": "?" + view.charting(interval=key),
+                "active": key == interval,
+            }
+            for key in available
+        ],
+        "metric_hrefs": {
+            key: "?" + view.charting(metric="" if key == "visitors" else key) for key in filtering.CHART_METRICS
+        },
+    }
+
+
+def _series(ask, interval: str, metric: str, daily: list[dict]) -> list[dict]:
+    """The main chart's rows: visitors and pageviews, or the metric chosen, by the interval."""
+    wanted = ("visitors", "pageviews") if metric == "visitors" else (metric,)
+    if interval == "day" and metric == "visitors":
+        return daily  # (the days counted for the cards already)
+    return ask("timeseries", interval=interval, metrics=wanted).rows
+
+
+def _compared_rows(r, info, period, view, interval: str, metric: str, memo=None) -> list[dict]:
+    """The compared period's rows (the view's comparison, its filters), for the chart."""
     start, end = queries.previous(view.compare, period.start, period.end)
+    wanted = ("visitors",) if metric == "visitors" else (metric,)
     query = queries.Query(
-        info, start, end, "timeseries", filters=view.filters, interval="hour" if hourly else "day", windows=False
+        info, start, end, "timeseries", wanted, filters=view.filters, interval=interval, windows=False
     )
     return queries.run(r, query, memo).rows
+
+
+def _zoom(day: str, interval: str, view: filtering.View, today) -> str:
+    """Where a click on the chart's point for `day` goes: that day (by the hour), week or
+    month; nowhere from an hour."""
+    if interval == "hour":
+        return ""
+    first = date.fromisoformat(day)
+    if interval == "day":
+        last = first
+    elif interval == "week":
+        last = first + timedelta(days=6)
+    else:
+        last = (first + timedelta(days=31)).replace(day=1) - timedelta(days=1)
+    last = min(last, today)
+    return "?" + view.with_period(f"period=custom&from={first.isoformat()}&to={last.isoformat()}").query()
 
 
 def _card(key: str, label: str, total: dict, comparable: bool) -> dict:

@@ -129,12 +129,23 @@
     pin(el, figure.layout.height);
     el.removeAttribute("data-layout");
     Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra)).then(settled(el, narrow)).then(function () {
+      if (figure.zoom) zoomOnClick(el, figure.zoom);
       if (!chart.cells) return;
       // Every redraw (plotly.js's own on a window resize too) may change the cells' size.
       el.on("plotly_afterplot", function () { setTimeout(function () { fitLabels(el); }, 0); });
       fitLabels(el);
     });
     if (observer) { observer.observe(el); observer.observe(el.parentNode); }
+  }
+
+  function zoomOnClick(el, zoom) {
+    // A click on a point of the main chart opens its day, week or month (the server built
+    // each point's link: the page's filters and comparison kept).
+    el.on("plotly_click", function (event) {
+      var point = event && event.points && event.points[0];
+      var href = point && zoom[point.pointIndex];
+      if (href) location.href = href;
+    });
   }
 
   function fit(id) {

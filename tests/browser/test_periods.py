@@ -54,3 +54,40 @@ def test_shortcuts_arrows_and_the_remembered_period(user_page, live_server, live
     page.keyboard.press("/")
     assert page.evaluate("document.activeElement.id") == "page-search"
     assert not page.problems, page.problems
+
+
+def points(page) -> int:
+    return page.evaluate("document.getElementById('chart-visitors').data[0].x.length")
+
+
+def test_the_chart_by_interval_by_metric_and_zoomed_by_a_click(user_page, live_server, live_stream):
+    page = user_page
+    page.goto(f"{live_server.url}/dashboard/demo.example/?period=12mo")
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    assert page.locator(".intervals a.active").inner_text() == "Month"
+    assert points(page) in (12, 13)  # (a month a point: 12 calendar months, this one to date)
+    page.locator(".intervals a", has_text="Week").click()
+    page.wait_for_url(re.compile(r"interval=week"))
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    assert 52 <= points(page) <= 54
+
+    page.locator('a.card.metric[data-metric="bounce_rate"]').click()  # a card: the chart shows its metric
+    page.wait_for_url(re.compile(r"metric=bounce_rate"))
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    assert "interval=week" in page.url
+    expect(page.locator("#chart-visitors").locator("..").locator("h2")).to_have_text("Bounce rate")
+    assert page.evaluate("document.getElementById('chart-visitors').data[0].name") == "Bounce rate (%)"
+
+    page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d")
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    assert points(page) == 30 and page.locator(".intervals a.active").inner_text() == "Day"
+    # a click on a day's point opens that day, by the hour
+    day = page.evaluate("document.getElementById('chart-visitors').data[1].x[10]")
+    page.evaluate(
+        "(() => { const el = document.getElementById('chart-visitors');"
+        " el.emit('plotly_click', {points: [{pointIndex: 10, x: el.data[1].x[10]}]}); })()"
+    )
+    page.wait_for_url(re.compile(rf"from={day}&to={day}"))
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    assert page.locator(".intervals a.active").inner_text() == "Hour"
+    assert not page.problems, page.problems
