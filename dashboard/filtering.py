@@ -6,11 +6,13 @@ so a reload, a bookmark or a shared link shows the same filtered view."""
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
+from analytics.countries import COUNTRIES
 from analytics.queries import segments
 
 from .panels import label
 
 COMPARISONS = (("previous_period", "Previous period"), ("year", "Same dates last year"))
+NAMES = {name.lower(): code for code, (_, name) in COUNTRIES.items()}
 
 
 @dataclass(frozen=True)
@@ -76,15 +78,86 @@ class View:
         return self.query((*kept, segments.Filter(prop, "==", (value,))))
 
     def chips(self) -> list[dict]:
-        """{"label", "href"} per filter: the link leaves that one out."""
+        """{"label", "href", "edit"} per filter: the link leaves that one out; `edit` opens
+        the filter menu on it (the menu then replaces it)."""
         return [
-            {"label": _chip_label(f), "href": "?" + self.query(tuple(g for g in self.filters if g is not f))}
-            for f in self.filters
+            {
+                "label": _chip_label(f),
+                "href": "?" + self.query(tuple(g for g in self.filters if g is not f)),
+                "edit": "?" + self.query() + f"&edit={n}",
+            }
+            for n, f in enumerate(self.filters)
         ]
 
     @property
     def clear_href(self) -> str:
         return "?" + self.query(())
+
+
+# The filter menu: every property a filter takes (analytics.queries.segments), named as
+# the panels name them, and the tests it offers.
+MENU = (
+    ("page", "Page"),
+    ("entry_page", "Entry page"),
+    ("goal", "Goal"),
+    ("source", "Source"),
+    ("referrer", "Referrer"),
+    ("channel", "Channel"),
+    ("utm_source", "UTM source"),
+    ("utm_medium", "UTM medium"),
+    ("utm_campaign", "UTM campaign"),
+    ("utm_term", "UTM term"),
+    ("utm_content", "UTM content"),
+    ("country", "Country"),
+    ("region", "Region"),
+    ("city", "City"),
+    ("browser", "Browser"),
+    ("browser_version", "Browser version"),
+    ("os", "Operating system"),
+    ("os_version", "OS version"),
+    ("device", "Device"),
+    ("screen", "Screen size"),
+)
+TESTS = (("==", "is"), ("!=", "is not"), ("~", "contains"), ("!~", "does not contain"))
+
+
+def from_menu(params, view: "View") -> tuple[str, str]:
+    """The filter menu's answer (?fprop=&fop=&fvalue=[&freplace=N]) as the query string of
+    the view with that filter added, or put in place of filter N; or ("", why not)."""
+    prop, op, text = params.get("fprop", ""), params.get("fop", "=="), params.get("fvalue", "").strip()
+    if prop not in dict(MENU) or op not in dict(TESTS):
+        return "", "Choose a property and a test."
+    if not text:
+        return "", "Type a value to filter by."
+    if prop == "goal" and op not in ("==", "!="):
+        return "", "Goals are matched by name (is, is not)."
+    values = [value.strip() for value in text.split("|") if value.strip()]
+    if prop == "country":  # (countries by name or code, as the panel lists them)
+        values = [NAMES.get(value.lower(), value.upper() if len(value) == 2 else value) for value in values]
+    try:
+        (added,) = segments.parse(f"{prop}{op}{'|'.join(segments.escape(v) for v in values)}")
+    except ValueError as e:
+        return "", f"That filter cannot be: {e}"
+    kept = list(view.filters)
+    replaced = params.get("freplace", "")
+    if replaced.isdigit() and int(replaced) < len(kept):
+        kept[int(replaced)] = added
+    else:
+        kept.append(added)
+    try:
+        filters = segments.parse(";".join(str(f) for f in kept))
+    except ValueError as e:
+        return "", f"That filter cannot be added: {e}"
+    return view.query(filters), ""
+
+
+def menu_state(params, view: "View") -> dict:
+    """What the filter menu shows: open on a chip being edited (?edit=N), prefilled."""
+    edit = params.get("edit", "")
+    if edit.isdigit() and int(edit) < len(view.filters):
+        f = view.filters[int(edit)]
+        return {"open": True, "replace": edit, "prop": f.prop, "op": f.op, "value": " | ".join(f.values)}
+    return {"open": False, "replace": "", "prop": "page", "op": "==", "value": ""}
 
 
 INTERVALS = ("hour", "day", "week", "month")

@@ -3,13 +3,14 @@ renders; it never writes counts to Redis (a share link's per-client rate buckets
 
 import functools
 import hashlib
+from urllib.parse import parse_qsl
 from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
@@ -120,6 +121,11 @@ def site(request, site, info, base, shared):
         }
         return render(request, "dashboard/waiting.html", context)
     view = filtering.parse(request.GET, period.query)
+    menu_error = ""
+    if "fprop" in request.GET:  # (the filter menu's answer: to the page's own URL with it)
+        query, menu_error = filtering.from_menu(request.GET, view)
+        if query:
+            return HttpResponseRedirect(request.path + "?" + query)
     chart = _chart(period, view)
     numbers = _numbers(r, info, site, period, view, chart)
     totals, pages = numbers["totals"], numbers["pages"]
@@ -146,6 +152,23 @@ def site(request, site, info, base, shared):
             "choices": periods.CHOICES,
             "picker": _picker(period, view, today),
             "chart": chart,
+            "menu": {
+                **(
+                    filtering.menu_state(request.GET, view)
+                    if not menu_error
+                    else {
+                        "open": True,
+                        "replace": request.GET.get("freplace", ""),
+                        "prop": request.GET.get("fprop", ""),
+                        "op": request.GET.get("fop", ""),
+                        "value": request.GET.get("fvalue", ""),
+                    }
+                ),
+                "error": menu_error,
+                "properties": filtering.MENU,
+                "keep": parse_qsl(view.query()),  # (the page's period, filters, chart: the menu's hidden fields)
+                "tests": filtering.TESTS,
+            },
             "cards": cards,
             "pages": pages,
             "figures": numbers["figures"],

@@ -662,7 +662,7 @@ def test_a_filtered_view_shows_its_chips_escaped_and_keeps_them_in_every_link(cl
     ).content.decode()
     assert TAG not in html  # (the chip's label is escaped like every public string)
     assert "Utm campaign is &lt;img" in html and "Country is not Australia" in html
-    chips = re.findall(r'<a class="chip" href="([^"]+)"', html)
+    chips = re.findall(r'<a class="remove" href="([^"]+)"', html)
     assert len(chips) == 2 and all("period=7d" in href for href in chips)
     assert 'href="?period=30d&amp;filters=' in html  # the period links keep the filters
     # a single filter: its own visits; the panel rows link to narrower views
@@ -803,3 +803,23 @@ def test_a_hammered_share_link_is_answered_from_a_minutes_cache_and_limited_per_
     assert codes == [200, 200, 429]
     other = client.get(f"/share/{token}/?period=30d", REMOTE_ADDR="203.0.113.8")
     assert other.status_code == 200  # (another client has its own bucket)
+
+
+def test_the_filter_menu_adds_replaces_and_refuses_filters(client, sources_site, owner):
+    client.force_login(owner)
+    base = "/dashboard/example.com/?period=7d&filters=country%21%3DAU"
+    added = client.get(base + "&fprop=source&fop=%21~&fvalue=goo+%7C+hacker")
+    assert added.status_code == 302
+    assert parse_qs(urlsplit(added["Location"]).query)["filters"] == ["country!=AU;source!~goo|hacker"]
+    named = client.get(base + "&fprop=country&fop=%3D%3D&fvalue=United+States")  # (a country by its name)
+    assert parse_qs(urlsplit(named["Location"]).query)["filters"] == ["country!=AU;country==US"]
+    replaced = client.get(base + "&fprop=source&fop=%3D%3D&fvalue=Google&freplace=0")
+    assert parse_qs(urlsplit(replaced["Location"]).query)["filters"] == ["source==Google"]
+    refused = client.get(base + "&fprop=goal&fop=~&fvalue=Sign")
+    html = refused.content.decode()
+    assert refused.status_code == 200 and "Goals are matched by name" in html and "<details" in html
+    edit = client.get(base + "&edit=0").content.decode()
+    assert 'id="filter-menu" open' in edit and 'name="freplace" value="0"' in edit
+    assert re.search(r'<option value="!=" selected>is not</option>', edit) and 'value="AU"' in edit
+    markup = client.get(base + "&fprop=page&fop=%3D%3D&fvalue=" + quote(TAG) + "&freplace=9")
+    assert TAG not in client.get(markup["Location"]).content.decode()  # (its chip escaped)

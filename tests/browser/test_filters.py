@@ -57,9 +57,9 @@ def test_clicking_a_source_filters_every_card_and_panel_and_the_chip_removes_it(
     assert card(page, "visitors") == f"{expected['visitors']:,}"
 
     # the chip removes the filter
-    page.locator("#segment-filters .chip").click()
+    page.locator("#segment-filters .chip .remove").click()
     page.wait_for_url(re.compile(r"/dashboard/demo\.example/\?period=30d$"))
-    expect(page.locator("#segment-filters")).to_have_count(0)
+    expect(page.locator("#segment-filters .chip")).to_have_count(0)
     assert card(page, "visitors") == everyone
     assert not page.problems, page.problems
 
@@ -77,4 +77,43 @@ def test_the_funnel_chart_draws_the_demo_funnel_and_follows_the_filters(user_pag
         re.search(r": / (\d+) visitors", page.locator("#funnels .funnel .chart").get_attribute("aria-label")).group(1)
     )
     assert 0 < narrowed < first
+    assert not page.problems, page.problems
+
+
+def test_the_filter_menu_builds_is_not_and_contains_filters_and_a_chip_edits_itself(
+    user_page, live_server, live_stream, r
+):
+    page = user_page
+    page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d")
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    everyone = card(page, "visitors")
+    page.locator("#filter-menu summary").click()
+    page.select_option("#filter-prop", "source")
+    page.select_option("#filter-op", "!=")
+    page.locator("#filter-value").click()
+    expect(page.locator("#filter-suggestions option").first).to_be_attached()  # (suggestions: the period's sources)
+    assert "Google" in page.eval_on_selector_all("#filter-suggestions option", "os => os.map(o => o.value)")
+    page.fill("#filter-value", "Google")
+    page.locator("#filter-form button[type=submit]").click()
+    page.wait_for_url(re.compile(r"filters=source%21%3DGoogle"))
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    expect(page.locator("#segment-filters .chip")).to_contain_text("Source is not Google")
+    info = SiteInfo.from_model(Site.objects.get(domain="demo.example"))
+    end = info.today()
+    expected, _ = filtered.summary(r, info, segments.parse("source!=Google"), end - timedelta(days=29), end)
+    assert card(page, "visitors") == f"{expected['visitors']:,}" != everyone
+
+    page.locator("#segment-filters .chip .edit").click()  # the chip opens the menu on itself
+    page.wait_for_url(re.compile(r"edit=0"))
+    assert page.locator("#filter-menu").get_attribute("open") is not None
+    assert page.input_value("#filter-value") == "Google" and page.input_value("#filter-op") == "!="
+    page.select_option("#filter-op", "~")
+    page.fill("#filter-value", "goo")
+    page.locator("#filter-form button[type=submit]").click()
+    page.wait_for_url(re.compile(r"filters=source~goo"))
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    expect(page.locator("#segment-filters .chip")).to_have_count(1)
+    expect(page.locator("#segment-filters .chip")).to_contain_text("Source contains goo")
+    expected, _ = filtered.summary(r, info, segments.parse("source~goo"), end - timedelta(days=29), end)
+    assert card(page, "visitors") == f"{expected['visitors']:,}"
     assert not page.problems, page.problems
