@@ -3,8 +3,8 @@ renders; it never writes counts to Redis (a share link's per-client rate buckets
 
 import functools
 import hashlib
-from urllib.parse import parse_qsl
 from datetime import date, datetime, timedelta
+from urllib.parse import parse_qsl
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
