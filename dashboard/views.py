@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.formats import date_format
 
 from analytics import queries
+from analytics.countries import COUNTRIES
 from analytics.queries import access
 from analytics.sites import SiteInfo, tracking_snippet
 from analytics.store.connection import get_redis
@@ -274,13 +275,17 @@ def _numbers(r, info, site, period, view, chart) -> dict:
     compared = _compared_rows(r, info, period, view, interval, metric, memo)
     estimate = estimate or any(row.get("estimate") for row in series)
     main = charts.visitors(series, interval, metric, compared, view.compare_label)
-    main["zoom"] = [_zoom(row["date"], interval, view, info.today()) for row in series]
+    main["links"] = [_zoom(row["date"], interval, view, info.today()) for row in series]
+    world = charts.world_map(countries)
+    world["links"] = ["?" + view.adding("country", row["country"]) for row in countries if row["country"] in COUNTRIES]
+    for goal in goals.rows:
+        goal["href"] = "?" + view.adding("goal", goal["goal"])
     figures = {
         "visitors": main,
         "actives": charts.actives(active_rows),
         "retention-day": charts.retention(retention["day"], "day"),
         "retention-week": charts.retention(retention["week"], "week"),
-        "map": charts.world_map(countries),
+        "map": world,
     }
     pages = (
         first["page"]

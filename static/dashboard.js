@@ -129,7 +129,7 @@
     pin(el, figure.layout.height);
     el.removeAttribute("data-layout");
     Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra)).then(settled(el, narrow)).then(function () {
-      if (figure.zoom) zoomOnClick(el, figure.zoom);
+      if (figure.links) followOnClick(el, figure.links);
       if (!chart.cells) return;
       // Every redraw (plotly.js's own on a window resize too) may change the cells' size.
       el.on("plotly_afterplot", function () { setTimeout(function () { fitLabels(el); }, 0); });
@@ -138,12 +138,13 @@
     if (observer) { observer.observe(el); observer.observe(el.parentNode); }
   }
 
-  function zoomOnClick(el, zoom) {
-    // A click on a point of the main chart opens its day, week or month (the server built
-    // each point's link: the page's filters and comparison kept).
+  function followOnClick(el, links) {
+    // A click on a point opens its link, which the server built for each point in order:
+    // the main chart's day, week or month; the map's country as a filter (the page's
+    // period, filters and comparison kept).
     el.on("plotly_click", function (event) {
       var point = event && event.points && event.points[0];
-      var href = point && zoom[point.pointIndex];
+      var href = point && links[point.pointIndex];
       if (href) location.href = href;
     });
   }

@@ -33,7 +33,7 @@
       })
       .catch(function () { fill([]); });
   }
-  prop.addEventListener("change", function () { input.value = ""; suggest(); });
+  prop.addEventListener("change", function () { input.value = ""; fill([]); suggest(); });
   input.addEventListener("focus", suggest);
   var menu = document.getElementById("filter-menu");
   if (menu) menu.addEventListener("toggle", function () { if (menu.open) input.focus(); });
