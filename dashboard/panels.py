@@ -90,6 +90,15 @@ PANELS = [
     ),
 ]
 PROPERTIES = {p.key: p for _, _, tabs in PANELS for tab in tabs for p in tab.choices}
+REFERRERS = Property("referrer", "Referrers", "Referrer")
+
+
+def drilled(prop: Property, filters) -> Property:
+    """The property a tab lists under these filters: filtered to one source, the Sources
+    tab lists that source's referrers (Google: google.com, google.de...), as Plausible
+    drills down; any other, itself."""
+    one = [f for f in filters if f.prop == "source" and f.op == "==" and len(f.values) == 1]
+    return REFERRERS if prop.key == "source" and one else prop
 
 
 def label(prop: str, value: str) -> str:

@@ -429,6 +429,7 @@ def breakdown(request, site, info, base, shared):
         return JsonResponse({"error": f"property must be one of {', '.join(panels.PROPERTIES)}"}, status=400)
     period = _period(request, info)
     view = filtering.parse(request.GET, period.query)
+    tab, prop = prop, panels.drilled(prop, view.filters)
     r = get_redis()
     rows, total, estimate = panels.fetch(r, info, period.start, period.end, prop, view.filters)
     return JsonResponse(
@@ -441,7 +442,7 @@ def breakdown(request, site, info, base, shared):
             "empty": panels.empty_note(r, info, period.start, period.end, prop, total, shared),
             "total": total,
             "estimate": estimate,
-            "details": details_url(base, prop.key, view),
+            "details": details_url(base, tab.key, view),
         }
     )
 
@@ -504,7 +505,8 @@ def details(request, site, info, base, shared, prop):
     time, with a search (values containing the text)."""
     if prop not in panels.PROPERTIES or prop == "page":
         raise Http404("no such property")
-    return _details(request, site, info, base, panels.PROPERTIES[prop], shared)
+    drilled = panels.drilled(panels.PROPERTIES[prop], filtering.parse(request.GET, "").filters)
+    return _details(request, site, info, base, drilled, shared)
 
 
 def _details(request, site, info, base, prop, shared):

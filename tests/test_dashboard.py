@@ -823,3 +823,16 @@ def test_the_filter_menu_adds_replaces_and_refuses_filters(client, sources_site,
     assert re.search(r'<option value="!=" selected>is not</option>', edit) and 'value="AU"' in edit
     markup = client.get(base + "&fprop=page&fop=%3D%3D&fvalue=" + quote(TAG) + "&freplace=9")
     assert TAG not in client.get(markup["Location"]).content.decode()  # (its chip escaped)
+
+
+def test_filtered_to_one_source_the_sources_tab_lists_its_referrers(client, sources_site, owner):
+    client.force_login(owner)
+    answer = client.get("/dashboard/example.com/breakdown?property=source&period=7d&filters=source%3D%3DGoogle").json()
+    assert answer["property"] == "referrer" and answer["column"] == "Referrer"
+    assert [row["name"] for row in answer["rows"]] == ["google.com"]
+    assert "filters=source%3D%3DGoogle%3Breferrer%3D%3Dgoogle.com" in answer["rows"][0]["href"]
+    assert answer["details"].startswith("/dashboard/example.com/details/source?")
+    details = client.get(answer["details"]).content.decode()
+    assert "google.com" in details and "Referrer" in details
+    plain = client.get("/dashboard/example.com/breakdown?property=source&period=7d").json()
+    assert plain["property"] == "source" and "Google" in [row["name"] for row in plain["rows"]]
