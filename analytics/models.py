@@ -632,3 +632,35 @@ class ImportJob(models.Model):
         id: a job whose site was deleted meanwhile is simply gone."""
         self.lines = [*self.lines, line]
         ImportJob.objects.filter(pk=self.pk).update(lines=self.lines)
+
+
+class Segment(models.Model):
+    """A named set of filters (the read API's syntax, analytics.queries.segments) saved on a
+    site's dashboard: private to whoever saved it, or shared with everyone who may see the
+    site. With a share token, a read-only link to the site that shows only this audience
+    (dashboard.views.site_view forces its filters on every answer of that link)."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="segments")
+    name = models.CharField(max_length=120)
+    filters = models.TextField(help_text="e.g. source==Google;country!=DE")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="segments"
+    )
+    shared = models.BooleanField(default=False, help_text="shown to everyone who may see the site")
+    share_token = models.CharField(max_length=64, unique=True, null=True, blank=True, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "pk"]
+
+    def __str__(self):
+        return f"{self.name} ({self.filters})"
+
+    def share(self) -> str:
+        self.share_token = secrets.token_urlsafe(24)
+        self.save(update_fields=["share_token"])
+        return self.share_token
+
+    def unshare(self):
+        self.share_token = None
+        self.save(update_fields=["share_token"])

@@ -55,14 +55,14 @@ def estimate_marks(rows: list[dict], hover: str | None, key: str = "estimate") -
 
 # The main chart's metrics other than visitors: (name, how a value shows in the hover and
 # on the axis, bars or a line). Counts get whole-number ticks.
-METRICS = {
+METRICS: dict[str, tuple[str, str, str]] = {
     "visits": ("Visits", ",d", "bar"),
     "pageviews": ("Pageviews", ",d", "bar"),
     "views_per_visit": ("Views per visit", ".2f", "line"),
     "bounce_rate": ("Bounce rate (%)", "d", "line"),
     "visit_duration": ("Visit duration (s)", ",d", "line"),
 }
-AXES = {  # x axis by interval: tick labels, and plotly.js's step between them where fixed
+AXES: dict[str, dict[str, Any]] = {  # x axis by interval: tick labels, and plotly.js's step between them where fixed
     "hour": dict(tickformat="%H:%M", dtick=3 * 3600 * 1000),
     "day": dict(),
     "week": dict(tickformat="%-d %b"),
@@ -85,7 +85,7 @@ def visitors(
     estimate is an open circle saying why (estimate_marks()). Counts get whole-number ticks
     (no "0.5 visitors")."""
     dates = [row["date"] for row in rows]
-    axis = dict(LAYOUT["xaxis"], **AXES[interval], hoverformat=HOVER_DATES[interval])
+    axis: dict[str, Any] = {**LAYOUT["xaxis"], **AXES[interval], "hoverformat": HOVER_DATES[interval]}
     if len(dates) == 1:
         axis["type"] = "category"  # (one point: plotly.js would spread a day over hours)
     if metric == "visitors":
@@ -112,7 +112,7 @@ def visitors(
     else:
         name, tickformat, kind = METRICS[metric]
         values = [row.get(metric) for row in rows]
-        trace = dict(x=dates, y=values, name=name, hovertemplate="%{y:" + tickformat + "}")
+        trace: dict[str, Any] = dict(x=dates, y=values, name=name, hovertemplate="%{y:" + tickformat + "}")
         if kind == "bar":
             trace.update(type="bar", marker=dict(color="#c5d0fa"))
         else:

@@ -12,7 +12,7 @@ come from the breakdown endpoint when their tab is opened.
 
 from dataclasses import dataclass
 
-from analytics import queries
+from analytics import queries, sources
 from analytics.countries import COUNTRIES
 from analytics.queries import segments
 
@@ -91,14 +91,26 @@ PANELS = [
 ]
 PROPERTIES = {p.key: p for _, _, tabs in PANELS for tab in tabs for p in tab.choices}
 REFERRERS = Property("referrer", "Referrers", "Referrer")
+REFERRER_ROWS = 1000  # a filtered audience's referrers looked through for a source's own
 
 
 def drilled(prop: Property, filters) -> Property:
     """The property a tab lists under these filters: filtered to one source, the Sources
     tab lists that source's referrers (Google: google.com, google.de...), as Plausible
     drills down; any other, itself."""
-    one = [f for f in filters if f.prop == "source" and f.op == "==" and len(f.values) == 1]
-    return REFERRERS if prop.key == "source" and one else prop
+    return REFERRERS if prop.key == "source" and drilled_source(filters) else prop
+
+
+def drilled_source(filters) -> str:
+    """The one source these filters narrow to ("" for none): its referrers are listed."""
+    one = [f.values[0] for f in filters if f.prop == "source" and f.op == "==" and len(f.values) == 1]
+    return one[0] if len(one) == 1 else ""
+
+
+def referrers_of(source: str, rows: list[dict]) -> list[dict]:
+    """The referrer rows that are this source's (a filtered audience's visitors also
+    came by other referrers: under Tally's filters a person matches for the day)."""
+    return [row for row in rows if sources.source_of_host(row["referrer"]) == source]
 
 
 def label(prop: str, value: str) -> str:
@@ -149,6 +161,20 @@ def fetch(
     visitors only; exit pages count visits, which filters cannot split: no rows."""
     if filters and prop.key == "exit_page":
         return [], 0, False
+    if prop is REFERRERS and drilled_source(filters):  # (the source's own among the audience's referrers)
+        query = queries.Query(
+            info,
+            start,
+            end,
+            "breakdown",
+            filters=tuple(filters),
+            dimension="referrer",
+            limit=REFERRER_ROWS,
+            search=search,
+        )
+        result = queries.run(r, query, memo)
+        rows = referrers_of(drilled_source(filters), result.rows)
+        return rows[(page - 1) * limit : page * limit], len(rows), result.estimate
     query = queries.Query(
         info, start, end, "breakdown", filters=tuple(filters), dimension=prop.key, limit=limit, page=page, search=search
     )

@@ -15,10 +15,13 @@ from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.formats import date_format
+from django.views.decorators.http import require_POST
 
 from analytics import queries
 from analytics.countries import COUNTRIES
+from analytics.models import Segment
 from analytics.queries import access
+from analytics.queries.segments import parse as segments_parse
 from analytics.sites import SiteInfo, tracking_snippet
 from analytics.store.connection import get_redis
 from recommendations import queries as recommendations
@@ -60,6 +63,10 @@ def site_view(view):
             if refused is not None:
                 return refused
             site = access.site_for_share_token(token)  # (first: a revoked link ends at once, cached answers too)
+            segment = access.segment_for_share_token(token) if site is None else None
+            if segment is not None:  # (a segment's link: its filters on every answer, whatever the URL says)
+                site = segment.site
+                request.GET = _with_segment(request.GET, segment.filters)
             cacheable = view.__name__ not in UNCACHED
             cached = cache.get(_share_cache_key(request)) if site is not None and cacheable else None
             if cached is not None:
@@ -87,6 +94,19 @@ def site_view(view):
         return response
 
     return wrapper
+
+
+def _with_segment(params, segment_filters: str):
+    """The query with a segment's filters first, then any the URL adds (the segment's own
+    are never left out: its link shows that audience only)."""
+    params = params.copy()
+    own = segments_parse(segment_filters)
+    try:
+        extra = [f for f in segments_parse(params.get("filters", "")) if f not in own]
+    except ValueError:
+        extra = []
+    params["filters"] = ";".join(str(f) for f in (*own, *extra))
+    return params
 
 
 UNCACHED = {"realtime"}  # (share-link answers cached a minute, but the live counter's)
@@ -168,6 +188,10 @@ def site(request, site, info, base, shared):
                 "error": menu_error,
                 "properties": filtering.MENU,
                 "keep": parse_qsl(view.query()),  # (the page's period, filters, chart: the menu's hidden fields)
+                "segments": _segments(request, site, base, view, shared),
+                "save_url": f"{base}segments",
+                "back": "?" + view.query(),
+                "segment_error": "segment_error" in request.GET,
                 "tests": filtering.TESTS,
             },
             "cards": cards,
@@ -434,7 +458,8 @@ def breakdown(request, site, info, base, shared):
     rows, total, estimate = panels.fetch(r, info, period.start, period.end, prop, view.filters)
     return JsonResponse(
         {
-            "property": prop.key,
+            "property": tab.key,  # (the tab's, which the page matches the answer to)
+            "listed": prop.key,  # (what the rows are: a source's referrers under a filter to it)
             "column": prop.column,
             "metric": prop.metric,
             "path": prop.path,
@@ -490,6 +515,77 @@ def filters(request, site, info, base, shared):
     if shared:
         raise Http404("not shared")
     return JsonResponse(recommendations.filter_stats(get_redis(), info))
+
+
+@require_POST
+@site_view
+def save_segment(request, site, info, base, shared):
+    """Save the page's filters as a segment (POST name, filters, shared; CSRF): private
+    to the user, or shared with everyone who may see the site. Back to the page with it."""
+    if shared:
+        raise Http404("not on a share link")
+    name = request.POST.get("name", "").strip()[:120]
+    back = request.POST.get("back", "")
+    back = back if back.startswith("?") else "?"
+    try:
+        filters = segments_parse(request.POST.get("filters", ""))
+    except ValueError:
+        filters = ()
+    if not name or not filters:
+        return HttpResponseRedirect(base + back + "&segment_error=1")
+    Segment.objects.create(
+        site=site,
+        name=name,
+        filters=";".join(str(f) for f in filters),
+        owner=request.user,
+        shared=request.POST.get("shared") == "on",
+    )
+    return HttpResponseRedirect(base + back)
+
+
+@require_POST
+@site_view
+def change_segment(request, site, info, base, shared, segment_id, action):
+    """Delete a segment, or make (or end) its share link: its owner's, or staff's."""
+    if shared or action not in ("delete", "share", "unshare"):
+        raise Http404("no such action")
+    segment = access.visible_segments(request.user, site).filter(pk=segment_id).first()
+    if segment is None or not (segment.owner_id == request.user.pk or request.user.is_staff):
+        raise Http404("no such segment")
+    if action == "delete":
+        segment.delete()
+    elif action == "share":
+        segment.share()
+    else:
+        segment.unshare()
+    back = request.POST.get("back", "")
+    return HttpResponseRedirect(base + (back if back.startswith("?") else ""))
+
+
+def _segments(request, site, base, view, shared) -> list[dict]:
+    """The segments the filter menu offers: each applies its filters over this period."""
+    if shared:
+        return []
+    found = []
+    for segment in access.visible_segments(request.user, site).select_related("owner"):
+        try:
+            filters = segments_parse(segment.filters)
+        except ValueError:
+            continue  # (a rule changed since it was saved: not offered)
+        found.append(
+            {
+                "id": segment.pk,
+                "name": segment.name,
+                "href": "?" + view.query(filters),
+                "shared": segment.shared,
+                "mine": segment.owner_id == request.user.pk or request.user.is_staff,
+                "active": tuple(filters) == tuple(view.filters),
+                "link": request.build_absolute_uri(reverse("dashboard:shared", args=[segment.share_token]))
+                if segment.share_token
+                else "",
+            }
+        )
+    return found
 
 
 @site_view

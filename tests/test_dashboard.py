@@ -828,11 +828,56 @@ def test_the_filter_menu_adds_replaces_and_refuses_filters(client, sources_site,
 def test_filtered_to_one_source_the_sources_tab_lists_its_referrers(client, sources_site, owner):
     client.force_login(owner)
     answer = client.get("/dashboard/example.com/breakdown?property=source&period=7d&filters=source%3D%3DGoogle").json()
-    assert answer["property"] == "referrer" and answer["column"] == "Referrer"
+    assert answer["listed"] == "referrer" and answer["column"] == "Referrer"
     assert [row["name"] for row in answer["rows"]] == ["google.com"]
     assert "filters=source%3D%3DGoogle%3Breferrer%3D%3Dgoogle.com" in answer["rows"][0]["href"]
     assert answer["details"].startswith("/dashboard/example.com/details/source?")
     details = client.get(answer["details"]).content.decode()
     assert "google.com" in details and "Referrer" in details
     plain = client.get("/dashboard/example.com/breakdown?property=source&period=7d").json()
-    assert plain["property"] == "source" and "Google" in [row["name"] for row in plain["rows"]]
+    assert plain["listed"] == "source" and "Google" in [row["name"] for row in plain["rows"]]
+
+
+def test_segments_are_saved_private_or_shared_and_a_segment_link_shows_only_its_audience(
+    client, sources_site, owner, django_user_model
+):
+    from analytics.models import Segment
+
+    client.force_login(owner)
+    page = "/dashboard/example.com/?period=7d&filters=source%3D%3DGoogle"
+    client.post(
+        "/dashboard/example.com/segments", {"name": "Google", "filters": "source==Google", "back": "?period=7d"}
+    )
+    client.post("/dashboard/example.com/segments", {"name": "Mine", "filters": "country==US", "shared": ""})
+    shared = Segment.objects.get(name="Google")
+    shared.shared = True
+    shared.save()
+    refused = client.post("/dashboard/example.com/segments", {"name": "", "filters": "source==Google"})
+    assert "segment_error=1" in refused["Location"] and Segment.objects.count() == 2
+    html = client.get(page).content.decode()
+    assert ">Google</a>" in html and ">Mine</a>" in html
+
+    other = django_user_model.objects.create_user("member", password="pw-12345678")
+    sources_site.owners.add(other)
+    client.force_login(other)
+    html = client.get(page).content.decode()
+    assert ">Google</a>" in html and ">Mine</a>" not in html  # (the shared one only)
+    assert client.post(f"/dashboard/example.com/segments/{shared.pk}/delete").status_code == 404  # (not theirs)
+
+    client.force_login(owner)
+    client.post(f"/dashboard/example.com/segments/{shared.pk}/share", {"back": "?period=7d"})
+    shared.refresh_from_db()
+    assert shared.share_token
+    client.logout()
+    link = f"/share/{shared.share_token}/?period=7d"
+    html = client.get(link).content.decode()
+    assert "Source is Google" in html  # (its filters, forced)
+    assert re.search(r'data-metric="visitors"[^>]*>\s*<div class="label">Visitors</div>\s*<div class="value">3<', html)
+    widened = client.get(f"/share/{shared.share_token}/?period=7d&filters=").content.decode()
+    assert "Source is Google" in widened  # (a URL without them still shows that audience only)
+    narrower = client.get(f"/share/{shared.share_token}/?period=7d&filters=country%3D%3DUS").content.decode()
+    assert "Source is Google" in narrower and "Country is United States" in narrower
+    client.force_login(owner)
+    client.post(f"/dashboard/example.com/segments/{shared.pk}/delete")
+    client.logout()
+    assert client.get(link).status_code == 404

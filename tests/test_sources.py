@@ -1,11 +1,11 @@
-"""Where a visit came from: analytics.ingest.sources (pure functions, no Redis)."""
+"""Where a visit came from: analytics.sources (pure functions, no Redis)."""
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analytics.ingest.sources import CHANNELS, DATA, DIRECT, MAX_TAG, Acquisition, acquisition
+from analytics.sources import CHANNELS, DATA, DIRECT, MAX_TAG, Acquisition, acquisition
 
 PAGE = "https://example.com/pricing"
 SITE = "example.com"

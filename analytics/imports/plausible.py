@@ -39,8 +39,8 @@ from django.db import transaction
 from django.db.models import Q
 from tqdm import tqdm
 
+from .. import sources
 from ..dimensions import DIRECT, EXIT, TOTAL, split
-from ..ingest import sources
 from ..models import DailyMetrics, DimensionDaily, EventDaily, ImportedLog, PageDaily, Site
 from ..periods import EARLIEST_DAY
 from ..store import keys

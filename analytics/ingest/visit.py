@@ -10,8 +10,9 @@ join (~1 µs), where building the parts each time cost ~10 µs.
 
 from functools import lru_cache
 
+from .. import sources
 from ..dimensions import FIELD_SEP, GROUP_SEP, SEP
-from . import devices, geo, sources
+from . import devices, geo
 
 _CONTROL = str.maketrans({SEP: " ", FIELD_SEP: " ", GROUP_SEP: " ", "\n": " ", "\r": " ", "\t": " "})
 

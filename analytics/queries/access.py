@@ -1,9 +1,10 @@
 """Who may read which site: staff see every site, other users the sites they own, and a
-share token opens one site read-only to anyone holding it."""
+share token opens one site read-only to anyone holding it (a segment's token: only that
+segment's audience). Saved segments: a user sees their own and the site's shared ones."""
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from ..models import Site
+from ..models import Segment, Site
 
 
 def visible_sites(user) -> QuerySet:
@@ -22,3 +23,17 @@ def site_for_share_token(token: str) -> Site | None:
     if not token:
         return None
     return Site.objects.filter(share_token=token).first()
+
+
+def segment_for_share_token(token: str) -> Segment | None:
+    """The saved segment a share link shows (its site read-only, that audience only)."""
+    if not token:
+        return None
+    return Segment.objects.select_related("site").filter(share_token=token).first()
+
+
+def visible_segments(user, site: Site) -> QuerySet:
+    """The segments a user may pick on a site: their own and the shared ones."""
+    if not user.is_authenticated:
+        return Segment.objects.none()
+    return site.segments.filter(Q(owner=user) | Q(shared=True))

@@ -4,7 +4,7 @@ Called once per pageview on the ingest path, so the work per event is one regula
 expression on the referrer, a look at the page URL's query string (only when it has one)
 and cached answers per referring host: about 2 µs a call for a host seen before, 10-20 µs
 for a new one. The host lists are Matomo's searchengine-and-social-list
-(CC0) with a few of our own (`data/referrers/`, see its README); they are read on first use,
+(CC0) with a few of our own (`ingest/data/referrers/`, see its README); they are read on first use,
 never at import.
 
 A referring host is matched as Matomo matches it: as given, then in Matomo's "lossy" form, in
@@ -44,7 +44,7 @@ DIRECT = "Direct / None"
 CHANNELS = ("Direct", "Organic Search", "Organic Social", "Referral", "Email", "Paid", "AI Assistants")
 MAX_TAG = 120
 MAX_RAW_TAG = 12 * MAX_TAG  # a character is at most 12 characters percent-encoded (4 bytes of UTF-8)
-DATA = Path(__file__).parent / "data" / "referrers"
+DATA = Path(__file__).parent / "ingest" / "data" / "referrers"  # (vendored beside the ingest that first read them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +102,16 @@ def acquisition(page_url: str, referrer: str | None, site_host: str) -> Acquisit
             if paths:
                 name, kind = _by_path(paths, referrer[match.end() :], name, kind)
     return _answer(host, name, kind, *tags)
+
+
+def source_of_host(host: str) -> str:
+    """The source a visit referred by this host (a referrer dimension's value) is named,
+    untagged: "google.de" -> "Google". The dashboard's drill-down under a source lists the
+    referrers that are that source's."""
+    if not host or host == DIRECT:
+        return DIRECT
+    name, kind, _ = _known(host)
+    return _answer(host, name, kind, None, None, None, None, None).source
 
 
 def channel_of(source: str, utm_source: str | None = None, utm_medium: str | None = None) -> str:
