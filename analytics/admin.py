@@ -43,7 +43,7 @@ from kombu.exceptions import OperationalError
 
 from . import tasks
 from .imports import plausible, run
-from .models import ApiKey, Funnel, Goal, ImportJob, Site
+from .models import Annotation, ApiKey, Funnel, Goal, ImportJob, Site
 from .sites import tracking_snippet
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,15 @@ class FunnelInline(admin.TabularInline):
     fields = ("name", "steps", "created")
     readonly_fields = ("created",)
     formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 4, "cols": 50})}}
+
+
+class AnnotationInline(admin.TabularInline):
+    """Notes on the site's timeline, drawn on the dashboard's chart (added there too)."""
+
+    model = Annotation
+    extra = 0
+    fields = ("date", "end", "text", "public", "author", "created")
+    readonly_fields = ("author", "created")
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -106,7 +115,7 @@ class SiteAdmin(admin.ModelAdmin):
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
     readonly_fields = ("created", "memory_today", "share_link")
-    inlines = [GoalInline, FunnelInline, ApiKeyInline]
+    inlines = [GoalInline, FunnelInline, AnnotationInline, ApiKeyInline]
     actions = ["create_api_key", "enable_sharing", "revoke_sharing"]
     filter_horizontal = ("owners",)
     fieldsets = [

@@ -664,3 +664,26 @@ class Segment(models.Model):
     def unshare(self):
         self.share_token = None
         self.save(update_fields=["share_token"])
+
+
+class Annotation(models.Model):
+    """A note on a site's timeline ("launched the pricing page", "outage"): a day, or a
+    range of days, drawn on the dashboard's main chart for everyone who may see the site,
+    and on its share links when `public`."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="annotations")
+    date = models.DateField(help_text="the day it marks (the site's local day)")
+    end = models.DateField(null=True, blank=True, help_text="its last day, for a range")
+    text = models.CharField(max_length=200)
+    public = models.BooleanField(default=False, help_text="also shown on the site's share links")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotations"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["date", "pk"]
+        indexes = [models.Index(fields=["site", "date"], name="annotation_site_date")]
+
+    def __str__(self):
+        return f"{self.date}: {self.text}"

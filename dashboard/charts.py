@@ -142,6 +142,30 @@ def visitors(
     return figure(traces, xaxis=axis, yaxis=yaxis)
 
 
+def annotate(chart: dict, notes: list[dict], interval: str) -> None:
+    """Draw the period's notes on the main chart: a dotted line at a day (a shaded band
+    for a range) and its text, escaped, at the top; by the hour a day's note spans it.
+    Lines are placed by date on the chart's time axis (a chart of one point has none)."""
+    if not notes or chart["layout"].get("xaxis", {}).get("type") == "category":
+        return
+    shapes, labels = [], []
+    for note in notes:
+        first = note["date"].isoformat()
+        last = (note["end"] or note["date"]).isoformat()
+        ranged = note["end"] is not None or interval == "hour"
+        x1 = last + ("T23:59" if interval in ("hour", "day") else "") if ranged else first
+        shapes.append(
+            dict(type="rect" if ranged else "line", xref="x", yref="paper", x0=first, x1=x1, y0=0, y1=1,
+                 line=dict(color=THIRD, width=1, dash="dot"), fillcolor="rgba(245,159,0,.10)", layer="below")
+        )  # fmt: skip
+        labels.append(
+            dict(x=first, xref="x", y=1, yref="paper", yanchor="top", xanchor="left", showarrow=False,
+                 text="✎ " + escape(note["text"][:40]), hovertext=escape(note["text"]), font=dict(size=10, color=THIRD))
+        )  # fmt: skip
+    chart["layout"]["shapes"] = [*chart["layout"].get("shapes", []), *shapes]
+    chart["layout"]["annotations"] = [*chart["layout"].get("annotations", []), *labels]
+
+
 def actives(rows: list[dict]) -> dict:
     """Daily, weekly and monthly active visitors, a point a day: the visitors active that
     day, and in the 7 and 30 days up to it (the names and the axis title say so). A day

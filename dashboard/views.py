@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
+from django.db.models import Q
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
@@ -19,7 +20,7 @@ from django.views.decorators.http import require_POST
 
 from analytics import queries
 from analytics.countries import COUNTRIES
-from analytics.models import Segment
+from analytics.models import Annotation, Segment
 from analytics.queries import access
 from analytics.queries.segments import parse as segments_parse
 from analytics.sites import SiteInfo, tracking_snippet
@@ -148,7 +149,9 @@ def site(request, site, info, base, shared):
         if query:
             return HttpResponseRedirect(request.path + "?" + query)
     chart = _chart(period, view)
+    notes = _annotations(request, site, period, shared)
     numbers = _numbers(r, info, site, period, view, chart)
+    charts.annotate(numbers["figures"]["visitors"], notes, chart["interval"])
     totals, pages = numbers["totals"], numbers["pages"]
     funnels = []
     for found in site.funnels.all():
@@ -173,6 +176,9 @@ def site(request, site, info, base, shared):
             "choices": periods.CHOICES,
             "picker": _picker(period, view, today),
             "chart": chart,
+            "notes": notes,
+            "note_error": "annotation_error" in request.GET,
+            "back": "?" + view.query(),
             "menu": {
                 **(
                     filtering.menu_state(request.GET, view)
@@ -560,6 +566,64 @@ def change_segment(request, site, info, base, shared, segment_id, action):
         segment.unshare()
     back = request.POST.get("back", "")
     return HttpResponseRedirect(base + (back if back.startswith("?") else ""))
+
+
+@require_POST
+@site_view
+def annotate(request, site, info, base, shared):
+    """Add a note to the site's timeline (POST date[, end], text[, public]; CSRF): anyone
+    who may see the site's dashboard may; it shows to all of them."""
+    if shared:
+        raise Http404("not on a share link")
+    back = request.POST.get("back", "")
+    back = back if back.startswith("?") else "?"
+    text = request.POST.get("text", "").strip()[:200]
+    day: date | None
+    end: date | None
+    try:
+        day = date.fromisoformat(request.POST.get("date", ""))
+        end = date.fromisoformat(request.POST["end"]) if request.POST.get("end") else None
+    except ValueError:
+        day = end = None
+    if not text or day is None or (end is not None and end < day):
+        return HttpResponseRedirect(base + back + "&annotation_error=1")
+    Annotation.objects.create(
+        site=site, date=day, end=end if end != day else None, text=text, public=request.POST.get("public") == "on",
+        author=request.user,
+    )  # fmt: skip
+    return HttpResponseRedirect(base + back)
+
+
+@require_POST
+@site_view
+def unannotate(request, site, info, base, shared, annotation_id):
+    """Delete a note: its author's, or staff's."""
+    note = Annotation.objects.filter(site=site, pk=annotation_id).first()
+    if shared or note is None or not (note.author_id == request.user.pk or request.user.is_staff):
+        raise Http404("no such note")
+    note.delete()
+    back = request.POST.get("back", "")
+    return HttpResponseRedirect(base + (back if back.startswith("?") else ""))
+
+
+def _annotations(request, site, period, shared) -> list[dict]:
+    """The notes that touch the period (a share link's: the public ones)."""
+    notes = site.annotations.filter(date__lte=period.end).filter(
+        Q(end__gte=period.start) | Q(end__isnull=True, date__gte=period.start)
+    )
+    if shared:
+        notes = notes.filter(public=True)
+    return [
+        {
+            "id": note.pk,
+            "date": note.date,
+            "end": note.end,
+            "text": note.text,
+            "public": note.public,
+            "mine": not shared and (note.author_id == request.user.pk or request.user.is_staff),
+        }
+        for note in notes.order_by("date", "pk")[:100]
+    ]
 
 
 def _segments(request, site, base, view, shared) -> list[dict]:

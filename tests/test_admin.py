@@ -43,6 +43,8 @@ def site_form(**changes):
         "funnels-INITIAL_FORMS": "0",
         "goals-TOTAL_FORMS": "0",
         "goals-INITIAL_FORMS": "0",
+        "annotations-TOTAL_FORMS": "0",
+        "annotations-INITIAL_FORMS": "0",
         **changes,
     }
 

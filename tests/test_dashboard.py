@@ -881,3 +881,33 @@ def test_segments_are_saved_private_or_shared_and_a_segment_link_shows_only_its_
     client.post(f"/dashboard/example.com/segments/{shared.pk}/delete")
     client.logout()
     assert client.get(link).status_code == 404
+
+
+def test_notes_on_the_timeline_show_to_the_sites_people_and_public_ones_on_its_share_link(
+    client, sources_site, owner, django_user_model
+):
+    from analytics.models import Annotation
+
+    client.force_login(owner)
+    today = SiteInfo.from_model(sources_site).today()
+    client.post("/dashboard/example.com/annotations", {"date": today.isoformat(), "text": TAG, "back": "?period=7d"})
+    client.post(
+        "/dashboard/example.com/annotations",
+        {"date": (today - timedelta(days=3)).isoformat(), "end": today.isoformat(), "text": "Sale", "public": "on"},
+    )
+    bad = client.post("/dashboard/example.com/annotations", {"date": "nope", "text": "x"})
+    assert "annotation_error=1" in bad["Location"] and Annotation.objects.count() == 2
+    html = client.get("/dashboard/example.com/?period=7d").content.decode()
+    assert TAG not in html and "Sale" in html  # (the note's text escaped)
+    chart = figures(client.get("/dashboard/example.com/?period=7d"))["visitors"]["layout"]
+    assert len(chart["shapes"]) == 2 and [s["type"] for s in chart["shapes"]] == ["rect", "line"]
+    member = django_user_model.objects.create_user("member", password="pw-12345678")
+    sources_site.owners.add(member)
+    client.force_login(member)
+    assert "Sale" in client.get("/dashboard/example.com/?period=7d").content.decode()  # (every member sees them)
+    note = Annotation.objects.get(text="Sale")
+    assert client.post(f"/dashboard/example.com/annotations/{note.pk}/delete").status_code == 404  # (not theirs)
+    client.logout()
+    token = sources_site.enable_sharing()
+    shared = client.get(f"/share/{token}/?period=7d").content.decode()
+    assert "Sale" in shared and "&lt;img" not in shared  # (the public one only)
