@@ -128,6 +128,7 @@
     }
     pin(el, figure.layout.height);
     el.removeAttribute("data-layout");
+    if (window.tallyTheme) window.tallyTheme.figure(figure);  // (the theme's colours from the first paint: static/theme.js)
     Plotly.newPlot(el, figure.data, figure.layout, Object.assign({}, config, extra)).then(settled(el, narrow)).then(function () {
       if (figure.links) followOnClick(el, figure.links);
       if (!chart.cells) return;
