@@ -201,6 +201,25 @@ class People:
         return visit_attrs(DOMAIN, f"https://{DOMAIN}{path}{query}", referrer, agent, ip, width)
 
 
+def _time_of_day(rng: random.Random) -> float:
+    """Seconds into a local day a visit starts: busiest around 15:00, quiet at night."""
+    return min(86399.0, max(0.0, rng.gauss(15 * 3600, 4.5 * 3600)))
+
+
+def _journey(rng: random.Random) -> list[str] | None:
+    """A visit that walks the demo's funnel, as far as it goes (None: an ordinary visit):
+    a quarter land on /, 45% of those go on to /pricing, half of those to /signup (where
+    55% sign up): about 3% of visitors convert, as the Signup goal counts them."""
+    if rng.random() >= 0.25:
+        return None
+    steps = ["/"]
+    for page, chance in (("/pricing", 0.45), ("/signup", 0.5)):
+        if rng.random() >= chance:
+            break
+        steps.append(page)
+    return steps
+
+
 def new_visitors_day(seed: int, start: datetime, span: int, visitors: int) -> list[Hit]:
     """A day of `visitors` new visitors with the demo's mixes, each a visit of 1 to 6 pageviews
     40 s apart starting within `span` seconds of `start`, in time order (the memory bench and
@@ -272,30 +291,33 @@ class Command(BaseCommand):
                 people.append(person)
                 if rng.random() < 0.35:
                     sticky[person] = (rng.uniform(0.15, 0.45), offset)
-            rng.shuffle(people)  # (today is cut short below: a fair share of each kind)
             day_start = datetime.combine(day, time(), tzinfo=info.tz)
-            latest = min(now, day_start + timedelta(days=1))
-            span = max(60.0, (latest - day_start).total_seconds())
-            if span < 86400:  # today: only the part of the day that has passed
-                people = people[: int(len(people) * span / 86400) + 1]
             hits = []
             for person in people:
                 source = person[0]
-                start = day_start + timedelta(seconds=min(span - 1, abs(rng.gauss(0.55, 0.2)) * span))
+                # A day shaped like a day: visits around mid-afternoon, fewest at night
+                # (today's are the ones whose time has come, not the whole day's squeezed in).
+                start = day_start + timedelta(seconds=_time_of_day(rng))
+                if start > now:
+                    continue
                 attrs = None
-                for n in range(min(1 + int(rng.expovariate(0.7)), 12)):
+                journey = _journey(rng)  # (some visits walk the signup funnel: / -> /pricing -> /signup)
+                views = journey or [
+                    pages[min(int(len(pages) ** (rng.random() ** 1.3)) - 1, len(pages) - 1)]
+                    for _ in range(min(1 + int(rng.expovariate(0.7)), 12))
+                ]
+                for n, page in enumerate(views):
                     ts = (start + timedelta(seconds=rng.randrange(20, 240) * n)).astimezone(UTC)
                     if ts > now:
                         break
-                    page = pages[min(int(len(pages) ** (rng.random() ** 1.3)) - 1, len(pages) - 1)]
                     attrs = attrs or crowd.visit(person, page)
                     hits.append(Hit(ts, page, "pageview", source, attrs=attrs))
-                if attrs and rng.random() < 0.03:
+                if attrs and journey and journey[-1] == "/signup" and rng.random() < 0.55:
                     plan = rng.choices(["free", "team", "business"], weights=[70, 22, 8])[0]
                     money = None if plan == "free" else ("EUR", 1900 if plan == "team" else 9900)
                     hits.append(
                         Hit(
-                            start.astimezone(UTC) + timedelta(seconds=30),
+                            min(now, start.astimezone(UTC) + timedelta(seconds=240 * len(journey))),
                             "/signup",
                             "Signup",
                             source,
