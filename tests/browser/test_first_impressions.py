@@ -78,7 +78,9 @@ def test_the_demo_site_reads_true_at_every_width(user_page, demo, live_server, w
         assert overflow(page) <= 0, (period, overflow(page))
 
         # the cards' visitors are the API's aggregate: one union, the same number
-        start, end = page.evaluate("() => [...document.querySelectorAll('#custom-range input[type=date]')].map(i => i.value)")
+        start, end = page.evaluate(
+            "() => [...document.querySelectorAll('#custom-range input[type=date]')].map(i => i.value)"
+        )
         api = page.request.get(
             f"{live_server.url}/api/v1/stats/aggregate?site=demo.example&from={start}&to={end}"
             "&metrics=visitors,pageviews"
