@@ -13,6 +13,7 @@ urlpatterns = [
     path("dashboard/<str:domain>/details/<str:prop>", views.details, name="details"),
     path("dashboard/<str:domain>/realtime", views.realtime, name="realtime"),
     path("dashboard/<str:domain>/recommend", views.recommend, name="recommend"),
+    path("dashboard/<str:domain>/recommendations/", views.recommendations_page, name="recommendations"),
     path("dashboard/<str:domain>/filters", views.filters, name="filters"),
     path("dashboard/<str:domain>/segments", views.save_segment, name="save-segment"),
     path("dashboard/<str:domain>/annotations", views.annotate, name="annotate"),

@@ -516,6 +516,15 @@ def recommend(request, site, info, base, shared):
 
 
 @site_view
+def recommendations_page(request, site, info, base, shared):
+    """Recommendations for one visitor and the Bloom filters behind them: an engineer's
+    page, apart from the readers' dashboard; per-person, so never through a share link."""
+    if shared:
+        raise Http404("not shared")
+    return render(request, "dashboard/recommendations.html", {"site": site, "base": base})
+
+
+@site_view
 def filters(request, site, info, base, shared):
     """The site's Bloom filters: how many, their memory, fill and expected error."""
     if shared:

@@ -141,8 +141,10 @@ def test_a_share_link_shows_no_one_persons_data(client, data_site, owner):
     assert 'id="recommendations"' not in page and "/recommend" not in page
     assert client.get(f"/share/{token}/recommend", {"user": "ann"}).status_code == 404
     assert client.get(f"/share/{token}/filters").status_code == 404
-    client.force_login(owner)  # the owner still has the panel
-    assert 'id="recommendations"' in client.get("/dashboard/example.com/").content.decode()
+    assert client.get(f"/share/{token}/recommendations/").status_code == 404
+    client.force_login(owner)  # the owner has the panel, on a page of its own
+    assert 'id="recommendations"' not in client.get("/dashboard/example.com/").content.decode()
+    assert 'id="recommendations"' in client.get("/dashboard/example.com/recommendations/").content.decode()
     assert client.get("/dashboard/example.com/filters").status_code == 200
 
 

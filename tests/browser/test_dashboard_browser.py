@@ -515,3 +515,14 @@ def test_the_retention_labels_never_overlap(user_page, live_server):
     labels, boxes = retention_labels(page, "week")
     assert boxes and overlapping(boxes) == [], (labels, overlapping(boxes)[:5])
     assert page.problems == []
+
+
+def test_recommendations_have_a_page_of_their_own(dashboard, live_server):
+    page, problems, site, info = dashboard
+    page.click("text=Recommendations for a visitor")
+    page.wait_for_url(re.compile(r"/dashboard/example\.com/recommendations/$"))
+    expect(page.locator('#filter-stats [data-stat="filters"]')).not_to_have_text("–")  # (the filters' stats came)
+    page.fill("#recommend-user", "nobody-yet")
+    page.click("#recommend-form button[type=submit]")
+    expect(page.locator("#recommend-pages li").first).to_be_visible()
+    assert not problems, problems
