@@ -45,6 +45,7 @@ CARDS = [
     ("new_visitors", "New visitors"),
 ]
 LOWER_IS_BETTER = {"bounce_rate"}
+PROPERTY_ROWS = 10  # values of each custom property in the Goals card's Properties tab
 
 
 @login_required
@@ -205,6 +206,7 @@ def site(request, site, info, base, shared):
             "figures": numbers["figures"],
             "actives_note": numbers["actives_note"],
             "goals": numbers["goals"],
+            "properties": numbers["properties"],
             "panels": _panels(numbers["first"], base, view),
             "view": view,
             "estimate": numbers["estimate"],
@@ -295,7 +297,14 @@ def _numbers(r, info, site, period, view, chart) -> dict:
     first["country"] = countries[: panels.PANEL_ROWS]
     goals = ask("breakdown", dimension="goal", limit=10_000)
     estimate = estimate or goals.estimate
-    if not filters:
+    properties = {}
+    if not filters:  # (custom properties are counted for everyone: no filtered rows)
+        everyone = totals.totals["visitors"]["value"] or 0
+        for name, found in queries.every_property(r, info, start, end, PROPERTY_ROWS).items():
+            properties[name] = [
+                {**row, "conversion_rate": round(100 * row["visitors"] / everyone, 2) if everyone else 0.0}
+                for row in found
+            ]
         events = {g.name: g.event_name for g in site.goals.all() if g.event_name}
         for goal in goals.rows:
             if goal["goal"] in events:
@@ -328,6 +337,7 @@ def _numbers(r, info, site, period, view, chart) -> dict:
         "figures": figures,
         "first": first,
         "goals": goals.rows,
+        "properties": properties,
         "actives_note": "last 30 days" if wide else "",
         "estimate": estimate,
         "imported": totals.meta.get("imported"),  # (days of another product's daily totals: the page says so)

@@ -262,11 +262,13 @@
       }
     });
   }
+  document.querySelectorAll(".panel").forEach(function (panel) {  // (the four panels, and Goals' tabs)
+    panel.querySelectorAll("[data-tab]").forEach(function (tab) {
+      tab.addEventListener("click", function () { openTab(panel, tab); });
+    });
+  });
   if (panels) {
     panels.querySelectorAll(".panel").forEach(function (panel) {
-      panel.querySelectorAll("[data-tab]").forEach(function (tab) {
-        tab.addEventListener("click", function () { openTab(panel, tab); });
-      });
       panel.querySelectorAll("select.choice").forEach(function (select) {
         select.addEventListener("change", function () {
           var list = select.parentNode.querySelector(".list");

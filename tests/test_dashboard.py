@@ -913,3 +913,23 @@ def test_notes_on_the_timeline_show_to_the_sites_people_and_public_ones_on_its_s
     token = sources_site.enable_sharing()
     shared = client.get(f"/share/{token}/?period=7d").content.decode()
     assert "Sale" in shared and "&lt;img" not in shared  # (the public one only)
+
+
+def test_the_goals_card_lists_custom_properties_with_their_conversion(client, make_site, r, owner):
+    site, _ = make_site()
+    site.owners.add(owner)
+    info = SiteInfo.from_model(site)
+    now = datetime.now(UTC)
+    hits = [Hit(now, "/", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(10)]
+    hits += [
+        Hit(now, "/signup", "Signup", identity_source(None, f"v{n}", None, None), props=(("plan", plan),))
+        for n, plan in enumerate(["team", "team", "free", XSS])
+    ]
+    record(r, info, hits)
+    client.force_login(owner)
+    html = client.get("/dashboard/example.com/?period=today").content.decode()
+    pane = html[html.index('data-pane="properties"') : html.index('data-pane="goals"')]
+    assert re.search(r"<td>team</td><td class=\"num\">2</td><td class=\"num\">2</td><td class=\"num\">20%</td>", pane)
+    assert XSS not in html and "&lt;script&gt;" in pane
+    filtered = client.get("/dashboard/example.com/?period=today&filters=page%3D%3D%2F").content.decode()
+    assert "clear the filters to see them" in filtered

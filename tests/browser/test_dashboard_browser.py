@@ -526,3 +526,15 @@ def test_recommendations_have_a_page_of_their_own(dashboard, live_server):
     page.click("#recommend-form button[type=submit]")
     expect(page.locator("#recommend-pages li").first).to_be_visible()
     assert not problems, problems
+
+
+def test_the_goals_card_has_a_properties_tab(user_page, live_server, live_stream):
+    page = user_page
+    page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d")
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    page.locator("#goals [data-tab=properties]").click()
+    pane = page.locator("#goals [data-pane=properties]")
+    expect(pane).to_be_visible()
+    expect(pane.locator("table.properties th").first).to_have_text("plan")  # (the demo's signups send a plan)
+    expect(page.locator("#goals [data-pane=goals]")).to_be_hidden()
+    assert not page.problems, page.problems
