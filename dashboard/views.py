@@ -297,13 +297,13 @@ def _numbers(r, info, site, period, view, chart) -> dict:
     first["country"] = countries[: panels.PANEL_ROWS]
     goals = ask("breakdown", dimension="goal", limit=10_000)
     estimate = estimate or goals.estimate
-    properties = {}
+    properties: dict[str, list[dict]] = {}
     if not filters:  # (custom properties are counted for everyone: no filtered rows)
         everyone = totals.totals["visitors"]["value"] or 0
-        for name, found in queries.every_property(r, info, start, end, PROPERTY_ROWS).items():
+        for name, values in queries.every_property(r, info, start, end, PROPERTY_ROWS).items():
             properties[name] = [
                 {**row, "conversion_rate": round(100 * row["visitors"] / everyone, 2) if everyone else 0.0}
-                for row in found
+                for row in values
             ]
         events = {g.name: g.event_name for g in site.goals.all() if g.event_name}
         for goal in goals.rows:
