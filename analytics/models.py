@@ -63,10 +63,10 @@ class Site(models.Model):
     # Days' keys get their TTL only once the day's rollup is stored (see analytics.rollups).
     keep_realtime_minutes = models.PositiveIntegerField(
         "keep realtime HLLs (minutes)",
-        default=10,
+        default=30,
         validators=[MinValueValidator(5)],
-        help_text="per-minute realtime HLLs: the realtime count reads the last 5 minutes "
-        "(a busy minute's HLL is 12 KB)",
+        help_text="per-minute realtime HLLs: the realtime count reads the last 5 minutes, the realtime "
+        "view's chart up to 30 (a busy minute's HLL is 12 KB)",
     )
     keep_page_days = models.PositiveIntegerField(
         default=35,

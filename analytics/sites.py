@@ -32,7 +32,7 @@ class SiteInfo:
     tz: zoneinfo.ZoneInfo
     daily_salt: bool
     salt: bytes
-    realtime_ttl: int = 600  # seconds the per-minute realtime HLLs live
+    realtime_ttl: int = 1800  # seconds the per-minute realtime HLLs live
     bloom: object = None  # the recommendations app's filter settings (hooks.site_loaded; None without the app)
     rate_per_minute: int = 0  # events a minute the site accepts (0: no limit)
     max_pages_per_day: int = 10_000  # quotas: past them, names count under "(other)"

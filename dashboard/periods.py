@@ -14,6 +14,7 @@ from analytics.periods import month_start, named_range, out_of_bounds
 
 # (key, label, keyboard shortcut)
 PRESETS = [
+    ("realtime", "Realtime", "r"),
     ("today", "Today", "d"),
     ("yesterday", "Yesterday", "e"),
     ("7d", "Last 7 days", "w"),
@@ -75,6 +76,8 @@ class Period:
         return found
 
     def _step(self, direction: int, today: date) -> "Period | None":
+        if self.key == "realtime" and direction < 0:
+            return Period("today", today, today)
         if direction > 0 and self.end >= today:
             return None
         if self.days == 1:
@@ -141,6 +144,8 @@ def parse(params, today: date, first_day: date | None = None) -> Period:
     """The period a request asks for; `first_day` is where "all time" starts (the site's
     first counted day)."""
     key = params.get("period") or DEFAULT
+    if key == "realtime":  # (the last 30 minutes: the site page shows the realtime view; other pages, today)
+        return Period(key, today, today)
     if key == "all":
         start = max(first_day or today, today - timedelta(days=MAX_DAYS - 1))
         return Period(key, min(start, today), today)

@@ -3,7 +3,7 @@ renders; it never writes counts to Redis (a share link's per-client rate buckets
 
 import functools
 import hashlib
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from urllib.parse import parse_qsl
 
 from django.conf import settings
@@ -45,7 +45,13 @@ CARDS = [
     ("new_visitors", "New visitors"),
 ]
 LOWER_IS_BETTER = {"bounce_rate"}
-PROPERTY_ROWS = 10  # values of each custom property in the Goals card's Properties tab
+PROPERTY_ROWS = 10
+REALTIME_PANELS = (  # the realtime view's lists: (key, title, column)
+    ("page", "Pages", "Page"),
+    ("source", "Sources", "Source"),
+    ("country", "Countries", "Country"),
+    ("device", "Devices", "Device"),
+)  # values of each custom property in the Goals card's Properties tab
 
 
 @login_required
@@ -144,6 +150,8 @@ def site(request, site, info, base, shared):
         }
         return render(request, "dashboard/waiting.html", context)
     view = filtering.parse(request.GET, period.query)
+    if period.key == "realtime":
+        return _realtime_page(request, site, info, base, shared, period, view, today)
     menu_error = ""
     if "fprop" in request.GET:  # (the filter menu's answer: to the page's own URL with it)
         query, menu_error = filtering.from_menu(request.GET, view)
@@ -225,6 +233,39 @@ def site(request, site, info, base, shared):
             "export_formats": [("csv", "CSV"), ("xlsx", "Excel"), ("json", "JSON")],
         },
         status=400 if period.error else 200,  # (the page says what was wrong, and shows 30 days)
+    )
+
+
+def _realtime_numbers(info) -> dict:
+    """The realtime view's numbers, its rows named as the panels name them (countries)."""
+    numbers = queries.realtime_view(get_redis(), info, datetime.now(UTC))
+    numbers["panels"] = {
+        key: [{"name": panels.label(key, row[key]), "visitors": row["visitors"]} for row in rows]
+        for key, rows in numbers["panels"].items()
+    }
+    return numbers
+
+
+def _realtime_page(request, site, info, base, shared, period, view, today):
+    """The realtime view: the last 30 minutes, by the minute, and the pages, sources,
+    countries and devices of the visitors in them; it follows the live stream (a tick
+    refetches `realtime?view=1`), no reload."""
+    numbers = _realtime_numbers(info)
+    return render(
+        request,
+        "dashboard/realtime.html",
+        {
+            "site": site,
+            "info": info,
+            "period": period,
+            "view": view,
+            "picker": _picker(period, view, today),
+            "numbers": numbers,
+            "shared": shared,
+            "base": base,
+            "live_url": _live_url(request, site, shared),
+            "realtime_panels": REALTIME_PANELS,
+        },
     )
 
 
@@ -504,9 +545,10 @@ def page(request, site, info, base, shared):
 
 @site_view
 def realtime(request, site, info, base, shared):
-    """The polling fallback of the live counter."""
-    from datetime import UTC, datetime
-
+    """The polling fallback of the live counter; with `view=1`, the realtime view's numbers
+    (queries.realtime_view), which the realtime page fetches at each tick of the stream."""
+    if request.GET.get("view"):
+        return JsonResponse(_realtime_numbers(info))
     return JsonResponse({"visitors": queries.realtime_visitors(get_redis(), info, datetime.now(UTC))})
 
 

@@ -538,3 +538,28 @@ def test_the_goals_card_has_a_properties_tab(user_page, live_server, live_stream
     expect(pane.locator("table.properties th").first).to_have_text("plan")  # (the demo's signups send a plan)
     expect(page.locator("#goals [data-pane=goals]")).to_be_hidden()
     assert not page.problems, page.problems
+
+
+def test_the_realtime_view_follows_a_new_visit_without_a_reload(dashboard, live_server, context):
+    page, problems, site, info = dashboard
+    page.goto(f"{live_server.url}/dashboard/example.com/?period=realtime")
+    page.wait_for_selector("#chart-minutes .main-svg", timeout=15_000)
+    before = int(page.get_attribute("#chart-minutes", "data-visitors"))
+    page.evaluate("window.tallyMarker = 'same page'")  # (gone if the page reloads)
+    tracked = context.new_page()
+    tracker = f"{live_server.url}/static/tracker.js"
+    tracked.route(
+        f"{live_server.url}/realtime-welcome",
+        lambda route: route.fulfill(
+            content_type="text/html",
+            body=f'<!doctype html><title>Shop</title><script src="{tracker}" data-domain="example.com" data-allow-localhost></script><h1>Shop</h1>',
+        ),
+    )
+    tracked.goto(f"{live_server.url}/realtime-welcome")
+    deadline = time.monotonic() + 15
+    while int(page.get_attribute("#chart-minutes", "data-visitors")) <= before:
+        assert time.monotonic() < deadline, f"the realtime view did not move: {problems}"
+        page.wait_for_timeout(200)
+    assert page.evaluate("window.tallyMarker") == "same page"  # (updated in place, no reload)
+    expect(page.locator("#realtime-page li .name", has_text="/realtime-welcome")).to_have_count(1)
+    assert not problems, problems
