@@ -4,16 +4,26 @@ import django.core.validators
 from django.db import migrations, models
 
 
-class Migration(migrations.Migration):
+def half_hour(apps, schema_editor):
+    """Sites still at the old default (10 minutes) keep the realtime view's 30."""
+    apps.get_model("analytics", "Site").objects.filter(keep_realtime_minutes=10).update(keep_realtime_minutes=30)
 
+
+class Migration(migrations.Migration):
     dependencies = [
-        ('analytics', '0027_annotations'),
+        ("analytics", "0027_annotations"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='site',
-            name='keep_realtime_minutes',
-            field=models.PositiveIntegerField(default=30, help_text="per-minute realtime HLLs: the realtime count reads the last 5 minutes, the realtime view's chart up to 30 (a busy minute's HLL is 12 KB)", validators=[django.core.validators.MinValueValidator(5)], verbose_name='keep realtime HLLs (minutes)'),
+            model_name="site",
+            name="keep_realtime_minutes",
+            field=models.PositiveIntegerField(
+                default=30,
+                help_text="per-minute realtime HLLs: the realtime count reads the last 5 minutes, the realtime view's chart up to 30 (a busy minute's HLL is 12 KB)",
+                validators=[django.core.validators.MinValueValidator(5)],
+                verbose_name="keep realtime HLLs (minutes)",
+            ),
         ),
+        migrations.RunPython(half_hour, migrations.RunPython.noop),
     ]
