@@ -377,34 +377,13 @@
     });
   });
 
-  // Live visitors: server-sent events; polling when they are unavailable; closed while hidden.
+  // Live visitors: pushed over the live stream (static/live.js), polled when it is unavailable.
   var live = document.getElementById("live");
   var count = document.getElementById("live-count");
-  var source = null, poller = null, failures = 0, ended = false;
   function show(n) { count.textContent = String(n); live.classList.add("on"); }
   function poll() {
     fetch(live.getAttribute("data-poll-url"), { credentials: "same-origin" })
       .then(function (r) { return r.json(); }).then(function (b) { show(b.visitors); });
   }
-  function startPolling() { if (!poller) { poll(); poller = setInterval(poll, 10000); } }
-  function stop() {
-    if (source) { source.close(); source = null; }
-    if (poller) { clearInterval(poller); poller = null; }
-    live.classList.remove("on");
-  }
-  function start() {
-    if (ended) return;
-    if (!window.EventSource || failures >= 3) { startPolling(); return; }
-    source = new EventSource(live.getAttribute("data-live-url"), { withCredentials: true });
-    source.onmessage = function (e) { failures = 0; show(JSON.parse(e.data).visitors); };
-    source.addEventListener("closed", function () { ended = true; stop(); });  // access revoked
-    source.onerror = function () {
-      failures += 1;
-      if (failures >= 3) { source.close(); source = null; startPolling(); }
-    };
-  }
-  document.addEventListener("visibilitychange", function () {
-    if (document.hidden) stop(); else start();
-  });
-  start();
+  window.tallyLive(live, { tick: show, poll: poll });
 })();

@@ -1,16 +1,16 @@
 // The realtime view (templates/dashboard/realtime.html): the last 30 minutes by the minute
 // and the lists of the visitors in them, kept current without a reload: each tick of the
 // live stream (ingest publishes one at most once a second) fetches the view's numbers
-// again, at most every REFRESH ms; polling when the stream is unavailable. Every value is
-// set as text.
+// again, at most every REFRESH ms; polled when the stream is unavailable (static/live.js).
+// Every value is set as text.
 (function () {
   "use strict";
-  var REFRESH = 2000, POLL = 10000;
+  var REFRESH = 2000;
   var live = document.getElementById("live");
   var count = document.getElementById("live-count");
   var chart = document.getElementById("chart-minutes");
   var numbers = JSON.parse(document.getElementById("realtime").textContent);
-  var source = null, poller = null, failures = 0, ended = false, asked = 0, waiting = null;
+  var asked = 0, waiting = null;
 
   function figure(view) {
     var minutes = view.minutes;
@@ -83,23 +83,10 @@
       .then(render)
       .catch(function () { /* (the next tick tries again) */ });
   }
-  function stop() {
-    if (source) { source.close(); source = null; }
-    if (poller) { clearInterval(poller); poller = null; }
-    live.classList.remove("on");
-  }
-  function start() {
-    if (ended) return;
-    if (!window.EventSource || failures >= 3) { if (!poller) { refresh(); poller = setInterval(refresh, POLL); } return; }
-    source = new EventSource(live.getAttribute("data-live-url"), { withCredentials: true });
-    source.onmessage = function (e) { failures = 0; count.textContent = String(JSON.parse(e.data).visitors); refresh(); };
-    source.addEventListener("closed", function () { ended = true; stop(); });  // access revoked
-    source.onerror = function () {
-      failures += 1;
-      if (failures >= 3) { source.close(); source = null; start(); }
-    };
-  }
   render(numbers);
-  document.addEventListener("visibilitychange", function () { if (document.hidden) stop(); else { refresh(); start(); } });
-  start();
+  window.tallyLive(live, {  // (static/live.js)
+    tick: function (n) { count.textContent = String(n); refresh(); },
+    poll: refresh
+  });
+  document.addEventListener("visibilitychange", function () { if (!document.hidden) refresh(); });
 })();

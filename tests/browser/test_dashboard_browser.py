@@ -53,6 +53,23 @@ def dashboard(r, live_server, live_stream, django_user_model, context):
     return page, problems, site, info
 
 
+def visit_tracked_page(context, live_server, path: str):
+    """Open a page carrying the tracker in a new tab: one visit to example.com. The page is
+    served on the test server's host (Chromium blocks a public page's requests to
+    loopback), so the snippet carries data-allow-localhost, as documented."""
+    tracked = context.new_page()
+    tracker = f"{live_server.url}/static/tracker.js"
+    tracked.route(
+        f"{live_server.url}{path}",
+        lambda route: route.fulfill(
+            content_type="text/html",
+            body=f'<!doctype html><title>Shop</title><script src="{tracker}" data-domain="example.com" data-allow-localhost></script><h1>Shop</h1>',
+        ),
+    )
+    tracked.goto(f"{live_server.url}{path}")
+    return tracked
+
+
 def charts_drawn(page):
     for chart in ("visitors", "actives", "retention-day"):
         page.wait_for_selector(f"#chart-{chart} .main-svg", timeout=15_000)
@@ -99,18 +116,7 @@ def test_charts_periods_search_and_live(dashboard, r, live_server, context):
     # live: open a tracked page in a second tab; the first tab's counter goes up
     expect(page.locator("#live-count")).not_to_have_text("–")
     before = int(page.inner_text("#live-count"))
-    tracked = context.new_page()
-    tracker = f"{live_server.url}/static/tracker.js"
-    # The tracked page is served on the test server's host (Chromium blocks a public page's
-    # requests to loopback), so the snippet carries data-allow-localhost, as documented.
-    tracked.route(
-        f"{live_server.url}/welcome",
-        lambda route: route.fulfill(
-            content_type="text/html",
-            body=f'<!doctype html><title>Shop</title><script src="{tracker}" data-domain="example.com" data-allow-localhost></script><h1>Shop</h1>',
-        ),
-    )
-    tracked.goto(f"{live_server.url}/welcome")
+    visit_tracked_page(context, live_server, "/welcome")
     deadline = time.monotonic() + 15  # (no wait_for_function: our CSP forbids eval, rightly)
     while int(page.inner_text("#live-count")) <= before:
         assert time.monotonic() < deadline, (
@@ -546,16 +552,7 @@ def test_the_realtime_view_follows_a_new_visit_without_a_reload(dashboard, live_
     page.wait_for_selector("#chart-minutes .main-svg", timeout=15_000)
     before = int(page.get_attribute("#chart-minutes", "data-visitors"))
     page.evaluate("window.tallyMarker = 'same page'")  # (gone if the page reloads)
-    tracked = context.new_page()
-    tracker = f"{live_server.url}/static/tracker.js"
-    tracked.route(
-        f"{live_server.url}/realtime-welcome",
-        lambda route: route.fulfill(
-            content_type="text/html",
-            body=f'<!doctype html><title>Shop</title><script src="{tracker}" data-domain="example.com" data-allow-localhost></script><h1>Shop</h1>',
-        ),
-    )
-    tracked.goto(f"{live_server.url}/realtime-welcome")
+    visit_tracked_page(context, live_server, "/realtime-welcome")
     deadline = time.monotonic() + 15
     while int(page.get_attribute("#chart-minutes", "data-visitors")) <= before:
         assert time.monotonic() < deadline, f"the realtime view did not move: {problems}"
