@@ -31,6 +31,9 @@ PAGES = [
     ("sites", "/"),
     ("site", "/dashboard/{site}/?period=30d"),
     ("filtered", "/dashboard/{site}/?period=30d&filters=source%3D%3DGoogle"),
+    ("filter menu open", "/dashboard/{site}/?period=30d&filters=source%3D%3DGoogle&edit=0"),
+    ("realtime", "/dashboard/{site}/?period=realtime"),
+    ("recommendations", "/dashboard/{site}/recommendations/"),
     ("pages", "/dashboard/{site}/pages?period=30d"),
     ("sources", "/dashboard/{site}/details/source?period=30d"),
     ("entry pages", "/dashboard/{site}/details/entry_page?period=30d"),
@@ -125,9 +128,10 @@ def settle(page):
     """Wait until the page is drawn: loaded, and on a dashboard its charts drawn (their
     width is part of the page's)."""
     page.wait_for_load_state("load")
-    if page.locator("#chart-visitors").count():
-        page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
-        page.wait_for_load_state("networkidle")
+    for chart in ("#chart-visitors", "#chart-minutes"):  # (the site page's, the realtime view's)
+        if page.locator(chart).count():
+            page.wait_for_selector(f"{chart} .main-svg", timeout=15_000)
+            page.wait_for_load_state("networkidle")
 
 
 def faults(page, scheme) -> list[str]:
