@@ -148,6 +148,7 @@
       var href = point && links[point.pointIndex];
       if (href) location.href = href;
     });
+    el.setAttribute("data-links", "");  // (clicks followed from now on: the browser tests wait for it)
   }
 
   function fit(id) {

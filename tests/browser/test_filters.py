@@ -123,7 +123,7 @@ def test_a_country_on_the_map_and_a_goal_row_filter_the_page(user_page, live_ser
     page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d")
     page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
     page.locator("#panel-locations [data-tab=map]").click()
-    page.wait_for_selector("#chart-map .main-svg", timeout=15_000)
+    page.wait_for_selector("#chart-map[data-links] .main-svg", timeout=15_000)  # (its clicks followed)
     code = page.evaluate(
         "(() => { const el = document.getElementById('chart-map'); const i = 0;"
         " el.emit('plotly_click', {points: [{pointIndex: i, location: el.data[0].locations[i]}]});"

@@ -81,6 +81,7 @@ def test_the_chart_by_interval_by_metric_and_zoomed_by_a_click(user_page, live_s
     page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d")
     page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
     assert points(page) == 30 and page.locator(".intervals a.active").inner_text() == "Day"
+    page.wait_for_selector("#chart-visitors[data-links]", state="attached", timeout=15_000)  # (its clicks followed)
     # a click on a day's point opens that day, by the hour
     day = page.evaluate("document.getElementById('chart-visitors').data[1].x[10]")
     page.evaluate(
