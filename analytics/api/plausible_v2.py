@@ -310,12 +310,12 @@ def _filters(given: list) -> tuple:
 NEGATED = {"==": "!=", "!=": "==", "~": "!~", "!~": "~"}
 
 
-def _joined(given: list) -> list:
-    """The filters that must all hold, `and`s opened."""
+def _joined(given: list, joiner: str = "and") -> list:
+    """The filters a `joiner` ("and", "or") joins, the nested ones of the same joiner opened."""
     found: list = []
     for f in given:
-        if isinstance(f, list) and len(f) == 2 and f[0] == "and" and isinstance(f[1], list):
-            found.extend(_joined(f[1]))
+        if isinstance(f, list) and len(f) == 2 and f[0] == joiner and isinstance(f[1], list):
+            found.extend(_joined(f[1], joiner))
         else:
             found.append(f)
     return found
@@ -336,7 +336,7 @@ def _clause(f) -> tuple[str, str, list[str]]:
             return prop, op, values
         return prop, NEGATED[op], values
     if isinstance(f, list) and len(f) == 2 and f[0] == "or" and isinstance(f[1], list) and f[1]:
-        clauses = [_clause(inner) for inner in _joined_or(f[1])]
+        clauses = [_clause(inner) for inner in _joined(f[1], "or")]
         props, ops = {c[0] for c in clauses}, {c[1] for c in clauses}
         if len(props) != 1 or len(ops) != 1 or next(iter(ops)) not in ("==", "~"):
             raise ApiError(
@@ -371,17 +371,6 @@ def _clause(f) -> tuple[str, str, list[str]]:
             raise ApiError(400, f"Invalid filter {_show(f)}: no country named {unknown[0][:100]!r}")
         values = [COUNTRY_CODES[v.lower()] for v in values]
     return prop, OPERATORS[operator], values
-
-
-def _joined_or(given: list) -> list:
-    """The filters of an `or`, nested `or`s opened."""
-    found: list = []
-    for f in given:
-        if isinstance(f, list) and len(f) == 2 and f[0] == "or" and isinstance(f[1], list):
-            found.extend(_joined_or(f[1]))
-        else:
-            found.append(f)
-    return found
 
 
 def _show(value) -> str:
