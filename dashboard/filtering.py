@@ -121,11 +121,18 @@ MENU = (
 TESTS = (("==", "is"), ("!=", "is not"), ("~", "contains"), ("!~", "does not contain"))
 
 
+def menu_properties(custom: list[str], view: "View") -> tuple[tuple[str, str], ...]:
+    """The menu's properties: MENU, then each custom property sent in the period or
+    filtered on (a chip being edited names its own)."""
+    named = {f.prop[len(segments.CUSTOM) :] for f in view.filters if f.prop.startswith(segments.CUSTOM)}
+    return (*MENU, *((f"{segments.CUSTOM}{name}", f"Property: {name}") for name in sorted({*custom, *named})))
+
+
 def from_menu(params, view: "View") -> tuple[str, str]:
     """The filter menu's answer (?fprop=&fop=&fvalue=[&freplace=N]) as the query string of
     the view with that filter added, or put in place of filter N; or ("", why not)."""
     prop, op, text = params.get("fprop", ""), params.get("fop", "=="), params.get("fvalue", "").strip()
-    if prop not in dict(MENU) or op not in dict(TESTS):
+    if (prop not in dict(MENU) and not prop.startswith(segments.CUSTOM)) or op not in dict(TESTS):
         return "", "Choose a property and a test."
     if not text:
         return "", "Type a value to filter by."
@@ -180,4 +187,6 @@ OPS = {"==": "is", "!=": "is not", "~": "contains", "!~": "does not contain"}
 
 def _chip_label(f: segments.Filter) -> str:
     values = [label(f.prop, v) for v in f.values]
+    if f.prop.startswith(segments.CUSTOM):
+        return f"Property {f.prop[len(segments.CUSTOM) :]} {OPS[f.op]} {' or '.join(values)}"
     return f"{f.prop.replace('_', ' ').capitalize()} {OPS[f.op]} {' or '.join(values)}"

@@ -22,6 +22,7 @@ from analytics import queries
 from analytics.countries import COUNTRIES
 from analytics.models import Annotation, Segment
 from analytics.queries import access
+from analytics.queries.segments import CUSTOM
 from analytics.queries.segments import parse as segments_parse
 from analytics.sites import SiteInfo, tracking_snippet
 from analytics.store.connection import get_redis
@@ -201,7 +202,9 @@ def site(request, site, info, base, shared):
                     }
                 ),
                 "error": menu_error,
-                "properties": filtering.MENU,
+                "properties": filtering.menu_properties(
+                    queries.property_names(r, info, period.start, period.end), view
+                ),
                 "keep": parse_qsl(view.query()),  # (the page's period, filters, chart: the menu's hidden fields)
                 "segments": _segments(request, site, base, view, shared),
                 "save_url": f"{base}segments",
@@ -343,7 +346,11 @@ def _numbers(r, info, site, period, view, chart) -> dict:
         everyone = totals.totals["visitors"]["value"] or 0
         for name, values in queries.every_property(r, info, start, end, PROPERTY_ROWS).items():
             properties[name] = [
-                {**row, "conversion_rate": round(100 * row["visitors"] / everyone, 2) if everyone else 0.0}
+                {
+                    **row,
+                    "conversion_rate": round(100 * row["visitors"] / everyone, 2) if everyone else 0.0,
+                    "href": "?" + view.adding(f"{CUSTOM}{name}", row[name]),
+                }
                 for row in values
             ]
         events = {g.name: g.event_name for g in site.goals.all() if g.event_name}
@@ -505,7 +512,12 @@ def topojson_folder() -> str:
 @site_view
 def breakdown(request, site, info, base, shared):
     """A panel tab's list: ?property=<dimension or page>&period=..."""
-    prop = panels.PROPERTIES.get(request.GET.get("property", ""))
+    asked = request.GET.get("property", "")
+    if asked.startswith(CUSTOM):  # (a custom property's values: the filter menu's suggestions)
+        period = _period(request, info)
+        rows, _ = queries.properties(get_redis(), info, period.start, period.end, asked[len(CUSTOM) :], limit=50)
+        return JsonResponse({"property": asked, "rows": [{"value": row[asked[len(CUSTOM) :]]} for row in rows]})
+    prop = panels.PROPERTIES.get(asked)
     if prop is None:
         return JsonResponse({"error": f"property must be one of {', '.join(panels.PROPERTIES)}"}, status=400)
     period = _period(request, info)

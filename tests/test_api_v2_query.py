@@ -512,3 +512,24 @@ def test_a_time_dimension_with_another_is_the_others_breakdown_in_each_period(wo
     assert paged.json()["results"] == expected[2:5]
     two = ask(client, key, {**query, "dimensions": ["visit:source", "visit:country"]})
     assert two.status_code == 400 and "a time dimension and one other" in two.json()["error"]
+
+
+def test_a_custom_property_filters_the_visitors_as_plausible_names_it(make_site, client, r):
+    from analytics.ingest import Hit, record
+    from analytics.ingest.identity import identity_source
+    from analytics.sites import SiteInfo
+
+    site, key = make_site()
+    now = datetime.now(UTC)
+    hits = [Hit(now, "/", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(10)]
+    hits += [
+        Hit(now, "/signup", "Signup", identity_source(None, f"v{n}", None, None), props=(("plan", plan),))
+        for n, plan in enumerate(["team", "team", "free"])
+    ]
+    record(r, SiteInfo.from_model(site), hits)
+    for op, values, visitors in (("is", ["team"], 2), ("is_not", ["team"], 8), ("contains", ["e"], 3)):
+        body = {"site_id": "example.com", "metrics": ["visitors"], "date_range": "day"}
+        body["filters"] = [[op, "event:props:plan", values]]
+        answer = ask(client, key, body)
+        assert answer.status_code == 200, answer.content
+        assert answer.json()["results"][0]["metrics"] == [visitors], (op, values)

@@ -929,7 +929,38 @@ def test_the_goals_card_lists_custom_properties_with_their_conversion(client, ma
     client.force_login(owner)
     html = client.get("/dashboard/example.com/?period=today").content.decode()
     pane = html[html.index('data-pane="properties"') : html.index('data-pane="goals"')]
-    assert re.search(r"<td>team</td><td class=\"num\">2</td><td class=\"num\">2</td><td class=\"num\">20%</td>", pane)
+    assert re.search(
+        r'<td><a href="[^"]*filters=props%3Aplan%3D%3Dteam[^"]*"[^>]*>team</a></td><td class="num">2</td>'
+        r'<td class="num">2</td><td class="num">20%</td>',
+        pane,
+    )
     assert XSS not in html and "&lt;script&gt;" in pane
     filtered = client.get("/dashboard/example.com/?period=today&filters=page%3D%3D%2F").content.decode()
     assert "clear the filters to see them" in filtered
+
+
+def test_a_custom_property_is_a_filter_in_the_menu_with_its_values_suggested(client, make_site, r, owner):
+    site, _ = make_site()
+    site.owners.add(owner)
+    info = SiteInfo.from_model(site)
+    now = datetime.now(UTC)
+    hits = [Hit(now, "/", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(10)]
+    hits += [
+        Hit(now, "/signup", "Signup", identity_source(None, f"v{n}", None, None), props=(("plan", plan),))
+        for n, plan in enumerate(["team", "team", "free", XSS])
+    ]
+    record(r, info, hits)
+    client.force_login(owner)
+    base = "/dashboard/example.com/?period=today"
+    html = client.get(base).content.decode()
+    assert '<option value="props:plan">Property: plan</option>' in html
+    added = client.get(base + "&fprop=props%3Aplan&fop=%3D%3D&fvalue=team")
+    assert parse_qs(urlsplit(added["Location"]).query)["filters"] == ["props:plan==team"]
+    page = client.get(added["Location"])
+    cards = {c["key"]: c for c in page.context["cards"]}
+    assert cards["visitors"]["value"] == 2 and not cards["visitors"].get("estimate")
+    assert "Property plan is team" in page.content.decode()
+    edit = client.get(added["Location"] + "&edit=0").content.decode()
+    assert '<option value="props:plan" selected>Property: plan</option>' in edit
+    suggested = client.get("/dashboard/example.com/breakdown?property=props%3Aplan&period=today").json()
+    assert {row["value"] for row in suggested["rows"]} == {"team", "free", XSS}

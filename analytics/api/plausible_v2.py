@@ -361,7 +361,9 @@ def _clause(f) -> tuple[str, str, list[str]]:
     if name == "visit:city_name":
         raise ApiError(400, f'Invalid filter {_show(f)}: filter cities by visit:city ("Springfield, US-IL")')
     prop = _tally_dimension(name, "filter dimension")
-    if prop not in segments.PROPERTIES:
+    if prop.startswith(PROPS):  # (event:props:<name> is Tally's props:<name>)
+        prop = segments.CUSTOM + prop[len(PROPS) :]
+    elif prop not in segments.PROPERTIES:
         raise ApiError(400, f"Invalid filter {_show(f)}: Tally cannot filter by {name}")
     if name == "visit:country_name":
         if operator not in ("is", "is_not"):

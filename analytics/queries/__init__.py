@@ -46,7 +46,7 @@ from .days import (
     timeseries,
 )
 from .funnels import funnel
-from .goals import event_properties, every_property, goals, properties
+from .goals import event_properties, every_property, goals, properties, property_names
 from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly
 from .pages import page_timeseries, ranked_pages, search_pages, top_pages
 from .places import (
@@ -85,6 +85,7 @@ __all__ = [
     "needs_city_database",
     "event_properties",
     "every_property",
+    "property_names",
     "properties",
     "visit_totals",
     "HOUR_METRICS",

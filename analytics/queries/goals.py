@@ -238,6 +238,31 @@ def every_property(r: redis.Redis, site: SiteInfo, start: date, end: date, limit
     return {prop: rows[prop][:limit] for prop in sorted(rows)}
 
 
+def property_names(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int = 50) -> list[str]:
+    """The custom properties sent in the range, by name (the first `limit`): what the
+    filter menu offers. Names only: the days' indexes and the stored rows' distinct names,
+    no counting."""
+    days = days_between(start, end)
+    final = _final(site, days)
+    names = set(
+        EventDaily.objects.filter(site_id=site.id, date__in=final)
+        .exclude(property="")
+        .values_list("property", flat=True)
+        .distinct()
+    )
+    pipe = r.pipeline(transaction=False)
+    live = [day for day in days if day not in final]
+    for day in live:
+        pipe.smembers(keys.props_index(site.id, day))
+    for members in pipe.execute() if live else ():
+        for raw in members:
+            parts = raw.decode().split(SEP, 2)
+            if len(parts) == 3:
+                names.add(parts[1])
+    names.discard(OTHER)
+    return sorted(names)[:limit]
+
+
 def _property_rows(
     r: redis.Redis,
     site: SiteInfo,

@@ -2,9 +2,10 @@
 by day, as bitmaps, so every visitor number of a filtered view is a BITCOUNT.
 
 Filters are `property op value` joined by ";" (all must hold). Properties are the visit
-dimensions (source, country, browser, entry_page...), `page` (visited the page that day)
-and `goal` (converted that day: a goal's custom event, or a pageview its pattern matches;
-a name that is no goal of the site is taken as a custom event's name). Ops: `==` (one of
+dimensions (source, country, browser, entry_page...), `page` (visited the page that day),
+`goal` (converted that day: a goal's custom event, or a pageview its pattern matches;
+a name that is no goal of the site is taken as a custom event's name) and `props:<name>`
+(sent a custom event with that property's value that day, whatever the event). Ops: `==` (one of
 the values, "|" between them), `!=` (none of them), `~` (the value contains the text,
 case-insensitive). Plausible's `visit:` and `event:` prefixes are accepted and ignored.
 
@@ -48,6 +49,8 @@ from .expired import one_value
 from .stored import DayTotals, day_totals, segment_size, value_rows
 
 PROPERTIES = (*dimensions.VISIT_DIMENSIONS, "page", "goal")
+CUSTOM = "props:"  # a custom property's filter: props:<name> (Plausible's event:props:<name>)
+MAX_NAME_LENGTH = 300  # (ingest's longest property name)
 OPS = ("==", "!=", "!~", "~")  # is, is not, does not contain, contains
 OTHER = dimensions.OTHER  # the row of values past a day's quota: no filter can name them
 MAX_FILTERS = 6  # (an estimate costs 2^filters HLL counts a day)
@@ -124,8 +127,14 @@ def parse(text: str) -> tuple[Filter, ...]:
             )
         where, op = min(at)
         prop = unprefixed(part[:where].strip())
-        if prop not in PROPERTIES:
-            raise ValueError(f"{prop[:60]!r}: unknown property; choose from {', '.join(PROPERTIES)}")
+        if prop.startswith(CUSTOM):
+            if not prop[len(CUSTOM) :] or len(prop) > len(CUSTOM) + MAX_NAME_LENGTH:
+                raise ValueError(f"{prop[:60]!r}: name a custom property, props:<name>")
+        elif prop not in PROPERTIES:
+            raise ValueError(
+                f"{prop[:60]!r}: unknown property; choose from {', '.join(PROPERTIES)},"
+                " or props:<name> for a custom property"
+            )
         if prop == "goal" and op in ("~", "!~"):
             raise ValueError(f"goal{op}: goals are matched by name (== or !=)")
         values = tuple(
@@ -610,11 +619,43 @@ def _lookups(f: Filter, goals: dict):
                 events.append(goal.event_name if goal is not None else value)
         if events:
             yield "event", events, None
+    elif f.prop.startswith(CUSTOM):
+        yield "prop", (), _PropertyMatch(f.prop[len(CUSTOM) :], f)
     elif f.contains:  # (`!~`: the values containing a text, the term negated)
         needles = [v.lower() for v in f.values]
         yield f.prop, (), lambda value: any(n in value.lower() for n in needles)
     else:
         yield f.prop, list(f.values), None
+
+
+class _PropertyMatch:
+    """A custom property filter's test of the day's property groups ("event SEP property
+    SEP value"): the groups of its property whose value passes (the term ORs them: the
+    visitors who sent the value with any event), and the groups that may hide such a
+    value (the property's "(other)", and an event's "(other)" property)."""
+
+    def __init__(self, name: str, f: Filter):
+        self.name = name
+        self.test = Filter(f.prop, "~" if f.contains else "==", f.values).admits
+
+    def __call__(self, group: str) -> bool:
+        event, _, rest = group.partition(dimensions.SEP)
+        name, _, value = rest.partition(dimensions.SEP)
+        return name == self.name and value != dimensions.OTHER and self.test(value)
+
+    def hides(self, groups) -> bool:
+        for group in groups:
+            _, name, value = (group.split(dimensions.SEP, 2) + ["", ""])[:3]
+            if name == dimensions.OTHER or (name == self.name and value == dimensions.OTHER):
+                return True
+        return False
+
+
+def _hidden(values: set[str], matches) -> bool:
+    """May the day's quota hide a matching value ("(other)" among the values)?"""
+    if isinstance(matches, _PropertyMatch):
+        return matches.hides(values)
+    return dimensions.OTHER in values
 
 
 def _index_matches(answer, names, matches, bitmapped: set[str], dimension: str) -> tuple[list[str], bool]:
@@ -625,7 +666,7 @@ def _index_matches(answer, names, matches, bitmapped: set[str], dimension: str) 
         prefix = _member(dimension, "")
         values = {m.decode()[len(prefix) :] for m in answer if m.decode().startswith(prefix)}
         values.update(name[len(own) :] for name in bitmapped if name.startswith(own))
-        return sorted(v for v in values if v != dimensions.OTHER and matches(v)), dimensions.OTHER in values
+        return sorted(v for v in values if v != dimensions.OTHER and matches(v)), _hidden(values, matches)
     found = [n for n, present in zip(names, answer) if present or dimensions.field(dimension, n) in bitmapped]
     return found, bool(answer[-1])
 
@@ -637,7 +678,7 @@ def _stored_matches(
     own = dimensions.field(dimension, "")
     values = set(rows) | {name[len(own) :] for name in bitmapped if name.startswith(own)}
     if matches is not None:
-        return sorted(v for v in values if v != dimensions.OTHER and matches(v)), dimensions.OTHER in values
+        return sorted(v for v in values if v != dimensions.OTHER and matches(v)), _hidden(values, matches)
     return [n for n in names if n in values], dimensions.OTHER in values
 
 
@@ -666,9 +707,11 @@ def _index_key(sid: int, day: date, dimension: str) -> str:
         return keys.pages_index(sid, day)
     if dimension == "event":
         return keys.events_index(sid, day)
+    if dimension == "prop":
+        return keys.props_index(sid, day)
     return keys.dimension_fields(sid, day)
 
 
 def _member(dimension: str, value: str) -> str:
-    """How a value is named in its day index (pages and events by name alone)."""
-    return value if dimension in ("page", "event") else dimensions.field(dimension, value)
+    """How a value is named in its day index (pages, events and property groups by name alone)."""
+    return value if dimension in ("page", "event", "prop") else dimensions.field(dimension, value)

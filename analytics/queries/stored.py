@@ -80,11 +80,20 @@ def imported_days(site_id: int, start: date, end: date) -> set[date]:
 def value_rows(
     site_id: int, days: list[date], dimension: str, names: list[str] | None = None
 ) -> dict[date, dict[str, int]]:
-    """{day: {value: visitors}} stored for a dimension ("page", "event" or a visit
-    dimension) on these days: the values named, or every value (`names` None). "(other)"
-    is among them when the day's quota put values there."""
+    """{day: {value: visitors}} stored for a dimension ("page", "event", "prop": custom
+    property groups "event SEP property SEP value", or a visit dimension) on these days:
+    the values named, or every value (`names` None). "(other)" is among them when the
+    day's quota put values there."""
     if not days:
         return {}
+    if dimension == "prop":
+        groups: dict[date, dict[str, int]] = {day: {} for day in days}
+        props = EventDaily.objects.filter(site_id=site_id, date__in=days).exclude(property="")
+        for day, *group, visitors in props.values_list("date", "name", "property", "value", "visitors"):
+            name = dimensions.SEP.join(group)
+            if names is None or name in names:
+                groups[day][name] = visitors
+        return groups
     rows: QuerySet[PageDaily] | QuerySet[EventDaily] | QuerySet[DimensionDaily]
     if dimension == "page":
         rows = PageDaily.objects.filter(site_id=site_id, date__in=days)

@@ -306,18 +306,21 @@ def dimension_visitors(site_id: int, day: date, field: str) -> str:
 
 def field_visitors(site_id: int, day: date, field: str) -> str:
     """The day HLL of a field's visitors, whatever its kind: "page<SEP>path" is the page's,
-    "event<SEP>name" the custom event's, anything else a visit dimension value's."""
+    "event<SEP>name" the custom event's, "prop<SEP>event<SEP>property<SEP>value" the custom
+    property group's, anything else a visit dimension value's."""
     kind, _, value = field.partition(FIELD_VALUE_SEP)
     if kind == "page":
         return page_visitors(site_id, day, value)
     if kind == "event":
         return event_visitors(site_id, day, value)
+    if kind == "prop":
+        return prop_visitors(site_id, day, value)
     return dimension_visitors(site_id, day, field)
 
 
 def dimension_bitmap(site_id: int, day: date, field: str) -> str:
     """The visitors (bit per dense id) of a field that day: "<dimension>SEP<value>", where
-    pages are "page" and custom events "event" (lib/segments.lua)."""
+    pages are "page", custom events "event" and custom property groups "prop" (lib/segments.lua)."""
     return f"{dimensions_prefix(site_id)}{day.isoformat()}:b:{field}"
 
 

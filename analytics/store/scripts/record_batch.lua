@@ -425,6 +425,8 @@ local function property_groups(section, properties, events_past)
     if fits[g] then
       pfadd_listed(group.hll, group.listed)
       redis.call('INCRBY', group.counter, group.n)
+      -- (a kept value's visitors, for filters on custom properties: "prop" SEP the group)
+      segment_candidates[#segment_candidates + 1] = {'prop' .. SEP .. group.name, listed_indexes(group.listed)}
     else  -- (past its property's quota: the property's "(other)"; a property past the names': the event's)
       local p = props[admitted[group.prop] and group.prop or other_of[group.prop]]
       p.other[#p.other + 1] = group.listed

@@ -5,8 +5,8 @@
 -- with one bit per dense visitor id a day, the set is a BITOP AND of the values' bitmaps
 -- and its size a BITCOUNT, exact, where HLLs can only estimate intersections. A bitmap
 -- costs up to (largest id) / 8 bytes whatever its number of visitors, so a day keeps one
--- for only the first `limit` values of each dimension (pages, custom events, and each visit
--- dimension); the values that arrive first in a day are nearly always its top values (the
+-- for only the first `limit` values of each dimension (pages, custom events, custom property
+-- values by event, and each visit dimension); the values that arrive first in a day are nearly always its top values (the
 -- big sources, countries and browsers show up within minutes), and the rest are served
 -- from HLLs and marked as estimates (analytics/queries/segments.py). Values the site
 -- pins (its goals' pages and events, its funnels' steps) always get one.
