@@ -1,8 +1,9 @@
 """The period picker: `?period=30d` (or any of CHOICES) and
 `?period=custom&from=YYYY-MM-DD&to=YYYY-MM-DD`, in the site's time zone.
 
-The presets are Plausible's, with its keyboard shortcuts (dashboard.js binds them; `?`
-lists them). Each period knows the one just before and just after it (the arrows, ← and
+The presets are Plausible's, with its documented keyboard shortcuts (static/periods.js
+binds them; `?` lists them; its H, Last 24 hours, is left out: a period here is whole
+days). Each period knows the one just before and just after it (the arrows, ← and
 →): a day steps by a day, a calendar month or year by a month or year, any other range by
 its own length; the step after one that reaches today is none.
 """
@@ -24,6 +25,7 @@ PRESETS = [
     ("month", "Month to date", "m"),
     ("last_month", "Last month", "p"),
     ("year", "Year to date", "y"),
+    ("6mo", "Last 6 months", "s"),
     ("12mo", "Last 12 months", "l"),
     ("all", "All time", "a"),
     ("custom", "Custom range", "c"),
@@ -90,7 +92,8 @@ class Period:
                 return _month(first, today)
             if months == 12 and first.month == 1:
                 return _year(first.year, today)
-            return Period("12mo" if months == 12 and last == today else "custom", first, last)
+            running = {6: "6mo", 12: "12mo"}.get(months) if last == today else None
+            return Period(running or "custom", first, last)
         shift = timedelta(days=self.days * direction)
         return Period("custom", self.start + shift, min(self.end + shift, today))
 
@@ -101,7 +104,7 @@ class Period:
             return 12  # (to date: a year steps to the whole year before)
         if self.start.day != 1:
             return 0
-        to_date = self.end == today and self.key in ("month", "year", "12mo")
+        to_date = self.end == today and self.key in ("month", "year", "6mo", "12mo")
         if not to_date and _add_months(self.end, 1).replace(day=1) - timedelta(days=1) != self.end:
             return 0
         return (self.end.year - self.start.year) * 12 + self.end.month - self.start.month + 1

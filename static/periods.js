@@ -40,7 +40,16 @@
     if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
     var key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
     if (key === "Escape") {
-      if (picker && picker.open) picker.open = false;
+      var open = document.querySelector("details[open]");
+      if (open) { open.open = false; return; }
+      var clear = document.querySelector("[data-clear-filters]");
+      if (clear) clear.click();  // (Plausible's Esc: clear all filters)
+      return;
+    }
+    if (key === "i") {  // (the chart by the next interval, round)
+      var choices = Array.prototype.slice.call(document.querySelectorAll("[data-interval-choice]"));
+      var at = choices.findIndex(function (a) { return a.classList.contains("active"); });
+      if (choices.length > 1) { event.preventDefault(); choices[(at + 1) % choices.length].click(); }
       return;
     }
     if (key === "?") {

@@ -206,6 +206,15 @@ def test_last_month_and_this_month():
     assert (last.start.isoformat(), last.end.isoformat()) == ("2026-02-01", "2026-02-28")
 
 
+def test_the_last_6_months_run_to_date_and_step_by_6_months():
+    today = datetime(2026, 3, 15).date()
+    six = periods.parse({"period": "6mo"}, today)
+    assert (six.start.isoformat(), six.end, six.label) == ("2025-10-01", today, "Last 6 months")
+    before = six.step(-1, today)
+    assert (before.key, before.start.isoformat(), before.end.isoformat()) == ("custom", "2025-04-01", "2025-09-30")
+    assert before.step(1, today) == six and six.step(1, today) is None
+
+
 def test_the_recommendation_panel_reads_without_writing(client, data_site, owner, r):
     site, key = data_site
     client.post(

@@ -118,7 +118,7 @@ def test_the_filter_menu_builds_is_not_and_contains_filters_and_a_chip_edits_its
     assert not page.problems, page.problems
 
 
-def test_a_country_on_the_map_and_a_goal_row_filter_the_page(user_page, live_server, live_stream):
+def test_a_country_on_the_map_and_a_goal_row_filter_the_page(user_page, live_server, live_stream, r):
     page = user_page
     page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d")
     page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
@@ -132,9 +132,20 @@ def test_a_country_on_the_map_and_a_goal_row_filter_the_page(user_page, live_ser
     page.wait_for_url(re.compile(r"filters=country%3D%3D[A-Z]{2}"))
     assert code and page.locator("#segment-filters .chip").count() == 1
     page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d")
-    goal = page.locator("#goals table.goals td a").first
+    goal = page.locator('#goals [data-pane="goals"] table.goals td a').first
     name = goal.inner_text()
     goal.click()
     page.wait_for_url(re.compile(r"filters=goal%3D%3D"))
     expect(page.locator("#segment-filters .chip")).to_contain_text(f"Goal is {name}")
+    page.goto(f"{live_server.url}/dashboard/demo.example/?period=30d")
+    page.locator('#goals [data-tab="properties"]').click()  # a custom property's value filters too
+    value = page.locator('#goals [data-pane="properties"] td a').first
+    plan = value.inner_text()
+    value.click()
+    page.wait_for_url(re.compile(r"filters=props%3Aplan%3D%3D"))
+    expect(page.locator("#segment-filters .chip")).to_contain_text(f"Property plan is {plan}")
+    info = SiteInfo.from_model(Site.objects.get(domain="demo.example"))
+    end = info.today()
+    expected, _ = filtered.summary(r, info, segments.parse(f"props:plan=={plan}"), end - timedelta(days=29), end)
+    assert card(page, "visitors") == f"{expected['visitors']:,}" and expected["visitors"] > 0
     assert not page.problems, page.problems

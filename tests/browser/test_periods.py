@@ -53,6 +53,21 @@ def test_shortcuts_arrows_and_the_remembered_period(user_page, live_server, live
     assert shown(page).startswith("Year to date")
     page.keyboard.press("/")
     assert page.evaluate("document.activeElement.id") == "page-search"
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("s")  # Plausible's S: the last 6 months
+    page.wait_for_url(re.compile(r"period=6mo"))
+    assert shown(page).startswith("Last 6 months")
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    active = page.locator(".intervals a.active").inner_text()
+    page.keyboard.press("i")  # the chart by the next interval
+    page.wait_for_url(re.compile(r"interval="))
+    assert page.locator(".intervals a.active").inner_text() != active
+
+    page.goto(f"{live_server.url}/dashboard/demo.example/?period=7d&filters=source%3D%3DGoogle")
+    page.wait_for_selector("#chart-visitors .main-svg", timeout=15_000)
+    page.keyboard.press("Escape")  # Plausible's Esc: clear all filters
+    page.wait_for_url(re.compile(r"period=7d$"))
+    expect(page.locator(".chip")).to_have_count(0)
     assert not page.problems, page.problems
 
 
