@@ -239,11 +239,15 @@ def site(request, site, info, base, shared):
     )
 
 
-def _realtime_numbers(info) -> dict:
-    """The realtime view's numbers, its rows named as the panels name them (countries)."""
-    numbers = queries.realtime_view(get_redis(), info, datetime.now(UTC))
+def _realtime_numbers(info, view: filtering.View) -> dict:
+    """The realtime view's numbers, its rows named as the panels name them (countries),
+    each a link that adds its filter."""
+    numbers = queries.realtime_view(get_redis(), info, datetime.now(UTC), view.filters)
     numbers["panels"] = {
-        key: [{"name": panels.label(key, row[key]), "visitors": row["visitors"]} for row in rows]
+        key: [
+            {"name": panels.label(key, row[key]), "visitors": row["visitors"], "href": "?" + view.adding(key, row[key])}
+            for row in rows
+        ]
         for key, rows in numbers["panels"].items()
     }
     return numbers
@@ -253,7 +257,7 @@ def _realtime_page(request, site, info, base, shared, period, view, today):
     """The realtime view: the last 30 minutes, by the minute, and the pages, sources,
     countries and devices of the visitors in them; it follows the live stream (a tick
     refetches `realtime?view=1`), no reload."""
-    numbers = _realtime_numbers(info)
+    numbers = _realtime_numbers(info, view)
     return render(
         request,
         "dashboard/realtime.html",
@@ -559,9 +563,10 @@ def page(request, site, info, base, shared):
 def realtime(request, site, info, base, shared):
     """The polling fallback of the live counter; with `view=1`, the realtime view's numbers
     (queries.realtime_view), which the realtime page fetches at each tick of the stream."""
+    view = filtering.parse(request.GET, "period=realtime")  # (a segment link's filters among them: site_view)
     if request.GET.get("view"):
-        return JsonResponse(_realtime_numbers(info))
-    return JsonResponse({"visitors": queries.realtime_visitors(get_redis(), info, datetime.now(UTC))})
+        return JsonResponse(_realtime_numbers(info, view))
+    return JsonResponse({"visitors": queries.realtime_now(get_redis(), info, datetime.now(UTC), view.filters)})
 
 
 @site_view

@@ -381,10 +381,16 @@
   // Live visitors: pushed over the live stream (static/live.js), polled when it is unavailable.
   var live = document.getElementById("live");
   var count = document.getElementById("live-count");
-  function show(n) { count.textContent = String(n); live.classList.add("on"); }
+  // Under filters the stream's count is everyone's: a tick asks for the filtered count
+  // (at most every 2 s) instead of showing it.
+  function show(n) { count.textContent = n === null ? "–" : String(n); live.classList.add("on"); }
+  var polled = 0;
   function poll() {
+    polled = Date.now();
     fetch(live.getAttribute("data-poll-url"), { credentials: "same-origin" })
       .then(function (r) { return r.json(); }).then(function (b) { show(b.visitors); });
   }
-  window.tallyLive(live, { tick: show, poll: poll });
+  var filtered = live.hasAttribute("data-filtered");
+  function tick(n) { if (!filtered) show(n); else if (Date.now() - polled > 2000) poll(); }
+  window.tallyLive(live, { tick: tick, poll: poll });
 })();

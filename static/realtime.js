@@ -2,7 +2,8 @@
 // and the lists of the visitors in them, kept current without a reload: each tick of the
 // live stream (ingest publishes one at most once a second) fetches the view's numbers
 // again, at most every REFRESH ms; polled when the stream is unavailable (static/live.js).
-// Every value is set as text.
+// Every value is set as text. Under filters the stream's count is everyone's: a tick only
+// fetches the filtered numbers, and there is no minute chart.
 (function () {
   "use strict";
   var REFRESH = 2000;
@@ -10,6 +11,7 @@
   var count = document.getElementById("live-count");
   var chart = document.getElementById("chart-minutes");
   var numbers = JSON.parse(document.getElementById("realtime").textContent);
+  var filtered = live.hasAttribute("data-filtered");
   var asked = 0, waiting = null;
 
   function figure(view) {
@@ -46,9 +48,10 @@
         var bar = document.createElement("span");
         bar.className = "bar";
         bar.style.width = (100 * row.visitors / top).toFixed(1) + "%";
-        var name = document.createElement("span");
+        var name = document.createElement(row.href ? "a" : "span");
         name.className = key === "page" ? "name path" : "name";
         name.textContent = name.title = row.name;
+        if (row.href) { name.href = row.href; name.title = "Filter by " + row.name; }
         var n = document.createElement("span");
         n.className = "count";
         n.textContent = row.visitors.toLocaleString();
@@ -65,13 +68,16 @@
   }
   function render(view) {
     numbers = view;
-    document.getElementById("realtime-visitors").textContent = view.visitors.toLocaleString();
-    count.textContent = view.now.toLocaleString();
+    var none = view.visitors === null;  // (a filter the view cannot apply: no number)
+    document.getElementById("realtime-visitors").textContent = none ? "–" : view.visitors.toLocaleString();
+    count.textContent = none ? "–" : view.now.toLocaleString();
     live.classList.add("on");
-    var f = figure(view);
-    Plotly.react(chart, f.data, f.layout, { displayModeBar: false, responsive: true });
+    if (chart) {
+      var f = figure(view);
+      Plotly.react(chart, f.data, f.layout, { displayModeBar: false, responsive: true });
+    }
     lists(view);
-    chart.setAttribute("data-visitors", String(view.visitors));  // (what the browser test waits for)
+    live.setAttribute("data-visitors", String(view.visitors));  // (what the browser test waits for)
   }
   function refresh() {
     // At most one fetch each REFRESH ms: a burst of ticks is one fetch after it.
@@ -85,7 +91,7 @@
   }
   render(numbers);
   window.tallyLive(live, {  // (static/live.js)
-    tick: function (n) { count.textContent = String(n); refresh(); },
+    tick: function (n) { if (!filtered) count.textContent = String(n); refresh(); },
     poll: refresh
   });
   document.addEventListener("visibilitychange", function () { if (!document.hidden) refresh(); });

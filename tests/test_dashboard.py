@@ -973,3 +973,28 @@ def test_a_custom_property_is_a_filter_in_the_menu_with_its_values_suggested(cli
     assert '<option value="props:plan" selected>Property: plan</option>' in edit
     suggested = client.get("/dashboard/example.com/breakdown?property=props%3Aplan&period=today").json()
     assert {row["value"] for row in suggested["rows"]} == {"team", "free", XSS}
+
+
+def test_realtime_under_a_segments_link_counts_its_audience_alone(client, sources_site, owner):
+    """The visits of the last minutes: five, three of them from Google. A Google segment's
+    link shows three everywhere realtime is (the view, its refresh, the live counter's
+    poll), and a goal filter, which open visits cannot answer, shows no number at all."""
+    from analytics.models import Segment
+
+    token = Segment.objects.create(site=sources_site, name="Google", filters="source==Google").share()
+    page = client.get(f"/share/{token}/?period=realtime")
+    assert page.status_code == 200 and page.context["numbers"]["visitors"] == 3
+    html = page.content.decode()
+    assert "Source is Google" in html and "chart-minutes" not in html  # (the minutes are everyone's)
+    view = client.get(f"/share/{token}/realtime?view=1&filters=source%21%3DGoogle").json()  # (cannot undo it)
+    assert view["visitors"] == 0 and view["panels"]["source"] == []
+    mine = client.get(f"/share/{token}/realtime?view=1").json()
+    assert mine["visitors"] == 3 and mine["now"] < 3  # (the five minutes: the visits' last events in them)
+    assert client.get(f"/share/{token}/realtime").json()["visitors"] == mine["now"]
+    client.force_login(owner)
+    assert client.get("/dashboard/example.com/realtime?view=1").json()["visitors"] == 5
+    row = client.get("/dashboard/example.com/realtime?view=1").json()["panels"]["source"][0]
+    assert row["href"].startswith("?period=realtime&filters=source%3D%3D")
+    goal = client.get("/dashboard/example.com/?period=realtime&filters=goal%3D%3DSignup")
+    assert goal.context["numbers"]["visitors"] is None and "cannot apply goal==Signup" in goal.content.decode()
+    assert client.get("/dashboard/example.com/realtime?filters=goal%3D%3DSignup").json()["visitors"] is None

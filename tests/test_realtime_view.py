@@ -63,3 +63,37 @@ def test_the_last_30_minutes_visitors_as_the_events_say(site, r):
 def test_no_one_is_an_empty_view(site, r):
     view = queries.realtime_view(r, SiteInfo.from_model(site), datetime.now(UTC))
     assert view["visitors"] == 0 and all(rows == [] for rows in view["panels"].values())
+
+
+def test_filters_select_the_open_visits_by_their_fields_and_page(site, r):
+    """Against the events: each filter's visitors are those whose visit passes it; a goal
+    or custom property filter (not in a visit's state) leaves every number out."""
+    from analytics.queries import segments
+
+    info = SiteInfo.from_model(site)
+    now = datetime.now(UTC)
+    sent = [
+        hit(now - timedelta(minutes=20), "ann", "/", "https://www.google.com/"),
+        hit(now - timedelta(minutes=19), "ann", "/pricing", "https://www.google.com/"),
+        hit(now - timedelta(minutes=8), "bob", "/pricing", "https://news.ycombinator.com/", IPHONE),
+        hit(now - timedelta(minutes=2), "cy", "/docs"),
+        hit(now - timedelta(minutes=1), "dee", "/", "https://www.google.com/", IPHONE),
+    ]
+    record(r, info, sent, now=now)
+    cases = {  # filter: (visitors in 30 minutes, in the last five)
+        "source==Google": (2, 1),
+        "source!=Google": (2, 1),
+        "page==/pricing": (2, 0),
+        "device==Mobile;source~goo": (1, 1),
+        "page!~pri;source!=Direct / None": (1, 1),
+    }
+    for text, (visitors, recent) in cases.items():
+        filters = segments.parse(text)
+        view = queries.realtime_view(r, info, now, filters)
+        assert (view["visitors"], view["now"]) == (visitors, recent), text
+        assert queries.realtime_now(r, info, now, filters) == recent, text
+        assert sum(row["visitors"] for row in view["panels"]["source"]) == visitors, text
+        assert view["kept_minutes"] == 0 and not view["unfiltered"]  # (the minute HLLs are everyone's)
+    refused = queries.realtime_view(r, info, now, segments.parse("goal==Signup;source==Google"))
+    assert refused["visitors"] is None and refused["panels"] == {} and refused["unfiltered"] == ["goal==Signup"]
+    assert queries.realtime_now(r, info, now, segments.parse("props:plan==pro")) is None

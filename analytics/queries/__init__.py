@@ -58,7 +58,7 @@ from .places import (
     needs_city_database,
     visitors_near,
 )
-from .realtime import REALTIME_MINUTES, realtime_keys, realtime_view, realtime_visitors
+from .realtime import REALTIME_MINUTES, realtime_keys, realtime_now, realtime_view, realtime_visitors
 from .retention import retention
 from .runner import Memo, Query, Result, run
 from .stored import imported_days, without_imports
@@ -109,6 +109,7 @@ __all__ = [
     "first_counted_day",
     "page_timeseries",
     "realtime_keys",
+    "realtime_now",
     "realtime_view",
     "realtime_visitors",
     "ranked_pages",

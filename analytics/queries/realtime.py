@@ -1,12 +1,13 @@
 """Visitors right now: distinct visitors over the last five UTC minutes; and the realtime
-view's last 30 minutes (realtime_view())."""
+view's last 30 minutes (realtime_view()), for everyone or for the visitors its filters
+select (from the open visits: their visit fields and the page each is on)."""
 
 import struct
 from datetime import datetime, timedelta
 
 import redis
 
-from ..dimensions import FIELD_SEP, SEP, VISIT_TIMEOUT
+from ..dimensions import FIELD_SEP, SEP, VISIT_DIMENSIONS, VISIT_TIMEOUT
 from ..sites import SiteInfo
 from ..store import keys
 
@@ -55,8 +56,8 @@ def open_visits(r: redis.Redis, site: SiteInfo, now: datetime, minutes: int = VI
         found = _parse(raw)
         if found is None or found[0] < since:
             continue
-        _, page, ids = found
-        visit = {"page": page}
+        last, page, ids = found
+        visit = {"page": page, "last": last}
         for part in ids.split(b","):
             for field in parts.get(part, b"").split(FIELD_SEP.encode()):
                 dimension, _, value = field.decode("utf-8", "replace").partition(SEP)
@@ -80,15 +81,48 @@ def _parse(raw: bytes) -> tuple[int, str, bytes] | None:
     return last, page.decode("utf-8", "replace"), ids
 
 
-def realtime_view(r: redis.Redis, site: SiteInfo, now: datetime) -> dict:
+# What an open visit can be filtered by: its visit fields, and the page it is on. Goals and
+# custom properties are not in its state (a filter on them cannot be answered here).
+FILTERABLE = (*VISIT_DIMENSIONS, "page")
+
+
+def unfilterable(filters) -> list[str]:
+    """The filters the realtime view cannot apply (goals, custom properties)."""
+    return [str(f) for f in filters if f.prop not in FILTERABLE]
+
+
+def filtered_visits(visits: list[dict], filters) -> list[dict]:
+    """The open visits that pass every filter (a field a visit lacks is empty: `==` fails
+    on it, `!=` passes)."""
+    return [v for v in visits if all(f.admits(v.get(f.prop, "")) for f in filters)]
+
+
+def realtime_now(r: redis.Redis, site: SiteInfo, now: datetime, filters=()) -> int | None:
+    """The live counter: everyone's from the minute HLLs; under filters, the open visits
+    that pass them with an event in the last five minutes (None where a filter cannot be
+    applied: a number for everyone would say more than the filters allow)."""
+    if not filters:
+        return realtime_visitors(r, site, now)
+    if unfilterable(filters):
+        return None
+    return len(filtered_visits(open_visits(r, site, now, REALTIME_MINUTES), filters))
+
+
+def realtime_view(r: redis.Redis, site: SiteInfo, now: datetime, filters=()) -> dict:
     """The realtime view: visitors of the last 30 minutes (the open visits with an event
     in them), those of the last five (as the live counter), visitors by the minute for as
     many of the 30 minutes as the site keeps its minute HLLs (keep_realtime_minutes), and
     the top pages (the page each visitor is on), sources, countries and devices of the
-    30 minutes' visitors."""
-    visits = open_visits(r, site, now)
+    30 minutes' visitors. Under filters, the visits that pass them, the last five minutes'
+    from their last events, and no minutes (the minute HLLs count everyone); a filter it
+    cannot apply (a goal, a custom property) leaves every number out, named in
+    `unfiltered`."""
+    refused = unfilterable(filters)
+    if refused:
+        return {"visitors": None, "now": None, "minutes": [], "kept_minutes": 0, "panels": {}, "unfiltered": refused}
+    visits = filtered_visits(open_visits(r, site, now), filters)
     minute = now.replace(second=0, microsecond=0)
-    kept = min(VIEW_MINUTES, site.realtime_ttl // 60)
+    kept = 0 if filters else min(VIEW_MINUTES, site.realtime_ttl // 60)
     moments = [minute - timedelta(minutes=n) for n in range(VIEW_MINUTES - 1, -1, -1)]
     pipe = r.pipeline(transaction=False)
     for moment in moments[-kept:]:
@@ -105,13 +139,15 @@ def realtime_view(r: redis.Redis, site: SiteInfo, now: datetime) -> dict:
             {dimension: value, "visitors": n}
             for value, n in sorted(tally.items(), key=lambda item: (-item[1], item[0]))[:VIEW_ROWS]
         ]
+    recent = now.timestamp() - REALTIME_MINUTES * 60
     return {
         "visitors": len(visits),
-        "now": realtime_visitors(r, site, now),
+        "now": sum(1 for v in visits if v["last"] >= recent) if filters else realtime_visitors(r, site, now),
         "minutes": [
             {"minute": moment.astimezone(site.tz).strftime("%H:%M"), "visitors": n}
             for moment, n in zip(moments, by_minute)
         ],
         "kept_minutes": kept,
         "panels": panels,
+        "unfiltered": [],
     }

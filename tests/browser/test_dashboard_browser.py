@@ -550,13 +550,28 @@ def test_the_realtime_view_follows_a_new_visit_without_a_reload(dashboard, live_
     page, problems, site, info = dashboard
     page.goto(f"{live_server.url}/dashboard/example.com/?period=realtime")
     page.wait_for_selector("#chart-minutes .main-svg", timeout=15_000)
-    before = int(page.get_attribute("#chart-minutes", "data-visitors"))
+    before = int(page.get_attribute("#live", "data-visitors"))
     page.evaluate("window.tallyMarker = 'same page'")  # (gone if the page reloads)
     visit_tracked_page(context, live_server, "/realtime-welcome")
     deadline = time.monotonic() + 15
-    while int(page.get_attribute("#chart-minutes", "data-visitors")) <= before:
+    while int(page.get_attribute("#live", "data-visitors")) <= before:
         assert time.monotonic() < deadline, f"the realtime view did not move: {problems}"
         page.wait_for_timeout(200)
     assert page.evaluate("window.tallyMarker") == "same page"  # (updated in place, no reload)
     expect(page.locator("#realtime-page li .name", has_text="/realtime-welcome")).to_have_count(1)
+    assert not problems, problems
+
+
+def test_a_realtime_row_filters_the_realtime_view(dashboard, live_server, context):
+    page, problems, site, info = dashboard
+    visit_tracked_page(context, live_server, "/realtime-filtered")
+    page.goto(f"{live_server.url}/dashboard/example.com/?period=realtime")
+    row = page.locator("#realtime-page li a.name", has_text="/realtime-filtered")
+    expect(row).to_have_count(1)
+    row.click()
+    page.wait_for_url(re.compile(r"period=realtime&filters=page%3D%3D%2Frealtime-filtered"))
+    expect(page.locator("#segment-filters .chip")).to_contain_text("Page is /realtime-filtered")
+    expect(page.locator("#realtime-visitors")).to_have_text("1")
+    expect(page.locator("#realtime-page li .name")).to_have_count(1)
+    assert page.locator("#chart-minutes").count() == 0  # (the minute counts are everyone's)
     assert not problems, problems
