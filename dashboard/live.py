@@ -33,9 +33,11 @@ def _cors(request, response):
 RECHECK_SECONDS = 10.0  # how often an open stream asks again whether it may still be read
 
 
-async def _stream(request, site, still_allowed):
+async def _stream(request, site, still_allowed, counts: bool = True):
     """The stream of counts; it ends when `still_allowed()` turns false (a revoked share
-    link, an owner removed), asked at most every RECHECK_SECONDS, on the next count."""
+    link, an owner removed), asked at most every RECHECK_SECONDS, on the next count.
+    Without `counts`, each tick says only that there was one (`"visitors": null`: a
+    segment's link, whose page then asks for its own audience's count)."""
     if not isinstance(request, ASGIRequest):
         return HttpResponse(
             "live updates are served by the ASGI server (LIVE_PORT)", status=404, content_type="text/plain"
@@ -51,7 +53,7 @@ async def _stream(request, site, still_allowed):
                     yield "event: closed\ndata: {}\n\n"
                     return
                 checked = time.monotonic()
-            yield f"data: {json.dumps({'visitors': visitors})}\n\n"
+            yield f"data: {json.dumps({'visitors': visitors if counts else None})}\n\n"
 
     response = StreamingHttpResponse(events(), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
@@ -70,5 +72,13 @@ async def live(request, domain):
 async def live_shared(request, token):
     site = await sync_to_async(access.site_for_share_token)(token)
     if site is None:
-        raise Http404("no such site")
+        segment = await sync_to_async(access.segment_for_share_token)(token)
+        if segment is None:
+            raise Http404("no such site")
+        return await _stream(
+            request,
+            segment.site,  # (selected with it)
+            lambda: access.segment_for_share_token(token) is not None,
+            counts=False,
+        )
     return await _stream(request, site, lambda: access.site_for_share_token(token) is not None)

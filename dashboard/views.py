@@ -84,6 +84,7 @@ def site_view(view):
             if refused is not None:
                 return refused
             base = reverse("dashboard:shared", args=[token])
+            request.share_token = token  # (the link's own: a segment's page must never name the site's)
         else:
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
@@ -128,8 +129,10 @@ def _share_cache_key(request) -> str:
 
 
 def _live_url(request, site, shared: bool) -> str:
+    """The live stream of this page: a share link's own (a segment's link streams ticks
+    without everyone's count), else the signed-in user's."""
     path = (
-        reverse("dashboard:live-shared", args=[site.share_token])
+        reverse("dashboard:live-shared", args=[request.share_token])
         if shared
         else reverse("dashboard:live", args=[site.domain])
     )

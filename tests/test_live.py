@@ -86,3 +86,43 @@ def test_a_revoked_share_link_ends_its_open_streams(r, monkeypatch):
 
 async def _drain(chunks):
     return [chunk async for chunk in chunks]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_segments_link_streams_ticks_without_everyones_count(r, client):
+    """A segment's share link shows its audience alone: its page names its own stream (not
+    the site's share link, which would show everyone), and that stream says when there
+    was a tick but not the site's count; deleting the segment ends it."""
+    from analytics.models import Segment, Site
+    from dashboard import live as live_views
+
+    site = Site.objects.create(domain="example.com", timezone="UTC")
+    site_token = site.enable_sharing()
+    segment = Segment.objects.create(site=site, name="Google", filters="source==Google")
+    token = segment.share()
+    info = SiteInfo.from_model(site)
+    record(r, info, [Hit(None, "/", "pageview", identity_source(None, "a", None, None))])
+    page = client.get(f"/share/{token}/?period=7d").content.decode()
+    assert f"/live/share/{token}" in page and site_token not in page
+
+    async def scenario():
+        response = await AsyncClient().get(f"/live/share/{token}")
+        assert response.status_code == 200
+        chunks = aiter(response.streaming_content)
+        assert (await anext(chunks)).startswith(b"retry")
+        first = await anext(chunks)
+        live_views.RECHECK_SECONDS = 0
+        await sync_to_async(segment.delete)()
+        await asyncio.sleep(0.2)
+        await asyncio.to_thread(record, r, info, [Hit(None, "/", "pageview", identity_source(None, "b", None, None))])
+        rest = await asyncio.wait_for(_drain(chunks), 5)
+        return first, rest
+
+    recheck = live_views.RECHECK_SECONDS
+    try:
+        with ThreadPoolExecutor(1) as thread:
+            first, rest = thread.submit(asyncio.run, scenario()).result()
+    finally:
+        live_views.RECHECK_SECONDS = recheck
+    assert first == b'data: {"visitors": null}\n\n'
+    assert rest == [b"event: closed\ndata: {}\n\n"]
