@@ -31,7 +31,8 @@ SOURCE_DIMENSIONS = (
 )
 DEVICE_DIMENSIONS = ("browser", "browser_version", "os", "os_version", "device", "screen")
 LOCATION_DIMENSIONS = ("country", "region", "city")
-VISIT_DIMENSIONS = (*SOURCE_DIMENSIONS, *DEVICE_DIMENSIONS, *LOCATION_DIMENSIONS, "entry_page")
+HOSTNAME = "hostname"  # the host the visit landed on (ingest/visit.py: hostname_of), in the source part
+VISIT_DIMENSIONS = (*SOURCE_DIMENSIONS, *DEVICE_DIMENSIONS, *LOCATION_DIMENSIONS, "entry_page", HOSTNAME)
 EXIT = "exit_page"
 # The visits that viewed a page, by page: a visit counts under each distinct page it viewed
 # (its visits, bounces and duration on the day it started; the page's own pageviews), so a

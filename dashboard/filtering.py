@@ -99,6 +99,7 @@ class View:
 MENU = (
     ("page", "Page"),
     ("entry_page", "Entry page"),
+    ("hostname", "Hostname"),
     ("goal", "Goal"),
     ("source", "Source"),
     ("referrer", "Referrer"),

@@ -10,7 +10,7 @@
   var input = document.getElementById("filter-value");
   var list = document.getElementById("filter-suggestions");
   var asked = {};  // property -> its suggestions, once fetched
-  var NONE = ["goal", "referrer", "browser_version", "os_version"];  // (no panel lists them: no suggestions)
+  var NONE = ["goal", "referrer", "browser_version", "os_version", "hostname"];  // (no panel lists them: no suggestions)
 
   function fill(values) {
     list.textContent = "";

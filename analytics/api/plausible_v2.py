@@ -280,11 +280,13 @@ def _tally_dimension(name: str, where: str) -> str:
         return "page"
     if name == "event:goal":
         return "goal"
+    if name in ("event:hostname", "visit:entry_page_hostname"):
+        return dimensions.HOSTNAME  # (the host a visit landed on: its entry page's)
     if name.startswith("visit:") and name[len("visit:") :] in dimensions.ALL:
         return name[len("visit:") :]
     raise ApiError(
         400,
-        f"Invalid {where} {name[:200]!r}: Tally has event:page, event:goal, event:props:<name>, "
+        f"Invalid {where} {name[:200]!r}: Tally has event:page, event:goal, event:props:<name>, event:hostname, "
         f"time, time:hour, time:day, time:week, time:month and visit:{', visit:'.join(dimensions.ALL)}",
     )
 

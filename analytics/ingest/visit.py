@@ -35,7 +35,7 @@ def fields_of(
     Device, the location, the screen's size class (or None). Importers (analytics.imports)
     give what an export recorded, and get the very fields a live event would."""
     query = url.partition("?")[2] if "?" in url else ""
-    parts = [_source_fields(site_host, query, referrer)]
+    parts = [_source_fields(site_host, query, referrer, hostname_of(url))]
     if device := device if isinstance(device, str) else device_part(device):
         parts.append(device)
     if location.country:
@@ -53,11 +53,25 @@ def _fields(pairs) -> str:
     return FIELD_SEP.join(f"{name}{SEP}{value.translate(_CONTROL)[:300]}" for name, value in pairs if value)
 
 
+def hostname_of(url: str) -> str:
+    """The host of an event's URL as Plausible names it (lower case, no port, no "www."),
+    or "" for a URL without one: the `hostname` dimension (a site served on several hosts,
+    a staging host, a subdomain)."""
+    _, found, rest = url.partition("://")
+    if not found:
+        return ""
+    host = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")[2]
+    host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host  # (a port; an IPv6 literal keeps its colons)
+    return host.lower().removeprefix("www.")
+
+
 @lru_cache(maxsize=20_000)
-def _source_fields(site_host: str, query: str, referrer: str | None) -> str:
+def _source_fields(site_host: str, query: str, referrer: str | None, hostname: str = "") -> str:
+    """The source part: where the visit came from, and the host it landed on."""
     a = sources.acquisition(f"https://{site_host}/?{query}" if query else f"https://{site_host}/", referrer, site_host)
     return _fields(
         (
+            ("hostname", hostname),
             ("source", a.source),
             ("referrer", a.referrer),
             ("channel", a.channel),
