@@ -23,7 +23,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy analytics config dashboard recommendations server
+	$(VENV)/bin/mypy analytics config dashboard recommendations server team
 
 bench: setup
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk) || echo "wrk missing: HTTP rows skipped"

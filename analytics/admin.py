@@ -117,9 +117,8 @@ class SiteAdmin(admin.ModelAdmin):
     readonly_fields = ("created", "memory_today", "share_link")
     inlines = [GoalInline, FunnelInline, AnnotationInline, ApiKeyInline]
     actions = ["create_api_key", "enable_sharing", "revoke_sharing"]
-    filter_horizontal = ("owners",)
     fieldsets = [
-        (None, {"fields": ("domain", "timezone", "identity_mode", "created", "owners")}),
+        (None, {"fields": ("domain", "timezone", "identity_mode", "created")}),
         (
             "Public share link",
             {

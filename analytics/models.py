@@ -44,12 +44,6 @@ class Site(models.Model):
     # digest. Never shown; rotating it starts every visitor afresh.
     salt = models.CharField(max_length=64, default=new_salt, editable=False)
     created = models.DateTimeField(auto_now_add=True)
-    owners = models.ManyToManyField(
-        settings.AUTH_USER_MODEL,
-        blank=True,
-        related_name="sites",
-        help_text="Users who may see this site (staff see every site).",
-    )
     share_token = models.CharField(
         max_length=64,
         null=True,

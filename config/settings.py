@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+import dj_email_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -105,6 +106,22 @@ REDIS_CLUSTER_URL = os.environ.get("REDIS_CLUSTER_URL", "")
 LIVE_PORT = envint("LIVE_PORT", envint("PORT", 8000) + 1)
 LIVE_URL = os.environ.get("LIVE_URL", "")
 
+# Where people reach this Tally, for the links in emails and printed by commands
+# (invitations, reports, alerts), e.g. https://tally.example.net.
+BASE_URL = os.environ.get("BASE_URL", f"http://127.0.0.1:{envint('PORT', 8000)}").rstrip("/")
+
+# Outgoing mail (invitations, reports, alerts): an SMTP URL such as
+# smtp://user:pass@smtp.example.net:587/?tls=true (dj-email-url). Unset: mails are written
+# to the log (console backend), and pages show the links they would carry.
+EMAIL_URL = os.environ.get("EMAIL_URL", "")
+# The sender of Tally's mails.
+DEFAULT_FROM_EMAIL = os.environ.get("EMAIL_FROM", "Tally <tally@localhost>")
+if EMAIL_URL:
+    vars().update(dj_email_url.parse(EMAIL_URL))
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+EMAIL_TIMEOUT = 20
+
 # Celery: Redis is the broker too. The schedule lives in config/celery.py.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_TASK_IGNORE_RESULT = True
@@ -122,6 +139,7 @@ INSTALLED_APPS = [
     "analytics",
     "recommendations",  # (Bloom filters beside the engine: registers its hooks, analytics/hooks.py)
     "dashboard",
+    "team",  # (members and roles, invitations, the audit log, the settings pages)
 ]
 
 MIDDLEWARE = [

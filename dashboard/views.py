@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
@@ -20,7 +21,7 @@ from django.views.decorators.http import require_POST
 
 from analytics import queries
 from analytics.countries import COUNTRIES
-from analytics.models import Annotation, Segment
+from analytics.models import Annotation, Segment, Site
 from analytics.queries import access
 from analytics.queries.segments import CUSTOM
 from analytics.queries.segments import parse as segments_parse
@@ -29,6 +30,8 @@ from analytics.store.connection import get_redis
 from recommendations import queries as recommendations
 from server.middleware import live_origin
 from server.share import share_render_refused, share_throttled
+from team import audit, roles
+from team.models import Role
 
 from . import charts, filtering, panels, periods
 
@@ -90,6 +93,10 @@ def site_view(view):
                 return redirect_to_login(request.get_full_path())
             site = access.site_for_user(request.user, domain)
             base = reverse("dashboard:site", args=[domain])
+            if site is None:
+                gone = Site.objects.filter(domain=domain.strip().lower()).first()
+                if gone is not None and roles.was_removed(request.user, gone):
+                    raise PermissionDenied(f"You were removed from {gone.domain}.")  # (others: 404, it is hidden)
         if site is None:
             raise Http404("no such site")
         response = view(request, site, SiteInfo.from_model(site), base=base, shared=token is not None, **kwargs)
@@ -162,7 +169,8 @@ def site(request, site, info, base, shared):
         if query:
             return HttpResponseRedirect(request.path + "?" + query)
     chart = _chart(period, view)
-    notes = _annotations(request, site, period, shared)
+    rights = _rights(request, site, shared)
+    notes = _annotations(request, site, period, shared, rights)
     numbers = _numbers(r, info, site, period, view, chart)
     charts.annotate(numbers["figures"]["visitors"], notes, chart["interval"])
     totals, pages = numbers["totals"], numbers["pages"]
@@ -191,6 +199,7 @@ def site(request, site, info, base, shared):
             "chart": chart,
             "notes": notes,
             "note_error": "annotation_error" in request.GET,
+            "rights": rights,
             "back": "?" + view.query(),
             "menu": {
                 **(
@@ -209,7 +218,8 @@ def site(request, site, info, base, shared):
                     queries.property_names(r, info, period.start, period.end), view
                 ),
                 "keep": parse_qsl(view.query()),  # (the page's period, filters, chart: the menu's hidden fields)
-                "segments": _segments(request, site, base, view, shared),
+                "segments": _segments(request, site, base, view, shared, rights),
+                "can_save": rights["edit"],
                 "save_url": f"{base}segments",
                 "back": "?" + view.query(),
                 "segment_error": "segment_error" in request.GET,
@@ -606,11 +616,10 @@ def filters(request, site, info, base, shared):
 
 @require_POST
 @site_view
+@roles.requires(Role.EDITOR)
 def save_segment(request, site, info, base, shared):
     """Save the page's filters as a segment (POST name, filters, shared; CSRF): private
     to the user, or shared with everyone who may see the site. Back to the page with it."""
-    if shared:
-        raise Http404("not on a share link")
     name = request.POST.get("name", "").strip()[:120]
     back = request.POST.get("back", "")
     back = back if back.startswith("?") else "?"
@@ -620,42 +629,48 @@ def save_segment(request, site, info, base, shared):
         filters = ()
     if not name or not filters:
         return HttpResponseRedirect(base + back + "&segment_error=1")
-    Segment.objects.create(
+    segment = Segment.objects.create(
         site=site,
         name=name,
         filters=";".join(str(f) for f in filters),
         owner=request.user,
         shared=request.POST.get("shared") == "on",
     )
+    audit.record(site, request.user, "segment.saved", f"{segment.name}: {segment.filters}")
     return HttpResponseRedirect(base + back)
 
 
 @require_POST
 @site_view
+@roles.requires(Role.EDITOR)
 def change_segment(request, site, info, base, shared, segment_id, action):
-    """Delete a segment, or make (or end) its share link: its owner's, or staff's."""
-    if shared or action not in ("delete", "share", "unshare"):
+    """Delete a segment (its owner, or an admin), or make or end its share link (an
+    admin's: share links are)."""
+    if action not in ("delete", "share", "unshare"):
         raise Http404("no such action")
     segment = access.visible_segments(request.user, site).filter(pk=segment_id).first()
-    if segment is None or not (segment.owner_id == request.user.pk or request.user.is_staff):
+    admin = roles.may(request.user, site, Role.ADMIN)
+    if segment is None or not (segment.owner_id == request.user.pk or admin):
         raise Http404("no such segment")
+    if action != "delete" and not admin:
+        raise PermissionDenied(f"Share links take the admin role on {site.domain}.")
     if action == "delete":
         segment.delete()
     elif action == "share":
         segment.share()
     else:
         segment.unshare()
+    audit.record(site, request.user, f"segment.{action}d" if action != "share" else "segment.shared", segment.name)
     back = request.POST.get("back", "")
     return HttpResponseRedirect(base + (back if back.startswith("?") else ""))
 
 
 @require_POST
 @site_view
+@roles.requires(Role.EDITOR)
 def annotate(request, site, info, base, shared):
-    """Add a note to the site's timeline (POST date[, end], text[, public]; CSRF): anyone
-    who may see the site's dashboard may; it shows to all of them."""
-    if shared:
-        raise Http404("not on a share link")
+    """Add a note to the site's timeline (POST date[, end], text[, public]; CSRF): an
+    editor's or more; it shows to everyone who may see the site."""
     back = request.POST.get("back", "")
     back = back if back.startswith("?") else "?"
     text = request.POST.get("text", "").strip()[:200]
@@ -672,22 +687,32 @@ def annotate(request, site, info, base, shared):
         site=site, date=day, end=end if end != day else None, text=text, public=request.POST.get("public") == "on",
         author=request.user,
     )  # fmt: skip
+    audit.record(site, request.user, "note.added", f"{day.isoformat()}: {text}")
     return HttpResponseRedirect(base + back)
 
 
 @require_POST
 @site_view
+@roles.requires(Role.EDITOR)
 def unannotate(request, site, info, base, shared, annotation_id):
-    """Delete a note: its author's, or staff's."""
+    """Delete a note: its author's, or an admin's."""
     note = Annotation.objects.filter(site=site, pk=annotation_id).first()
-    if shared or note is None or not (note.author_id == request.user.pk or request.user.is_staff):
+    if note is None or not (note.author_id == request.user.pk or roles.may(request.user, site, Role.ADMIN)):
         raise Http404("no such note")
     note.delete()
+    audit.record(site, request.user, "note.deleted", f"{note.date.isoformat()}: {note.text}")
     back = request.POST.get("back", "")
     return HttpResponseRedirect(base + (back if back.startswith("?") else ""))
 
 
-def _annotations(request, site, period, shared) -> list[dict]:
+def _rights(request, site, shared: bool) -> dict:
+    """What the page offers its reader to change (team.roles; each view checks again)."""
+    if shared:
+        return {"edit": False, "admin": False}
+    return {"edit": roles.may(request.user, site, Role.EDITOR), "admin": roles.may(request.user, site, Role.ADMIN)}
+
+
+def _annotations(request, site, period, shared, rights: dict) -> list[dict]:
     """The notes that touch the period (a share link's: the public ones)."""
     notes = site.annotations.filter(date__lte=period.end).filter(
         Q(end__gte=period.start) | Q(end__isnull=True, date__gte=period.start)
@@ -701,13 +726,13 @@ def _annotations(request, site, period, shared) -> list[dict]:
             "end": note.end,
             "text": note.text,
             "public": note.public,
-            "mine": not shared and (note.author_id == request.user.pk or request.user.is_staff),
+            "mine": rights["edit"] and (note.author_id == request.user.pk or rights["admin"]),
         }
         for note in notes.order_by("date", "pk")[:100]
     ]
 
 
-def _segments(request, site, base, view, shared) -> list[dict]:
+def _segments(request, site, base, view, shared, rights: dict) -> list[dict]:
     """The segments the filter menu offers: each applies its filters over this period."""
     if shared:
         return []
@@ -723,7 +748,8 @@ def _segments(request, site, base, view, shared) -> list[dict]:
                 "name": segment.name,
                 "href": "?" + view.query(filters),
                 "shared": segment.shared,
-                "mine": segment.owner_id == request.user.pk or request.user.is_staff,
+                "mine": rights["edit"] and (segment.owner_id == request.user.pk or rights["admin"]),
+                "can_share": rights["admin"],
                 "active": tuple(filters) == tuple(view.filters),
                 "link": request.build_absolute_uri(reverse("dashboard:shared", args=[segment.share_token]))
                 if segment.share_token

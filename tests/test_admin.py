@@ -45,6 +45,8 @@ def site_form(**changes):
         "goals-INITIAL_FORMS": "0",
         "annotations-TOTAL_FORMS": "0",
         "annotations-INITIAL_FORMS": "0",
+        "memberships-TOTAL_FORMS": "0",
+        "memberships-INITIAL_FORMS": "0",
         **changes,
     }
 

@@ -4,6 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from team.roles import add_member
+
 
 def get(client, path, key=None, **params):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
@@ -79,7 +81,7 @@ def test_anonymous_and_other_users_are_refused_owners_may_read(client, make_site
     user = django_user_model.objects.create_user("plain", password="pw-12345678")
     client.force_login(user)
     assert get(client, "pages", site="example.com").status_code == 404  # not theirs: not even its existence
-    site.owners.add(user)
+    add_member(site, user, "owner")
     assert get(client, "pages", site="example.com").status_code == 200
 
 

@@ -14,6 +14,7 @@ from analytics.ingest.identity import identity_source
 from analytics.ingest.visit import visit_attrs
 from analytics.sites import SiteInfo
 from dashboard import periods
+from team.roles import add_member
 
 pytestmark = pytest.mark.one_leg  # (pages, documents and settings over the runner, which every leg tests on its server)
 
@@ -28,7 +29,7 @@ def owner(django_user_model):
 @pytest.fixture
 def data_site(make_site, r, owner):
     site, key = make_site()
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     info = SiteInfo.from_model(site)
     now = datetime.now(UTC)
     hits = [
@@ -112,7 +113,7 @@ def test_read_answers_are_never_kept_by_a_shared_cache(client, data_site, owner)
 def test_login_is_required_and_other_sites_are_hidden(client, data_site, make_site, django_user_model):
     assert client.get("/dashboard/example.com/").status_code == 302
     stranger = django_user_model.objects.create_user("stranger", password="pw-12345678")
-    make_site("theirs.example")[0].owners.add(stranger)
+    add_member(make_site("theirs.example")[0], stranger, "owner")
     client.force_login(stranger)
     assert client.get("/dashboard/example.com/").status_code == 404
     assert client.get("/dashboard/example.com/search?q=/").status_code == 404
@@ -166,7 +167,7 @@ def test_the_live_stream_refuses_to_hold_a_wsgi_worker(client, data_site, owner)
 
 def test_empty_states_say_what_to_do(client, make_site, owner, admin_client):
     site, _ = make_site("quiet.example")
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     client.force_login(owner)
     html = client.get("/dashboard/quiet.example/").content.decode()
     assert "No data yet" in html and "data-domain=&quot;quiet.example&quot;" in html and "curl -X POST" in html
@@ -237,7 +238,7 @@ def test_the_recommendation_panel_reads_without_writing(client, data_site, owner
 
 def test_a_daily_salt_site_renders_without_retention(client, make_site, owner, r):
     site, key = make_site("private.example", identity_mode="daily")
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     record(r, SiteInfo.from_model(site), [Hit(None, "/", "pageview", identity_source(None, "a", None, None))])
     client.force_login(owner)
     response = client.get("/dashboard/private.example/")
@@ -313,7 +314,7 @@ def test_search_suggestions_come_most_visited_first(client, data_site, owner, r)
 def test_an_empty_site_is_one_waiting_state_until_its_first_event(client, make_site, owner, r):
     """Issue 11: not empty axes from -1 to 4 and a grid of '0% 0'."""
     site, _ = make_site("quiet.example")
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     client.force_login(owner)
     html = client.get("/dashboard/quiet.example/").content.decode()
     assert "waiting for the first event" in html and 'http-equiv="refresh"' in html
@@ -402,7 +403,7 @@ def sources_site(make_site, r, owner):
     """Three visits from Google (Chrome, US), one from a newsletter whose campaign is markup
     (Firefox, Australia), one from Hacker News landing on a path that is markup."""
     site, key = make_site()
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     visits(
         r,
         site,
@@ -577,7 +578,7 @@ def test_through_a_share_link_regions_and_cities_say_no_data_without_the_operato
 
 def test_details_pages_through_every_value_and_searches(client, make_site, r, owner):
     site, _ = make_site()
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     visits(
         r,
         site,
@@ -869,7 +870,7 @@ def test_segments_are_saved_private_or_shared_and_a_segment_link_shows_only_its_
     assert ">Google</a>" in html and ">Mine</a>" in html
 
     other = django_user_model.objects.create_user("member", password="pw-12345678")
-    sources_site.owners.add(other)
+    add_member(sources_site, other, "editor")
     client.force_login(other)
     html = client.get(page).content.decode()
     assert ">Google</a>" in html and ">Mine</a>" not in html  # (the shared one only)
@@ -913,7 +914,7 @@ def test_notes_on_the_timeline_show_to_the_sites_people_and_public_ones_on_its_s
     chart = figures(client.get("/dashboard/example.com/?period=7d"))["visitors"]["layout"]
     assert len(chart["shapes"]) == 2 and [s["type"] for s in chart["shapes"]] == ["rect", "line"]
     member = django_user_model.objects.create_user("member", password="pw-12345678")
-    sources_site.owners.add(member)
+    add_member(sources_site, member, "editor")
     client.force_login(member)
     assert "Sale" in client.get("/dashboard/example.com/?period=7d").content.decode()  # (every member sees them)
     note = Annotation.objects.get(text="Sale")
@@ -926,7 +927,7 @@ def test_notes_on_the_timeline_show_to_the_sites_people_and_public_ones_on_its_s
 
 def test_the_goals_card_lists_custom_properties_with_their_conversion(client, make_site, r, owner):
     site, _ = make_site()
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     info = SiteInfo.from_model(site)
     now = datetime.now(UTC)
     hits = [Hit(now, "/", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(10)]
@@ -950,7 +951,7 @@ def test_the_goals_card_lists_custom_properties_with_their_conversion(client, ma
 
 def test_a_custom_property_is_a_filter_in_the_menu_with_its_values_suggested(client, make_site, r, owner):
     site, _ = make_site()
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     info = SiteInfo.from_model(site)
     now = datetime.now(UTC)
     hits = [Hit(now, "/", "pageview", identity_source(None, f"v{n}", None, None)) for n in range(10)]

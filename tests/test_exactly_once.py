@@ -20,6 +20,7 @@ from analytics.ingest.identity import identity_source
 from analytics.ingest.record import Mark, new_mark
 from analytics.sites import SiteInfo
 from analytics.store import connection, keys
+from team.roles import add_member
 from tests.faults import ReplyDroppingProxy
 
 
@@ -196,7 +197,7 @@ def test_pages_answer_a_503_page_and_login_still_works_when_redis_is_frozen(
     page with Retry-After within the socket timeout; the login page checks the password
     in the database, its rate-limit buckets out of reach."""
     owner = django_user_model.objects.create_user("owner", password="right-password-1")
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     token = site.enable_sharing()
     short_timeout(settings, 0.2)
     freeze(r, 2.0)

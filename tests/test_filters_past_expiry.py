@@ -22,6 +22,7 @@ from analytics.queries import filtered, segments
 from analytics.rollups import expiry
 from analytics.store import keys
 from analytics.store.scratch import scratch
+from team.roles import add_member
 from tests.test_segments import history
 
 CASES = [
@@ -179,7 +180,7 @@ def test_the_dashboard_marks_the_estimated_cards_alone(aged, r, client, django_u
     user = django_user_model.objects.create_user("owner", password="pw")
     from analytics.models import Site
 
-    Site.objects.get(pk=info.id).owners.add(user)
+    add_member(Site.objects.get(pk=info.id), user, "owner")
     client.force_login(user)
     url = f"/dashboard/{info.domain}/?period=custom&from={days[0]}&to={days[-1]}&filters=page==/pricing"
     html = client.get(url).content.decode()
@@ -201,7 +202,7 @@ def test_the_dashboards_charts_mark_the_estimated_days_alone(aged, r, client, dj
     user = django_user_model.objects.create_user("owner", password="pw")
     from analytics.models import Site
 
-    Site.objects.get(pk=info.id).owners.add(user)
+    add_member(Site.objects.get(pk=info.id), user, "owner")
     client.force_login(user)
     url = f"/dashboard/{info.domain}/?period=custom&from={days[0]}&to={days[-1]}&filters=country==DE"
     figures = json.loads(

@@ -20,6 +20,7 @@ from django.test import Client
 from analytics import tasks
 from analytics.models import DailyMetrics, ImportedLog, ImportJob, PageDaily
 from analytics.sites import SiteInfo
+from team.roles import add_member
 from tests.celery_worker import start_worker
 from tests.imports_data import gz, make_events, umami_export
 
@@ -81,7 +82,7 @@ def owner(django_user_model, site):
     """Staff who may change sites (the admin's rule), and an owner of this one."""
     user = django_user_model.objects.create_user("owner", password="pw-12345678", is_staff=True)
     user.user_permissions.add(*Permission.objects.filter(codename__in=["view_site", "change_site"]))
-    site.owners.add(user)
+    add_member(site, user, "owner")
     return user
 
 
@@ -179,7 +180,7 @@ def test_who_may_not_change_the_site_cannot_see_upload_or_remove(client, django_
 
     stranger = django_user_model.objects.create_user("stranger", password="pw-12345678", is_staff=True)
     owner_not_staff = django_user_model.objects.create_user("reader", password="pw-12345678")
-    site.owners.add(owner_not_staff)  # (may read the dashboard, not the admin)
+    add_member(site, owner_not_staff, "owner")  # (may read the dashboard, not the admin)
     for user, refused in ((stranger, 403), (owner_not_staff, 302)):
         other = Client()
         other.force_login(user)

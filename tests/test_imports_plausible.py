@@ -20,6 +20,7 @@ from analytics import queries
 from analytics.imports import plausible
 from analytics.models import DailyMetrics, Goal, ImportedLog, Site
 from analytics.sites import SiteInfo
+from team.roles import add_member
 from tests.imports_data import brute_force, expected, ga4_export, make_events, numbers
 
 pytestmark = pytest.mark.one_leg  # (rows into the database: the same on every server)
@@ -376,7 +377,7 @@ def test_the_dashboard_its_panels_and_an_export_show_the_imported_days(old_expor
     import_("plausible", "example.com", str(path))
     owner = django_user_model.objects.create_user("owner", password="pw-12345678")
     site = Site.objects.get(pk=info.id)
-    site.owners.add(owner)
+    add_member(site, owner, "owner")
     client.force_login(owner)
     span = f"period=custom&from={days[0]}&to={days[-1]}"
     page = client.get(f"/dashboard/example.com/?{span}")

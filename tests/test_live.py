@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
+from django.utils import timezone
 
 from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
@@ -125,4 +126,35 @@ def test_a_segments_link_streams_ticks_without_everyones_count(r, client):
     finally:
         live_views.RECHECK_SECONDS = recheck
     assert first == b'data: {"visitors": null}\n\n'
+    assert rest == [b"event: closed\ndata: {}\n\n"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_removed_members_open_stream_ends(r, django_user_model, monkeypatch):
+    from analytics.models import Site
+    from dashboard import live as live_views
+    from team.models import Membership
+    from team.roles import add_member
+
+    monkeypatch.setattr(live_views, "RECHECK_SECONDS", 0)
+    site = Site.objects.create(domain="example.com", timezone="UTC")
+    user = django_user_model.objects.create_user("viewer", password="pw-12345678-long")
+    add_member(site, user, "viewer")
+    info = SiteInfo.from_model(site)
+
+    async def scenario():
+        client = AsyncClient()
+        await client.aforce_login(user)
+        response = await client.get("/live/example.com")
+        assert response.status_code == 200
+        chunks = aiter(response.streaming_content)
+        assert (await anext(chunks)).startswith(b"retry")
+        await anext(chunks)
+        await Membership.objects.filter(user=user).aupdate(removed=timezone.now())
+        await asyncio.sleep(0.2)
+        await asyncio.to_thread(record, r, info, [Hit(None, "/", "pageview", identity_source(None, "b", None, None))])
+        return await asyncio.wait_for(_drain(chunks), 5)
+
+    with ThreadPoolExecutor(1) as thread:
+        rest = thread.submit(asyncio.run, scenario()).result()
     assert rest == [b"event: closed\ndata: {}\n\n"]

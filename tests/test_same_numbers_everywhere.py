@@ -9,6 +9,7 @@ import pytest
 
 from analytics.models import Site
 from dashboard.templatetags.humanize_tally import metric as shown_as
+from team.roles import add_member
 from tests.test_filters_past_expiry import aged  # noqa: F401  (the fixture)
 
 METRICS = ("visitors", "pageviews", "dau", "new_visitors", "visits", "bounce_rate", "visit_duration", "views_per_visit")
@@ -43,7 +44,7 @@ def test_the_api_the_dashboard_the_share_link_and_the_exports_agree(aged, r, cli
     summary = {row[0]: (row[1], row[3]) for row in report["tables"]["summary"]["rows"]}
 
     user = django_user_model.objects.create_user("owner", password="pw")
-    site.owners.add(user)
+    add_member(site, user, "owner")
     client.force_login(user)
     page = {"period": "custom", **query}
     dashboard = _cards(client.get(f"/dashboard/{site.domain}/", page).content.decode())

@@ -1,5 +1,6 @@
-"""Who may read which site: staff see every site, other users the sites they own, and a
-share token opens one site read-only to anyone holding it (a segment's token: only that
+"""Who may read which site: staff see every site, other users the sites they are members
+of (team/: each member has a role; what a role may change is team.roles'), and a share
+token opens one site read-only to anyone holding it (a segment's token: only that
 segment's audience). Saved segments: a user sees their own and the site's shared ones."""
 
 from django.db.models import Q, QuerySet
@@ -12,7 +13,7 @@ def visible_sites(user) -> QuerySet:
         return Site.objects.none()
     if user.is_staff:
         return Site.objects.all()
-    return user.sites.all()
+    return Site.objects.filter(memberships__user=user, memberships__removed__isnull=True)
 
 
 def site_for_user(user, domain: str) -> Site | None:

@@ -1,0 +1,126 @@
+"""Who works on a site, as what: memberships with a role, invitations by email, and the
+site's audit log. An account may belong to many sites; staff keep the Django admin (the
+engine's settings) and see every site as owners do."""
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from analytics.models import Site
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    ADMIN = "admin", "Admin"
+    EDITOR = "editor", "Editor"
+    VIEWER = "viewer", "Viewer"
+
+
+# What each role may do, in order: a role may do everything of the roles below it.
+RANK = {Role.VIEWER: 0, Role.EDITOR: 1, Role.ADMIN: 2, Role.OWNER: 3}
+ROLE_WORDS = {
+    Role.OWNER: "everything, members and owners included",
+    Role.ADMIN: "settings, goals, funnels, share links, API keys and members (not owners)",
+    Role.EDITOR: "goals, funnels, segments and notes",
+    Role.VIEWER: "reads the dashboard",
+}
+
+
+class Membership(models.Model):
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    created = models.DateTimeField(auto_now_add=True)
+    # Set when the member was removed: the row stays so that their next request is told
+    # why it is refused (403), where an account that never was a member finds nothing (404).
+    removed = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "user"], name="membership_unique")]
+        ordering = ["site", "user__username"]
+
+    def __str__(self):
+        return f"{self.user} ({self.get_role_display()} of {self.site})"
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Invitation(models.Model):
+    """An invitation to join a site: its link holds a token whose hash alone is stored;
+    it works once, until it expires or is revoked."""
+
+    DAYS = 7
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=10, choices=Role.choices)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField()
+    accepted = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self):
+        return f"{self.email} ({self.get_role_display()} of {self.site})"
+
+    @classmethod
+    def create(cls, site: Site, email: str, role: str, by=None) -> tuple["Invitation", str]:
+        """A new invitation and its token (shown once: in the link, never stored)."""
+        token = secrets.token_urlsafe(24)
+        invitation = cls.objects.create(
+            site=site,
+            email=email.strip().lower(),
+            role=role,
+            token_hash=hash_token(token),
+            invited_by=by,
+            expires=timezone.now() + timedelta(days=cls.DAYS),
+        )
+        return invitation, token
+
+    @classmethod
+    def open_for(cls, token: str) -> "Invitation | None":
+        """The invitation a link's token opens, if it is still open."""
+        if not token:
+            return None
+        return (
+            cls.objects.select_related("site")
+            .filter(token_hash=hash_token(token), accepted__isnull=True, expires__gt=timezone.now())
+            .first()
+        )
+
+    @property
+    def is_open(self) -> bool:
+        return self.accepted is None and self.expires > timezone.now()
+
+
+class AuditEvent(models.Model):
+    """One action on a site: who (kept by name too, should the account go), what, when."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="audit_events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=64)
+    detail = models.CharField(max_length=500, blank=True)
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+
+    def __str__(self):
+        return f"{self.created:%Y-%m-%d %H:%M} {self.actor_name or 'Tally'}: {self.action} {self.detail}"

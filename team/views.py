@@ -1,0 +1,272 @@
+"""A site's settings pages in the product's own look (outside the Django admin, which
+staff keep for the engine's settings): general, members (roles and invitations), the
+audit log; and the page an invitation's link opens."""
+
+import functools
+import zoneinfo
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model, login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+
+from analytics.models import Site
+from analytics.queries import access
+
+from . import audit, mail, roles
+from .models import RANK, ROLE_WORDS, AuditEvent, Invitation, Membership, Role
+
+SETTINGS_PAGES = (("general", "General"), ("members", "Members"), ("audit", "Audit log"))
+AUDIT_ROWS = 200
+
+
+def settings_view(role: str):
+    """A settings page of one site: for its members with at least `role` (staff too). A
+    member removed gets 403 (and is told why), any other account 404 (the site stays
+    hidden), anonymous visitors the login page."""
+
+    def decorate(view):
+        @login_required
+        @functools.wraps(view)
+        def wrapper(request, domain, **kwargs):
+            site = access.site_for_user(request.user, domain)
+            if site is None:
+                gone = Site.objects.filter(domain=domain.strip().lower()).first()
+                if gone is not None and roles.was_removed(request.user, gone):
+                    raise PermissionDenied(f"You were removed from {gone.domain}.")
+                raise Http404("no such site")
+            if not roles.may(request.user, site, role):
+                raise PermissionDenied(
+                    f"This page takes the {Role(role).label.lower()} role on {site.domain} (or more)."
+                )
+            return view(request, site, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def _page(request, site: Site, key: str, template: str, context: dict):
+    return render(
+        request,
+        template,
+        {
+            "site": site,
+            "pages": SETTINGS_PAGES,
+            "current": key,
+            "role": roles.role_of(request.user, site),
+            **context,
+        },
+    )
+
+
+def _grantable(user, site: Site) -> list[tuple[str, str]]:
+    """The roles this user may give: up to admin, owner only by an owner."""
+    mine = roles.role_of(user, site)
+    return [(r.value, r.label) for r in Role if r != Role.OWNER or mine == Role.OWNER]
+
+
+@settings_view(Role.ADMIN)
+def general(request, site: Site):
+    """Time zone and visitor identity, explained in plain words."""
+    error = ""
+    if request.method == "POST":
+        zone = request.POST.get("timezone", "").strip()
+        mode = request.POST.get("identity_mode", "")
+        if zone not in zoneinfo.available_timezones():
+            error = f"{zone[:60]!r} is no time zone: pick one from the list (e.g. Europe/Berlin)."
+        elif mode not in Site.IdentityMode.values:
+            error = "Pick how visitors are recognised."
+        else:
+            changed = [
+                f"{name} {before} → {after}"
+                for name, before, after in (("time zone", site.timezone, zone), ("identity", site.identity_mode, mode))
+                if before != after
+            ]
+            site.timezone, site.identity_mode = zone, mode
+            site.save(update_fields=["timezone", "identity_mode"])
+            if changed:
+                audit.record(site, request.user, "settings.changed", "; ".join(changed))
+            messages.success(request, "Saved.")
+            return HttpResponseRedirect(request.path)
+    return _page(
+        request,
+        site,
+        "general",
+        "team/general.html",
+        {"zones": sorted(zoneinfo.available_timezones()), "modes": Site.IdentityMode.choices, "error": error},
+    )
+
+
+@settings_view(Role.ADMIN)
+def members(request, site: Site):
+    """The site's members and their roles, pending invitations, and the invite form."""
+    if request.method == "POST":
+        _members_action(request, site)
+        return HttpResponseRedirect(request.path)
+    owner = roles.role_of(request.user, site) == Role.OWNER
+    memberships = site.memberships.filter(removed__isnull=True).select_related("user").order_by("user__username")
+    return _page(
+        request,
+        site,
+        "members",
+        "team/members.html",
+        {
+            "memberships": [
+                {
+                    "m": m,
+                    "you": m.user_id == request.user.pk,
+                    "changeable": owner or m.role != Role.OWNER,
+                }
+                for m in memberships
+            ],
+            "invitations": [i for i in site.invitations.filter(accepted__isnull=True) if i.is_open],
+            "grantable": _grantable(request.user, site),
+            "role_words": [(Role(r).label, words) for r, words in ROLE_WORDS.items()],
+            "email_on": bool(mail_configured()),
+        },
+    )
+
+
+def mail_configured() -> bool:
+    from django.conf import settings
+
+    return bool(settings.EMAIL_URL)
+
+
+def _members_action(request, site: Site) -> None:
+    action = request.POST.get("action", "")
+    grantable = dict(_grantable(request.user, site))
+    if action == "invite":
+        email, role = request.POST.get("email", "").strip().lower(), request.POST.get("role", "")
+        try:
+            validate_email(email)
+        except ValidationError:
+            messages.error(request, "Type the email address to invite.")
+            return
+        if role not in grantable:
+            messages.error(request, "You may not give that role.")
+            return
+        invitation, token = Invitation.create(site, email, role, by=request.user)
+        url = mail.link(reverse("team:invitation", args=[token]))
+        sent = mail.send_invitation(invitation, url)
+        audit.record(site, request.user, "member.invited", f"{email} as {Role(role).label.lower()}")
+        how = "Mailed to them" if sent and mail_configured() else "No mail server is set (EMAIL_URL): send them"
+        messages.success(request, f"Invited {email}. {how} this link, which works once within 7 days: {url}")
+        return
+    if action == "revoke":
+        pending = site.invitations.filter(pk=_number(request.POST.get("invitation")), accepted__isnull=True).first()
+        if pending is not None:
+            pending.delete()
+            audit.record(site, request.user, "invitation.revoked", pending.email)
+        return
+    active = site.memberships.filter(removed__isnull=True).select_related("user")
+    membership = active.filter(pk=_number(request.POST.get("membership"))).first()
+    if membership is None:
+        messages.error(request, "No such member.")
+        return
+    if membership.role == Role.OWNER and Role.OWNER not in grantable:
+        messages.error(request, "Only an owner may change an owner.")
+        return
+    name = membership.user.get_username()
+    if action == "role":
+        role = request.POST.get("role", "")
+        if role not in grantable:
+            messages.error(request, "You may not give that role.")
+            return
+        if membership.role == Role.OWNER and role != Role.OWNER and _last_owner(site, membership):
+            messages.error(request, "A site keeps at least one owner: make someone else owner first.")
+            return
+        before = membership.get_role_display()
+        membership.role = role
+        membership.save(update_fields=["role"])
+        audit.record(site, request.user, "member.role", f"{name}: {before.lower()} → {Role(role).label.lower()}")
+    elif action == "remove":
+        if membership.role == Role.OWNER and _last_owner(site, membership):
+            messages.error(request, "A site keeps at least one owner: make someone else owner first.")
+            return
+        membership.removed = timezone.now()
+        membership.save(update_fields=["removed"])
+        audit.record(site, request.user, "member.removed", f"{name} ({membership.get_role_display().lower()})")
+        messages.success(request, f"{name} may no longer see {site.domain}.")
+
+
+def _number(text) -> int:
+    """A posted id (0, which no row has, for anything else)."""
+    return int(text) if isinstance(text, str) and text.isdigit() and len(text) < 19 else 0
+
+
+def _last_owner(site: Site, membership: Membership) -> bool:
+    return not site.memberships.filter(role=Role.OWNER, removed__isnull=True).exclude(pk=membership.pk).exists()
+
+
+@settings_view(Role.ADMIN)
+def audit_log(request, site: Site):
+    events = AuditEvent.objects.filter(site=site).select_related("actor")[:AUDIT_ROWS]
+    return _page(request, site, "audit", "team/audit.html", {"events": events, "rows": AUDIT_ROWS})
+
+
+def invitation(request, token: str):
+    """The page an invitation's link opens: join with the account you are signed in to,
+    or make one (its email the invitation's). Once used, expired or revoked: 410."""
+    found = Invitation.open_for(token)
+    if found is None:
+        return render(request, "team/invitation_gone.html", status=410)
+    error = ""
+    if request.method == "POST":
+        user = request.user if request.user.is_authenticated else None
+        if user is None:
+            user, error = _new_account(request, found)
+        if user is not None:
+            _accept(found, user)
+            if not request.user.is_authenticated:
+                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, f"You joined {found.site.domain} as {found.get_role_display().lower()}.")
+            return HttpResponseRedirect(reverse("dashboard:site", args=[found.site.domain]))
+    return render(
+        request,
+        "team/invitation.html",
+        {"invitation": found, "error": error, "username": request.POST.get("username", "")},
+    )
+
+
+def _new_account(request, found: Invitation):
+    """(the new account, "") from the sign-up form, or (None, what is wrong)."""
+    User = get_user_model()
+    username = request.POST.get("username", "").strip()
+    password = request.POST.get("password", "")
+    if not username or len(username) > 150:
+        return None, "Choose a user name (up to 150 characters)."
+    if User.objects.filter(username__iexact=username).exists():
+        return None, "That user name is taken: choose another, or sign in first if it is yours."
+    if password != request.POST.get("password2", ""):
+        return None, "The two passwords differ."
+    candidate = User(username=username, email=found.email)
+    try:
+        validate_password(password, candidate)
+    except ValidationError as e:
+        return None, " ".join(e.messages)
+    candidate.set_password(password)
+    candidate.save()
+    return candidate, ""
+
+
+@transaction.atomic
+def _accept(found: Invitation, user) -> None:
+    """Join the invitation's site with its role (never lowering a role already held)."""
+    locked = Invitation.objects.select_for_update().get(pk=found.pk)
+    if locked.accepted is not None:
+        return
+    current = Membership.objects.filter(site=found.site, user=user, removed__isnull=True).first()
+    if current is None or RANK[Role(current.role)] < RANK[Role(found.role)]:
+        roles.add_member(found.site, user, found.role)
+    locked.accepted, locked.accepted_by = timezone.now(), user
+    locked.save(update_fields=["accepted", "accepted_by"])
+    audit.record(found.site, user, "member.joined", f"{user.get_username()} as {found.get_role_display().lower()}")
