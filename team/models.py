@@ -124,3 +124,30 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.created:%Y-%m-%d %H:%M} {self.actor_name or 'Tally'}: {self.action} {self.detail}"
+
+
+class Report(models.Model):
+    """A recipient of a site's weekly or monthly email report (a member or any address).
+    `last_period` names the last period sent ("2026-W47", "2026-10"): a period is sent
+    once (sending claims it first: reports.py)."""
+
+    class Frequency(models.TextChoices):
+        WEEKLY = "weekly", "Weekly (Monday, for the week before)"
+        MONTHLY = "monthly", "Monthly (the 1st, for the month before)"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="reports")
+    email = models.EmailField()
+    frequency = models.CharField(max_length=10, choices=Frequency.choices)
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    last_period = models.CharField(max_length=16, blank=True)
+    last_sent = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "email", "frequency"], name="report_unique")]
+        ordering = ["site", "email", "frequency"]
+
+    def __str__(self):
+        return f"{self.get_frequency_display()} report of {self.site} to {self.email}"

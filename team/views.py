@@ -16,14 +16,15 @@ from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
 
 from analytics.models import Site
 from analytics.queries import access
 
-from . import audit, mail, roles
-from .models import RANK, ROLE_WORDS, AuditEvent, Invitation, Membership, Role
+from . import audit, mail, reports, roles
+from .models import RANK, ROLE_WORDS, AuditEvent, Invitation, Membership, Report, Role
 
-SETTINGS_PAGES = (("general", "General"), ("members", "Members"), ("audit", "Audit log"))
+SETTINGS_PAGES = (("general", "General"), ("members", "Members"), ("reports", "Email reports"), ("audit", "Audit log"))
 AUDIT_ROWS = 200
 
 
@@ -205,6 +206,79 @@ def _number(text) -> int:
 
 def _last_owner(site: Site, membership: Membership) -> bool:
     return not site.memberships.filter(role=Role.OWNER, removed__isnull=True).exclude(pk=membership.pk).exists()
+
+
+@settings_view(Role.ADMIN)
+def reports_page(request, site: Site):
+    """Who gets the site's weekly and monthly reports; add, remove, send one now."""
+    if request.method == "POST":
+        _reports_action(request, site)
+        return HttpResponseRedirect(request.path)
+    return _page(
+        request,
+        site,
+        "reports",
+        "team/reports.html",
+        {
+            "reports": site.reports.order_by("email", "frequency"),
+            "frequencies": Report.Frequency.choices,
+            "members": site.memberships.filter(removed__isnull=True).exclude(user__email="").select_related("user"),
+            "email_on": mail_configured(),
+            "me": request.user.email,
+        },
+    )
+
+
+def _reports_action(request, site: Site) -> None:
+    action = request.POST.get("action", "")
+    if action == "add":
+        email, frequency = request.POST.get("email", "").strip().lower(), request.POST.get("frequency", "")
+        try:
+            validate_email(email)
+        except ValidationError:
+            messages.error(request, "Type the address to send the report to.")
+            return
+        if frequency not in Report.Frequency.values:
+            messages.error(request, "Pick weekly or monthly.")
+            return
+        _, made = Report.objects.get_or_create(
+            site=site, email=email, frequency=frequency, defaults={"added_by": request.user}
+        )
+        if made:
+            audit.record(site, request.user, "report.added", f"{frequency} to {email}")
+        return
+    report = site.reports.filter(pk=_number(request.POST.get("report"))).first()
+    if report is None:
+        messages.error(request, "No such report.")
+        return
+    if action == "remove":
+        report.delete()
+        audit.record(site, request.user, "report.removed", f"{report.frequency} to {report.email}")
+    elif action == "test":
+        to = request.user.email or report.email
+        period = reports.last_period(report.frequency, site_today(site))
+        reports.send(report, period, to=to)
+        audit.record(site, request.user, "report.test", f"{report.frequency} ({period.key}) to {to}")
+        where = "" if mail_configured() else " (no mail server is set: it went to the log)"
+        messages.success(request, f"Sent the {report.frequency} report for {period.label} to {to}{where}.")
+
+
+def site_today(site: Site):
+    from analytics.sites import SiteInfo
+
+    return timezone.now().astimezone(SiteInfo.from_model(site).tz).date()
+
+
+@csrf_exempt  # (the link's signed token is the authority; mail clients POST one-click unsubscribes, RFC 8058)
+def unsubscribe(request, token: str):
+    report = reports.report_for_token(token)
+    if report is None:
+        return render(request, "team/unsubscribed.html", {"gone": True}, status=410)
+    if request.method == "POST":
+        report.delete()
+        audit.record(report.site, None, "report.unsubscribed", f"{report.frequency} to {report.email}")
+        return render(request, "team/unsubscribed.html", {"report": report, "done": True})
+    return render(request, "team/unsubscribed.html", {"report": report, "token": token})
 
 
 @settings_view(Role.ADMIN)
