@@ -39,6 +39,12 @@ app.conf.beat_schedule = {
         "schedule": MINUTE,
         "options": {"expires": MINUTE * 1.5},
     },
+    # traffic alerts (spike, drop), and retries of their deliveries
+    "check-alerts": {
+        "task": "team.tasks.check_alerts",
+        "schedule": MINUTE,
+        "options": {"expires": MINUTE * 1.5},
+    },
     # email reports, once their week or month has ended in their site's time zone
     "send-reports": {
         "task": "team.tasks.send_due_reports",

@@ -121,6 +121,9 @@ if EMAIL_URL:
 else:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 EMAIL_TIMEOUT = 20
+# Alert webhooks may reach private, loopback and link-local addresses (a receiver on the
+# same network); off by default, so that a site's admin cannot reach the server's own.
+ALERT_WEBHOOKS_PRIVATE = envbool("ALERT_WEBHOOKS_PRIVATE", False)
 
 # Celery: Redis is the broker too. The schedule lives in config/celery.py.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)

@@ -151,3 +151,69 @@ class Report(models.Model):
 
     def __str__(self):
         return f"{self.get_frequency_display()} report of {self.site} to {self.email}"
+
+
+def new_webhook_secret() -> str:
+    return secrets.token_hex(32)
+
+
+class Alert(models.Model):
+    """A traffic alert of a site: a spike (visitors of the last five minutes above
+    `threshold`) or a drop (today's visitors so far below `threshold` percent of the same
+    weekday's average so far, over the four weeks before). Each fires at most once a day
+    (the site's), to its mail addresses, a Slack-compatible incoming webhook and a signed
+    JSON webhook (alerts.py)."""
+
+    class Kind(models.TextChoices):
+        SPIKE = "spike", "Spike: current visitors above a number"
+        DROP = "drop", "Drop: today's visitors below a share of the usual"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="alerts")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    threshold = models.PositiveIntegerField(help_text="spike: visitors; drop: percent of the usual")
+    emails = models.TextField(blank=True, help_text="addresses, one per line")
+    slack_url = models.URLField(blank=True, max_length=500)
+    webhook_url = models.URLField(blank=True, max_length=500)
+    webhook_secret = models.CharField(max_length=64, default=new_webhook_secret, editable=False)
+    enabled = models.BooleanField(default=True)
+    last_fired = models.DateTimeField(null=True, blank=True)
+    last_day = models.DateField(null=True, blank=True)  # (the site's day it last fired: once a day)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["site", "kind", "pk"]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} ({self.threshold}) on {self.site}"
+
+    @property
+    def addresses(self) -> list[str]:
+        return [line.strip() for line in self.emails.splitlines() if line.strip()]
+
+
+class Delivery(models.Model):
+    """One alert sent to one channel: tried at once, then again with growing waits
+    (alerts.BACKOFF) until it goes or the tries run out; the settings page lists them."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting to retry"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=10)  # email, slack, webhook
+    target = models.CharField(max_length=500)
+    body = models.TextField()  # (what is sent: the mail's text, or the JSON posted)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.CharField(max_length=500, blank=True)
+    next_try = models.DateTimeField(null=True, blank=True, db_index=True)
+    created = models.DateTimeField(auto_now_add=True)
+    sent = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self):
+        return f"{self.alert} → {self.channel} {self.target} ({self.status})"

@@ -21,10 +21,17 @@ from django.views.decorators.csrf import csrf_exempt
 from analytics.models import Site
 from analytics.queries import access
 
-from . import audit, mail, reports, roles
-from .models import RANK, ROLE_WORDS, AuditEvent, Invitation, Membership, Report, Role
+from . import alerts, audit, mail, reports, roles
+from .models import RANK, ROLE_WORDS, Alert, AuditEvent, Delivery, Invitation, Membership, Report, Role
 
-SETTINGS_PAGES = (("general", "General"), ("members", "Members"), ("reports", "Email reports"), ("audit", "Audit log"))
+SETTINGS_PAGES = (
+    ("general", "General"),
+    ("members", "Members"),
+    ("reports", "Email reports"),
+    ("alerts", "Alerts"),
+    ("audit", "Audit log"),
+)
+DELIVERY_ROWS = 50
 AUDIT_ROWS = 200
 
 
@@ -279,6 +286,74 @@ def unsubscribe(request, token: str):
         audit.record(report.site, None, "report.unsubscribed", f"{report.frequency} to {report.email}")
         return render(request, "team/unsubscribed.html", {"report": report, "done": True})
     return render(request, "team/unsubscribed.html", {"report": report, "token": token})
+
+
+@settings_view(Role.ADMIN)
+def alerts_page(request, site: Site):
+    """The site's traffic alerts, their channels, and the log of what was delivered."""
+    if request.method == "POST":
+        _alerts_action(request, site)
+        return HttpResponseRedirect(request.path)
+    return _page(
+        request,
+        site,
+        "alerts",
+        "team/alerts.html",
+        {
+            "alerts": site.alerts.all(),
+            "kinds": Alert.Kind.choices,
+            "deliveries": Delivery.objects.filter(alert__site=site).select_related("alert")[:DELIVERY_ROWS],
+            "signature": alerts.SIGNATURE,
+            "email_on": mail_configured(),
+        },
+    )
+
+
+def _alerts_action(request, site: Site) -> None:
+    action = request.POST.get("action", "")
+    if action == "add":
+        kind, threshold = request.POST.get("kind", ""), request.POST.get("threshold", "").strip()
+        emails = [line.strip().lower() for line in request.POST.get("emails", "").replace(",", "\n").splitlines()]
+        emails = [e for e in emails if e]
+        urls = {name: request.POST.get(name, "").strip() for name in ("slack_url", "webhook_url")}
+        problem = ""
+        if kind not in Alert.Kind.values:
+            problem = "Pick a spike or a drop."
+        elif not threshold.isdigit() or not 0 < int(threshold) < (100 if kind == Alert.Kind.DROP else 10**9):
+            problem = "A spike takes a number of visitors; a drop a percent between 1 and 99."
+        elif not (emails or urls["slack_url"] or urls["webhook_url"]):
+            problem = "Say where to send it: an address, a Slack webhook or a webhook."
+        else:
+            for email in emails:
+                try:
+                    validate_email(email)
+                except ValidationError:
+                    problem = f"{email[:80]!r} is no email address."
+            for url in urls.values():
+                if url and not url.startswith(("https://", "http://")):
+                    problem = f"{url[:80]!r} is no http(s) address."
+        if problem:
+            messages.error(request, problem)
+            return
+        made = Alert.objects.create(site=site, kind=kind, threshold=int(threshold), emails="\n".join(emails), **urls)
+        audit.record(site, request.user, "alert.added", str(made))
+        return
+    alert = site.alerts.filter(pk=_number(request.POST.get("alert"))).first()
+    if alert is None:
+        messages.error(request, "No such alert.")
+        return
+    if action == "remove":
+        alert.delete()
+        audit.record(site, request.user, "alert.removed", str(alert))
+    elif action == "toggle":
+        alert.enabled = not alert.enabled
+        alert.save(update_fields=["enabled"])
+        audit.record(site, request.user, "alert.enabled" if alert.enabled else "alert.paused", str(alert))
+    elif action == "test":
+        text = "a test of this alert, sent from its settings page"
+        alerts.fire(alert, {"visitors": 0, "text": text}, timezone.now())
+        audit.record(site, request.user, "alert.test", str(alert))
+        messages.success(request, "Sent a test on each of its channels: see the log below.")
 
 
 @settings_view(Role.ADMIN)

@@ -66,3 +66,16 @@ def hourly(r: redis.Redis, site: SiteInfo, start: date, end: date, metrics=HOUR_
             stamp = f"{day.isoformat()}T{hour:02d}:00"
             rows.append({"date": stamp, **{m: values[m] if stamp <= now and not unknown else None for m in metrics}})
     return rows
+
+
+def visitors_until(r: redis.Redis, site: SiteInfo, day: date, hour: int) -> int | None:
+    """A day's distinct visitors from midnight to the end of local `hour` (the union of its
+    hour HLLs), or None where the day's hour keys are gone (nothing is known of it)."""
+    names = [keys.hour_visitors(site.id, day, h) for h in range(hour + 1)]
+    pipe = r.pipeline(transaction=False)
+    pipe.pfcount(*names)
+    pipe.exists(*names, *(keys.hour_pageviews(site.id, day, h) for h in range(hour + 1)))
+    count, found = pipe.execute()
+    if not found and day < site.oldest_day():
+        return None
+    return int(count)
