@@ -185,12 +185,16 @@ class Site(models.Model):
             raise ValidationError(problems)
 
     def enable_sharing(self) -> str:
-        """A new unguessable public read-only link token (replacing any old one)."""
+        """A new unguessable public read-only link token (replacing any old one, and its
+        options: ShareLinkOptions)."""
+        self.revoke_sharing()
         self.share_token = secrets.token_urlsafe(24)
         self.save(update_fields=["share_token"])
         return self.share_token
 
     def revoke_sharing(self):
+        if self.share_token:
+            ShareLinkOptions.objects.filter(token=self.share_token).delete()
         self.share_token = None
         self.save(update_fields=["share_token"])
 
@@ -651,13 +655,40 @@ class Segment(models.Model):
         return f"{self.name} ({self.filters})"
 
     def share(self) -> str:
+        self.unshare()
         self.share_token = secrets.token_urlsafe(24)
         self.save(update_fields=["share_token"])
         return self.share_token
 
     def unshare(self):
+        if self.share_token:
+            ShareLinkOptions.objects.filter(token=self.share_token).delete()
         self.share_token = None
         self.save(update_fields=["share_token"])
+
+
+class ShareLinkOptions(models.Model):
+    """What protects a share link (the site's, or a segment's: its token): a password
+    (hashed; a signed cookie once entered), embedding in other sites' frames (only from the
+    origins listed), and a last day. A link without a row has none of them."""
+
+    token = models.CharField(max_length=64, unique=True)
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="share_options")
+    password = models.CharField(max_length=128, blank=True, help_text="a password hash (django.contrib.auth)")
+    embed = models.BooleanField(default=False, help_text="may be shown in an <iframe> of the origins listed")
+    origins = models.TextField(blank=True, help_text="origins that may embed it, one per line (https://example.com)")
+    expires = models.DateField(null=True, blank=True, help_text="the last day the link works")
+
+    class Meta:
+        verbose_name = "share link options"
+        verbose_name_plural = "share link options"
+
+    def __str__(self):
+        return f"options of a share link of {self.site}"
+
+    @property
+    def origin_list(self) -> list[str]:
+        return [line.strip() for line in self.origins.splitlines() if line.strip()]
 
 
 class Annotation(models.Model):

@@ -17,6 +17,8 @@ from analytics.queries import access
 from analytics.queries.live import visitor_counts
 from analytics.sites import SiteInfo
 
+from . import sharing
+
 
 def _cors(request, response):
     """The dashboard page lives on the web port, this stream on LIVE_PORT: allow the page's
@@ -70,6 +72,9 @@ async def live(request, domain):
 
 
 async def live_shared(request, token):
+    options = await sync_to_async(access.share_options)(token)
+    if not sharing.unlocked(request, token, options):
+        raise Http404("no such site")  # (a protected link's stream: only with its cookie)
     site = await sync_to_async(access.site_for_share_token)(token)
     if site is None:
         segment = await sync_to_async(access.segment_for_share_token)(token)

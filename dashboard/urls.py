@@ -20,6 +20,7 @@ urlpatterns = [
     path("dashboard/<str:domain>/annotations/<int:annotation_id>/delete", views.unannotate, name="unannotate"),
     path("dashboard/<str:domain>/segments/<int:segment_id>/<str:action>", views.change_segment, name="segment"),
     path("share/<str:token>/", views.site, name="shared"),
+    path("share/<str:token>/unlock", views.unlock_share, name="unlock-shared"),
     path("share/<str:token>/search", views.search, name="search-shared"),
     path("share/<str:token>/page", views.page, name="page-shared"),
     path("share/<str:token>/pages", views.pages, name="pages-shared"),

@@ -33,7 +33,7 @@ from server.share import share_render_refused, share_throttled
 from team import audit, roles
 from team.models import Role
 
-from . import charts, filtering, panels, periods
+from . import charts, filtering, panels, periods, sharing
 
 CARDS = [
     ("visitors", "Visitors"),
@@ -79,6 +79,9 @@ def site_view(view):
             if segment is not None:  # (a segment's link: its filters on every answer, whatever the URL says)
                 site = segment.site
                 request.GET = _with_segment(request.GET, segment.filters)
+            options = access.share_options(token) if site is not None else None
+            if site is not None and not sharing.unlocked(request, token, options):
+                return _locked(request, token, site)  # (before the cache: a cached page is no way round it)
             cacheable = view.__name__ not in UNCACHED
             cached = cache.get(_share_cache_key(request)) if site is not None and cacheable else None
             if cached is not None:
@@ -100,6 +103,8 @@ def site_view(view):
         if site is None:
             raise Http404("no such site")
         response = view(request, site, SiteInfo.from_model(site), base=base, shared=token is not None, **kwargs)
+        if token is not None:
+            response = sharing.frame_for(request, response, options)
         if (
             token is not None
             and cacheable
@@ -111,6 +116,35 @@ def site_view(view):
         return response
 
     return wrapper
+
+
+def _locked(request, token: str, site, error: str = "", status: int = 401, form: bool = False):
+    """A password-protected link's answer without its cookie: the password form on its
+    page, a bare 401 for its data endpoints."""
+    if not form and request.path.rstrip("/") != reverse("dashboard:shared", args=[token]).rstrip("/"):
+        return JsonResponse({"error": "this share link needs its password"}, status=401)
+    return render(
+        request, "dashboard/share_password.html", {"site": site, "token": token, "error": error}, status=status
+    )
+
+
+@require_POST
+def unlock_share(request, token: str):
+    """The password form's answer: right, a cookie and the dashboard; wrong, the form again
+    (each try counts against the client's share-link rate, as page loads do)."""
+    refused = share_throttled(request)
+    if refused is not None:
+        return refused
+    site = access.site_for_share_token(token)
+    segment = access.segment_for_share_token(token) if site is None else None
+    site = site or (segment.site if segment is not None else None)
+    options = access.share_options(token)
+    if site is None or options is None:
+        raise Http404("no such link")
+    response = HttpResponseRedirect(reverse("dashboard:shared", args=[token]))
+    if sharing.unlock(response, token, options, request.POST.get("password", "")):
+        return response
+    return _locked(request, token, site, "That is not the password.", status=403, form=True)
 
 
 def _with_segment(params, segment_filters: str):

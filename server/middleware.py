@@ -47,13 +47,19 @@ class ContentSecurityPolicyMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         if "Content-Security-Policy" not in response:
-            live = live_origin(request)
-            response["Content-Security-Policy"] = (
-                "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-                f"img-src 'self' data:; connect-src 'self' {live}; font-src 'self'; "
-                "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-            )
+            response["Content-Security-Policy"] = content_security_policy(request)
         return response
+
+
+def content_security_policy(request, frame_ancestors: str = "'none'") -> str:
+    """Scripts from our own origin only; frames of our pages only by `frame_ancestors`
+    (an embeddable share link lists its origins: dashboard/sharing.py)."""
+    live = live_origin(request)
+    return (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        f"img-src 'self' data:; connect-src 'self' {live}; font-src 'self'; "
+        f"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors {frame_ancestors}"
+    )
 
 
 class PrivateCacheMiddleware:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("dashboard/<str:domain>/settings/members", views.members, name="members"),
     path("dashboard/<str:domain>/settings/reports", views.reports_page, name="reports"),
     path("dashboard/<str:domain>/settings/alerts", views.alerts_page, name="alerts"),
+    path("dashboard/<str:domain>/settings/sharing", views.sharing_page, name="sharing"),
     path("dashboard/<str:domain>/settings/audit", views.audit_log, name="audit"),
     path("reports/unsubscribe/<str:token>", views.unsubscribe, name="unsubscribe"),
     path("invite/<str:token>", views.invitation, name="invitation"),

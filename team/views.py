@@ -3,11 +3,14 @@ staff keep for the engine's settings): general, members (roles and invitations),
 audit log; and the page an invitation's link opens."""
 
 import functools
+import re
 import zoneinfo
+from datetime import date
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import validate_email
@@ -18,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from analytics.models import Site
+from analytics.models import ShareLinkOptions, Site
 from analytics.queries import access
 
 from . import alerts, audit, mail, reports, roles
@@ -29,8 +32,10 @@ SETTINGS_PAGES = (
     ("members", "Members"),
     ("reports", "Email reports"),
     ("alerts", "Alerts"),
+    ("sharing", "Share links"),
     ("audit", "Audit log"),
 )
+ORIGIN = re.compile(r"^https?://[a-z0-9.-]+(:\d{1,5})?$")
 DELIVERY_ROWS = 50
 AUDIT_ROWS = 200
 
@@ -354,6 +359,88 @@ def _alerts_action(request, site: Site) -> None:
         alerts.fire(alert, {"visitors": 0, "text": text}, timezone.now())
         audit.record(site, request.user, "alert.test", str(alert))
         messages.success(request, "Sent a test on each of its channels: see the log below.")
+
+
+@settings_view(Role.ADMIN)
+def sharing_page(request, site: Site):
+    """The site's read-only links (the whole site's, and each segment's) and what
+    protects each: a password, embedding from listed origins, a last day."""
+    if request.method == "POST":
+        _sharing_action(request, site)
+        return HttpResponseRedirect(request.path)
+    links: list[dict] = []
+    if site.share_token:
+        links.append({"token": site.share_token, "name": "The whole site", "segment": None})
+    for segment in site.segments.exclude(share_token__isnull=True).exclude(share_token=""):
+        links.append({"token": segment.share_token, "name": f"Segment {segment.name}", "segment": segment})
+    options = {o.token: o for o in ShareLinkOptions.objects.filter(site=site)}
+    for found in links:
+        found["url"] = request.build_absolute_uri(reverse("dashboard:shared", args=[found["token"]]))
+        found["options"] = options.get(found["token"])
+    return _page(request, site, "sharing", "team/sharing.html", {"links": links, "today": site_today(site)})
+
+
+def _link_token(site: Site, token: str) -> str | None:
+    """The token, if it is one of this site's links."""
+    if token and (site.share_token == token or site.segments.filter(share_token=token).exists()):
+        return token
+    return None
+
+
+def _sharing_action(request, site: Site) -> None:
+    action = request.POST.get("action", "")
+    if action == "create":
+        site.enable_sharing()
+        audit.record(site, request.user, "share.created", "the whole site's link (a new token)")
+        return
+    token = _link_token(site, request.POST.get("token", ""))
+    if token is None:
+        messages.error(request, "No such link.")
+        return
+    if action == "revoke":
+        if token == site.share_token:
+            site.revoke_sharing()
+        else:
+            for segment in site.segments.filter(share_token=token):
+                segment.unshare()
+        audit.record(site, request.user, "share.revoked", "a share link")
+        messages.success(request, "The link no longer works.")
+        return
+    if action != "options":
+        return
+    origins = [line.strip().rstrip("/").lower() for line in request.POST.get("origins", "").split()]
+    bad = [o for o in origins if not ORIGIN.match(o)]
+    expires_text = request.POST.get("expires", "").strip()
+    try:
+        expires = date.fromisoformat(expires_text) if expires_text else None
+    except ValueError:
+        expires = None
+        bad.append(expires_text)
+    if bad:
+        messages.error(request, f"{bad[0][:80]!r}: origins are like https://example.com, a last day is a date.")
+        return
+    embed = request.POST.get("embed") == "on"
+    if embed and not origins:
+        messages.error(request, "An embeddable link lists the origins of the pages that may frame it.")
+        return
+    options, _ = ShareLinkOptions.objects.get_or_create(token=token, defaults={"site": site})
+    password = request.POST.get("password", "")
+    changes = []
+    if request.POST.get("no_password") == "on":
+        if options.password:
+            changes.append("password removed")
+        options.password = ""
+    elif password:
+        if len(password) < 8:
+            messages.error(request, "A link's password has at least 8 characters.")
+            return
+        options.password = make_password(password)
+        changes.append("password set")
+    options.embed, options.origins, options.expires = embed, "\n".join(origins), expires
+    options.save()
+    changes += [f"embed {'on: ' + ' '.join(origins) if embed else 'off'}", f"last day {expires or 'none'}"]
+    audit.record(site, request.user, "share.options", "; ".join(changes))
+    messages.success(request, "Saved.")
 
 
 @settings_view(Role.ADMIN)
