@@ -324,3 +324,11 @@ def funnel(steps: list[dict]) -> dict:
         yaxis=dict(autorange="reversed", automargin=True, gridcolor="rgba(0,0,0,0)"),
         xaxis=dict(LAYOUT["xaxis"], rangemode="tozero"),
     )
+
+
+def sparkline(values: list[int], width: int = 120, height: int = 28) -> str:
+    """An SVG polyline's points for a row of counts (the sites list's last 24 hours):
+    the highest at the top, zero at the bottom, one pixel of margin."""
+    top = max(values, default=0) or 1
+    step = (width - 2) / max(len(values) - 1, 1)
+    return " ".join(f"{1 + i * step:.1f},{height - 1 - (height - 2) * v / top:.1f}" for i, v in enumerate(values))

@@ -5,6 +5,7 @@ from . import live, views
 app_name = "dashboard"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("sites/new", views.add_site, name="add-site"),
     path("dashboard/<str:domain>/", views.site, name="site"),
     path("dashboard/<str:domain>/search", views.search, name="search"),
     path("dashboard/<str:domain>/page", views.page, name="page"),

@@ -3,6 +3,7 @@ renders; it never writes counts to Redis (a share link's per-client rate buckets
 
 import functools
 import hashlib
+import zoneinfo
 from datetime import UTC, date, datetime, timedelta
 from urllib.parse import parse_qsl
 
@@ -10,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
@@ -60,8 +61,39 @@ REALTIME_PANELS = (  # the realtime view's lists: (key, title, column)
 
 @login_required
 def home(request):
-    sites = access.visible_sites(request.user).order_by("domain")
-    return render(request, "dashboard/home.html", {"sites": sites, "can_add": request.user.is_staff})
+    """The sites list: each site's visitors in the last 24 hours, and their hours."""
+    r, now = get_redis(), datetime.now(UTC)
+    rows = []
+    for found in access.visible_sites(request.user).order_by("domain"):
+        visitors, hours = queries.last_24_hours(r, SiteInfo.from_model(found), now)
+        rows.append({"site": found, "visitors": visitors, "hours": hours, "points": charts.sparkline(hours)})
+    return render(request, "dashboard/home.html", {"rows": rows, "can_add": roles.may_add_sites(request.user)})
+
+
+@login_required
+def add_site(request):
+    """A new site: its domain and time zone, then its dashboard, which shows the tracking
+    snippet and waits for the first event. Its creator owns it (staff need not)."""
+    if not roles.may_add_sites(request.user):
+        raise PermissionDenied("Adding sites takes staff, or the owner role on a site.")
+    error, domain, zone = "", request.POST.get("domain", "").strip().lower(), request.POST.get("timezone", "UTC")
+    if request.method == "POST":
+        domain = domain.removeprefix("https://").removeprefix("http://").split("/", 1)[0]
+        made = Site(domain=domain, timezone=zone.strip())
+        try:
+            made.full_clean()
+        except ValidationError as e:
+            error = " ".join(f"{' '.join(v)}" for v in e.message_dict.values())
+        else:
+            made.save()
+            roles.add_member(made, request.user, Role.OWNER)
+            audit.record(made, request.user, "site.added", made.domain)
+            return HttpResponseRedirect(reverse("dashboard:site", args=[made.domain]))
+    return render(
+        request,
+        "dashboard/add_site.html",
+        {"error": error, "domain": domain, "timezone": zone, "zones": sorted(zoneinfo.available_timezones())},
+    )
 
 
 def site_view(view):

@@ -26,6 +26,13 @@ def may(user, site: Site, role: str) -> bool:
     return found is not None and RANK[Role(found)] >= RANK[Role(role)]
 
 
+def may_add_sites(user) -> bool:
+    """Staff, and whoever owns a site, may add sites (and own them)."""
+    if not user.is_authenticated or not user.is_active:
+        return False
+    return user.is_staff or Membership.objects.filter(user=user, role=Role.OWNER, removed__isnull=True).exists()
+
+
 def was_removed(user, site: Site) -> bool:
     """Was this account a member of the site until removed?"""
     return user.is_authenticated and Membership.objects.filter(site=site, user=user, removed__isnull=False).exists()

@@ -47,7 +47,7 @@ from .days import (
 )
 from .funnels import funnel
 from .goals import event_properties, every_property, goals, properties, property_names
-from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly, visitors_until
+from .hours import HOUR_METRICS, MAX_HOUR_DAYS, hourly, last_24_hours, visitors_until
 from .pages import page_timeseries, ranked_pages, search_pages, top_pages
 from .places import (
     CITY_PROPERTIES,
@@ -112,6 +112,7 @@ __all__ = [
     "realtime_now",
     "realtime_view",
     "realtime_visitors",
+    "last_24_hours",
     "visitors_until",
     "ranked_pages",
     "retention",

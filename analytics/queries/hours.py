@@ -13,7 +13,7 @@ without visitors; unless its final row says it had none (0 visitors, 0 pageviews
 every hour had none too, and is 0.
 """
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import redis
 
@@ -79,3 +79,19 @@ def visitors_until(r: redis.Redis, site: SiteInfo, day: date, hour: int) -> int 
     if not found and day < site.oldest_day():
         return None
     return int(count)
+
+
+def last_24_hours(r: redis.Redis, site: SiteInfo, now: datetime) -> tuple[int, list[int]]:
+    """The distinct visitors of the last 24 local hours, this one included (the union of
+    their hour HLLs), and each hour's, oldest first (the sites list's number and sparkline)."""
+    hour = now.astimezone(site.tz).replace(minute=0, second=0, microsecond=0).astimezone(UTC)
+    names = []
+    for back in range(23, -1, -1):  # (in UTC, then local: a day the clocks change has 23 or 25 hours)
+        at = (hour - timedelta(hours=back)).astimezone(site.tz)
+        names.append(keys.hour_visitors(site.id, at.date(), at.hour))
+    pipe = r.pipeline(transaction=False)
+    pipe.pfcount(*names)
+    for name in names:
+        pipe.pfcount(name)
+    total, *hours = pipe.execute()
+    return int(total), [int(n) for n in hours]
