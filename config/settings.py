@@ -202,6 +202,21 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:home"
+
+# Single sign-on (OpenID Connect, team/sso.py): the provider's issuer URL (its endpoints
+# come from its discovery document) and this client's id and secret there.
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "").rstrip("/")
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_CLIENT_SECRET", "")
+# The id token's signing algorithm the provider uses.
+OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_AUTHENTICATE_CLASS = "team.sso.AuthenticateView"
+OIDC_USE_PKCE = True
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
+# With SSO set up: true leaves only the SSO button on the login page (no passwords).
+SSO_ONLY = envbool("SSO_ONLY", False)
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"] + (["team.sso.Backend"] if OIDC_ISSUER else [])
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"

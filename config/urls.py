@@ -20,6 +20,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("oidc/", include("mozilla_django_oidc.urls")),  # (single sign-on, when OIDC_ISSUER is set: team/sso.py)
     path("", include("team.urls")),
     path("", include("dashboard.urls")),
 ]

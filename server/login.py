@@ -43,7 +43,15 @@ class ThrottledLoginView(auth_views.LoginView):
     """While Redis is down or frozen the buckets cannot be read: logins go on unthrottled
     (the database checks the password), rather than nobody logging in."""
 
+    def get_context_data(self, **kwargs):
+        sso = bool(settings.OIDC_ISSUER)
+        return super().get_context_data(
+            **kwargs, sso=sso, sso_only=sso and settings.SSO_ONLY, sso_failed="sso" in self.request.GET
+        )
+
     def post(self, request, *args, **kwargs):
+        if settings.OIDC_ISSUER and settings.SSO_ONLY:  # (passwords are off: single sign-on only)
+            return render(request, "registration/login.html", self.get_context_data(), status=403)
         try:
             throttle(get_redis(), _buckets(request, cost=0), "too many failed logins")  # a look, no charge
         except Limited as e:
