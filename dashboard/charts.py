@@ -4,6 +4,7 @@ Every label that came from the public (page paths) is escaped first: Plotly read
 little HTML in text (<b>, <a href>), so a raw path could otherwise inject markup.
 """
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import plotly.graph_objects as go
@@ -134,7 +135,7 @@ def visitors(
                 hovertemplate="%{customdata}: %{y:" + tickformat + "}<extra>" + escape(compared_label) + "</extra>",
             )
         )
-        values += [row.get(compared_key) for row in shown]
+        values = [*values, *(row.get(compared_key) for row in shown)]  # (a new list: `values` is the trace's y)
     yaxis = dict(LAYOUT["yaxis"], tickformat=tickformat)
     top = max((v for v in values if v is not None), default=0)
     if "d" in tickformat and top <= 5:
@@ -148,6 +149,7 @@ def annotate(chart: dict, notes: list[dict], interval: str) -> None:
     Lines are placed by date on the chart's time axis (a chart of one point has none)."""
     if not notes or chart["layout"].get("xaxis", {}).get("type") == "category":
         return
+    _hold_range(chart, interval)
     shapes, labels = [], []
     for note in notes:
         first = note["date"].isoformat()
@@ -158,12 +160,44 @@ def annotate(chart: dict, notes: list[dict], interval: str) -> None:
             dict(type="rect" if ranged else "line", xref="x", yref="paper", x0=first, x1=x1, y0=0, y1=1,
                  line=dict(color=THIRD, width=1, dash="dot"), fillcolor="rgba(245,159,0,.10)", layer="below")
         )  # fmt: skip
+        short = note["text"] if len(note["text"]) <= NOTE_LABEL else note["text"][: NOTE_LABEL - 1] + "…"
         labels.append(
-            dict(x=first, xref="x", y=1, yref="paper", yanchor="top", xanchor="left", showarrow=False,
-                 text="✎ " + escape(note["text"][:40]), hovertext=escape(note["text"]), font=dict(size=10, color=THIRD))
-        )  # fmt: skip
+            dict(
+                x=first,
+                xref="x",
+                y=1,
+                yref="paper",
+                yanchor="top",
+                xanchor="left",
+                showarrow=False,
+                text="✎ " + escape(short),
+                hovertext=escape(note["text"]),
+                font=dict(size=10),
+            )
+        )  # fmt: skip  (the text in the theme's colour: orange text on white is 2.1:1)
     chart["layout"]["shapes"] = [*chart["layout"].get("shapes", []), *shapes]
     chart["layout"]["annotations"] = [*chart["layout"].get("annotations", []), *labels]
+
+
+NOTE_LABEL = 24  # characters of a note on the chart (the whole of it on hover)
+PADDING = {
+    "hour": timedelta(minutes=30),
+    "day": timedelta(hours=12),
+    "week": timedelta(days=3.5),
+    "month": timedelta(days=15),
+}
+
+
+def _hold_range(chart: dict, interval: str) -> None:
+    """Fix the time axis to the data's points (half a step of margin): a note's label runs
+    to the right of its day, and plotly would stretch the axis to fit it (a 30-day chart
+    drawn to next March, its data squeezed into a sixth of the width)."""
+    xs = [x for trace in chart["data"] for x in trace.get("x", []) if x]
+    if not xs:
+        return
+    pad = PADDING.get(interval, PADDING["day"])
+    low, high = datetime.fromisoformat(min(xs)) - pad, datetime.fromisoformat(max(xs)) + pad
+    chart["layout"]["xaxis"] = {**chart["layout"].get("xaxis", {}), "range": [low.isoformat(), high.isoformat()]}
 
 
 def actives(rows: list[dict]) -> dict:

@@ -25,6 +25,7 @@ class View:
     compare: str = COMPARISONS[0][0]
     interval: str = ""  # the main chart's, when chosen (dashboard/chart_choice.py)
     metric: str = ""  # the main chart's, when not visitors
+    locked: tuple = ()  # filters a segment's share link forces: their chips offer no removal
 
     @property
     def text(self) -> str:
@@ -85,13 +86,19 @@ class View:
                 "label": _chip_label(f),
                 "href": "?" + self.query(tuple(g for g in self.filters if g is not f)),
                 "edit": "?" + self.query() + f"&edit={n}",
+                "locked": f in self.locked,
             }
             for n, f in enumerate(self.filters)
         ]
 
     @property
     def clear_href(self) -> str:
-        return "?" + self.query(())
+        return "?" + self.query(self.locked)
+
+    @property
+    def removable(self) -> int:
+        """How many of the filters a reader may take off."""
+        return len([f for f in self.filters if f not in self.locked])
 
 
 # The filter menu: every property a filter takes (analytics.queries.segments), named as
@@ -176,18 +183,21 @@ def parse(params, period_query: str) -> View:
     compare = params.get("compare") if params.get("compare") in dict(COMPARISONS) else COMPARISONS[0][0]
     interval = params.get("interval") if params.get("interval") in INTERVALS else ""
     metric = params.get("metric") if params.get("metric") in CHART_METRICS[1:] else ""
-    chart = {"compare": compare, "interval": interval, "metric": metric}
     try:
-        return View(period_query, segments.parse(params.get("filters", "")), **chart)
+        locked = segments.parse(params.get("locked", ""))  # (a segment link's own: dashboard.views._with_segment)
+        filters = segments.parse(params.get("filters", ""))
     except ValueError as e:
-        return View(period_query, (), f"Filters ignored: {e}", **chart)
+        return View(period_query, (), f"Filters ignored: {e}", compare=compare, interval=interval, metric=metric)
+    return View(period_query, filters, compare=compare, interval=interval, metric=metric, locked=locked)
 
 
 OPS = {"==": "is", "!=": "is not", "~": "contains", "!~": "does not contain"}
 
 
 def _chip_label(f: segments.Filter) -> str:
+    """A filter as the menu names its property ("UTM source is x", "Operating system is not y")."""
     values = [label(f.prop, v) for v in f.values]
     if f.prop.startswith(segments.CUSTOM):
         return f"Property {f.prop[len(segments.CUSTOM) :]} {OPS[f.op]} {' or '.join(values)}"
-    return f"{f.prop.replace('_', ' ').capitalize()} {OPS[f.op]} {' or '.join(values)}"
+    name = dict(MENU).get(f.prop) or f.prop.replace("_", " ").capitalize()
+    return f"{name} {OPS[f.op]} {' or '.join(values)}"

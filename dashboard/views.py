@@ -181,9 +181,10 @@ def unlock_share(request, token: str):
 
 def _with_segment(params, segment_filters: str):
     """The query with a segment's filters first, then any the URL adds (the segment's own
-    are never left out: its link shows that audience only)."""
+    are never left out: its link shows that audience only; its chips offer no removal)."""
     params = params.copy()
     own = segments_parse(segment_filters)
+    params["locked"] = ";".join(str(f) for f in own)
     try:
         extra = [f for f in segments_parse(params.get("filters", "")) if f not in own]
     except ValueError:
@@ -305,7 +306,9 @@ def site(request, site, info, base, shared):
             "compared": queries.previous(view.compare, period.start, period.end),
             "compared_text": _compared_text(info, period, view),
             "topojson_url": topojson_folder(),
-            "has_data": bool(pageviews["value"] or pageviews["change"] is not None or pages),
+            "has_data": bool(
+                totals["visitors"]["value"] or pageviews["value"] or pageviews["change"] is not None or pages
+            ),  # (under filters whose pageviews are unknown, null, the visitors say there was traffic)
             "shared": shared,
             "base": base,
             "live_url": _live_url(request, site, shared),

@@ -383,7 +383,12 @@
   var count = document.getElementById("live-count");
   // Under filters the stream's count is everyone's: a tick asks for the filtered count
   // (at most every 2 s) instead of showing it.
-  function show(n) { count.textContent = n === null ? "–" : String(n); live.classList.add("on"); }
+  var noun = document.getElementById("live-noun");
+  function show(n) {
+    count.textContent = n === null ? "–" : String(n);
+    if (noun) noun.textContent = n === 1 ? "visitor" : "visitors";
+    live.classList.add("on");
+  }
   var polled = 0;
   function poll() {
     polled = Date.now();

@@ -37,15 +37,23 @@
     if (dialog && typeof dialog.showModal === "function" && !dialog.open) dialog.showModal();
   }
   document.addEventListener("keydown", function (event) {
-    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
-    var key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
-    if (key === "Escape") {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Escape") {
+      if (document.querySelector("dialog[open]")) return;  // (the browser closes the list of shortcuts)
       var open = document.querySelector("details[open]");
-      if (open) { open.open = false; return; }
+      if (open) {  // (a menu, even while typing in it: closed, the focus back on its summary)
+        open.open = false;
+        var summary = open.querySelector("summary");
+        if (summary) summary.focus();
+        return;
+      }
+      if (typing(event.target)) return;
       var clear = document.querySelector("[data-clear-filters]");
       if (clear) clear.click();  // (Plausible's Esc: clear all filters)
       return;
     }
+    if (typing(event.target)) return;
+    var key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
     if (key === "i") {  // (the chart by the next interval, round)
       var choices = Array.prototype.slice.call(document.querySelectorAll("[data-interval-choice]"));
       var at = choices.findIndex(function (a) { return a.classList.contains("active"); });
@@ -78,7 +86,9 @@
   var opener = document.querySelector(".shortcuts-open");
   if (opener) opener.addEventListener("click", openShortcuts);
   document.addEventListener("click", function (event) {
-    // A click outside the open picker closes it, as a menu does.
-    if (picker && picker.open && !picker.contains(event.target)) picker.open = false;
+    // A click outside an open menu (the picker, + Filter, Segments) closes it, as a menu does.
+    document.querySelectorAll("details.picker[open], details.filter-menu[open]").forEach(function (menu) {
+      if (!menu.contains(event.target)) menu.open = false;
+    });
   });
 })();

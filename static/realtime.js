@@ -71,6 +71,8 @@
     var none = view.visitors === null;  // (a filter the view cannot apply: no number)
     document.getElementById("realtime-visitors").textContent = none ? "–" : view.visitors.toLocaleString();
     count.textContent = none ? "–" : view.now.toLocaleString();
+    var noun = document.getElementById("live-noun");
+    if (noun) noun.textContent = view.now === 1 ? "visitor" : "visitors";
     live.classList.add("on");
     if (chart) {
       var f = figure(view);

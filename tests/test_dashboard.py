@@ -673,7 +673,7 @@ def test_a_filtered_view_shows_its_chips_escaped_and_keeps_them_in_every_link(cl
         "/dashboard/example.com/", {"period": "7d", "filters": f"utm_campaign=={TAG};country!=AU"}
     ).content.decode()
     assert TAG not in html  # (the chip's label is escaped like every public string)
-    assert "Utm campaign is &lt;img" in html and "Country is not Australia" in html
+    assert "UTM campaign is &lt;img" in html and "Country is not Australia" in html
     chips = re.findall(r'<a class="remove" href="([^"]+)"', html)
     assert len(chips) == 2 and all("period=7d" in href for href in chips)
     assert 'href="?period=30d&amp;filters=' in html  # the period links keep the filters
@@ -987,6 +987,7 @@ def test_realtime_under_a_segments_link_counts_its_audience_alone(client, source
     assert page.status_code == 200 and page.context["numbers"]["visitors"] == 3
     html = page.content.decode()
     assert "Source is Google" in html and "chart-minutes" not in html  # (the minutes are everyone's)
+    assert '<span class="chip locked"' in html and 'class="remove"' not in html  # (the link's own: no ×)
     view = client.get(f"/share/{token}/realtime?view=1&filters=source%21%3DGoogle").json()  # (cannot undo it)
     assert view["visitors"] == 0 and view["panels"]["source"] == []
     mine = client.get(f"/share/{token}/realtime?view=1").json()
@@ -999,3 +1000,25 @@ def test_realtime_under_a_segments_link_counts_its_audience_alone(client, source
     goal = client.get("/dashboard/example.com/?period=realtime&filters=goal%3D%3DSignup")
     assert goal.context["numbers"]["visitors"] is None and "cannot apply goal==Signup" in goal.content.decode()
     assert client.get("/dashboard/example.com/realtime?filters=goal%3D%3DSignup").json()["visitors"] is None
+
+
+def test_a_note_does_not_stretch_the_charts_time_axis(client, sources_site, owner):
+    """A note's label runs right of its day; plotly stretched the axis to fit it (a 30-day
+    chart drawn to the next March): the axis holds to the data, half a step each side."""
+    add_member(sources_site, owner, "owner")
+    client.force_login(owner)
+    today = SiteInfo.from_model(sources_site).today()
+    client.post(
+        "/dashboard/example.com/annotations",
+        {"date": today.isoformat(), "text": "A long note about the launch of the pricing page", "back": "?"},
+    )
+    layout = figures(client.get("/dashboard/example.com/?period=30d"))["visitors"]["layout"]
+    low, high = layout["xaxis"]["range"]
+    assert low.startswith((today - timedelta(days=30)).isoformat()) and high.startswith(today.isoformat())
+    assert layout["annotations"][0]["text"].endswith("…") and len(layout["annotations"][0]["text"]) <= 26
+
+
+def test_two_page_filters_with_visitors_are_no_empty_period(client, sources_site, owner):
+    client.force_login(owner)
+    html = client.get("/dashboard/example.com/?period=7d&filters=page%3D%3D%2F%3Bpage%21%3D%2Flaunch").content.decode()
+    assert "No visits in this period" not in html

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from analytics.models import ImportedLog, ImportJob, Site
+from team.models import Alert, AuditEvent, Delivery, Invitation, Report
+from team.roles import add_member
 from tests.browser.conftest import PASSWORD, USER_AGENT
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -32,6 +34,7 @@ PAGES = [
     ("site", "/dashboard/{site}/?period=30d"),
     ("filtered", "/dashboard/{site}/?period=30d&filters=source%3D%3DGoogle"),
     ("filter menu open", "/dashboard/{site}/?period=30d&filters=source%3D%3DGoogle&edit=0"),
+    ("segments menu open", "/dashboard/{site}/?period=30d&filters=source%3D%3DGoogle&segment_error=1"),
     ("realtime", "/dashboard/{site}/?period=realtime"),
     ("recommendations", "/dashboard/{site}/recommendations/"),
     ("pages", "/dashboard/{site}/pages?period=30d"),
@@ -41,6 +44,14 @@ PAGES = [
     ("campaigns", "/dashboard/{site}/details/utm_campaign?period=30d"),
     ("share", "/share/{token}/?period=30d"),
     ("share details", "/share/{token}/details/source?period=30d"),
+    ("add site", "/sites/new"),
+    ("settings", "/dashboard/{site}/settings/"),
+    ("members", "/dashboard/{site}/settings/members"),
+    ("email reports", "/dashboard/{site}/settings/reports"),
+    ("alerts", "/dashboard/{site}/settings/alerts"),
+    ("share links", "/dashboard/{site}/settings/sharing"),
+    ("audit log", "/dashboard/{site}/settings/audit"),
+    ("invitation", "/invite/{invite}"),
     ("admin site", "/admin/analytics/site/{pk}/change/"),
     ("admin keys", "/admin/analytics/site/{pk}/keys/"),
     ("admin big keys", "/admin/analytics/site/{pk}/keys/?report=1"),
@@ -104,7 +115,20 @@ def layout_site(demo, django_user_model):
         status=ImportJob.Status.DONE,
         lines=["imported 366 day(s), 2024-01-01 to 2024-12-31", "1,234,567 pageviews and events"],
     )
-    return {"site": site.domain, "token": token, "pk": site.pk}
+    # (each settings page with rows in it: a long address, a webhook, a delivery, a log line)
+    ana = django_user_model.objects.create_user("ana.long-name", "ana.with-a-rather-long-address@example.org", PASSWORD)
+    add_member(site, ana, "editor")
+    Report.objects.create(site=site, email="weekly-reports-for-the-team@example.org", frequency="weekly")
+    alert = Alert.objects.create(
+        site=site, kind="spike", threshold=100, emails="ops@example.org",
+        webhook_url="https://hooks.example.org/tally/alerts/receiver-with-a-long-path",
+    )  # fmt: skip
+    Delivery.objects.create(alert=alert, channel="webhook", target=alert.webhook_url, body="{}", last_error="HTTP 500")
+    AuditEvent.objects.create(
+        site=site, actor_name="admin", action="member.invited", detail="someone@example.org as viewer"
+    )
+    _, invite = Invitation.create(site, "new-person@example.org", "viewer")
+    return {"site": site.domain, "token": token, "pk": site.pk, "invite": invite}
 
 
 def open_context(browser, viewport, scheme):

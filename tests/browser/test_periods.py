@@ -44,6 +44,12 @@ def test_shortcuts_arrows_and_the_remembered_period(user_page, live_server, live
     expect(page.locator("dialog#shortcuts")).to_contain_text("Last 12 months")
     page.keyboard.press("Escape")
     expect(page.locator("dialog#shortcuts")).to_be_hidden()
+    assert "filters=source" in page.url  # (Esc closed the list; it cleared no filters)
+    page.locator("#filter-menu summary").click()
+    expect(page.locator("#filter-value")).to_be_focused()
+    page.keyboard.press("Escape")  # (typing in the menu: Esc closes it)
+    expect(page.locator("#filter-menu")).not_to_have_attribute("open", "")
+    assert "filters=source" in page.url
 
     page.locator("#period-picker summary").click()  # the menu, by mouse
     page.locator("#period-picker a", has_text="Year to date").click()
