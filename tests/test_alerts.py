@@ -19,6 +19,8 @@ from team.roles import add_member
 from tests.http_receiver import receiver  # noqa: F401 (a fixture)
 from tests.smtp_server import body, smtp  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.one_leg  # (pages, mail and webhooks: the numbers behind them are tested on every server)
+
 PASSWORD = "pw-12345678-long"
 
 

@@ -13,6 +13,8 @@ from analytics.models import Segment, ShareLinkOptions
 from analytics.sites import SiteInfo
 from team.roles import add_member
 
+pytestmark = pytest.mark.one_leg  # (pages, mail and webhooks: the numbers behind them are tested on every server)
+
 PASSWORD = "pw-12345678-long"
 
 
