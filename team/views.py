@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from analytics.models import ShareLinkOptions, Site
+from analytics.models import Funnel, Goal, ShareLinkOptions, Site
 from analytics.queries import access
 
 from . import alerts, audit, mail, reports, roles
@@ -31,6 +31,8 @@ SETTINGS_PAGES = (
     ("general", "General"),
     ("members", "Members"),
     ("reports", "Email reports"),
+    ("goals", "Goals and funnels"),
+    ("keys", "API keys"),
     ("alerts", "Alerts"),
     ("sharing", "Share links"),
     ("audit", "Audit log"),
@@ -441,6 +443,78 @@ def _sharing_action(request, site: Site) -> None:
     changes += [f"embed {'on: ' + ' '.join(origins) if embed else 'off'}", f"last day {expires or 'none'}"]
     audit.record(site, request.user, "share.options", "; ".join(changes))
     messages.success(request, "Saved.")
+
+
+@settings_view(Role.EDITOR)
+def goals_page(request, site: Site):
+    """The site's goals (a custom event, or pageviews of a path pattern) and funnels."""
+    if request.method == "POST":
+        _goals_action(request, site)
+        return HttpResponseRedirect(request.path)
+    return _page(
+        request,
+        site,
+        "goals",
+        "team/goals.html",
+        {"goals": site.goals.all(), "funnels": site.funnels.all()},
+    )
+
+
+def _goals_action(request, site: Site) -> None:
+    action, post = request.POST.get("action", ""), request.POST
+    made: Goal | Funnel
+    if action in ("add_goal", "add_funnel"):
+        if action == "add_goal":
+            kind = post.get("kind", "event")
+            made = Goal(
+                site=site,
+                name=post.get("name", "").strip()[:120],
+                event_name=post.get("value", "").strip()[:120] if kind == "event" else "",
+                page_pattern=post.get("value", "").strip()[:1024] if kind == "page" else "",
+            )
+        else:
+            made = Funnel(site=site, name=post.get("name", "").strip()[:120], steps=post.get("steps", "")[:20000])
+        try:
+            made.full_clean()
+        except ValidationError as e:
+            messages.error(request, " ".join(m for ms in e.message_dict.values() for m in ms))
+            return
+        made.save()
+        audit.record(site, request.user, f"{'goal' if action == 'add_goal' else 'funnel'}.added", made.name)
+        return
+    if action in ("delete_goal", "delete_funnel"):
+        rows = site.goals if action == "delete_goal" else site.funnels
+        found = rows.filter(pk=_number(post.get("id"))).first()
+        if found is None:
+            messages.error(request, "No such goal or funnel.")
+            return
+        found.delete()
+        audit.record(site, request.user, f"{'goal' if action == 'delete_goal' else 'funnel'}.deleted", found.name)
+
+
+@settings_view(Role.ADMIN)
+def keys_page(request, site: Site):
+    """The site's API keys (a key is shown once, on the page that made it: never stored
+    nor put in a cookie or a message), made and revoked here."""
+    made = ""
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action == "create":
+            name = request.POST.get("name", "").strip()[:100]
+            made = site.create_api_key(name)
+            audit.record(site, request.user, "key.created", f"{made[:10]}… {name}")
+        elif action == "revoke":
+            key = site.api_keys.filter(pk=_number(request.POST.get("id"))).first()
+            if key is not None:
+                key.delete()
+                audit.record(site, request.user, "key.revoked", f"{key.prefix}… {key.name}")
+            return HttpResponseRedirect(request.path)
+    response = _page(
+        request, site, "keys", "team/keys.html", {"keys": site.api_keys.order_by("-created"), "made": made}
+    )
+    if made:
+        response["Cache-Control"] = "no-store"
+    return response
 
 
 @settings_view(Role.ADMIN)

@@ -193,3 +193,45 @@ def test_a_bad_members_form_is_told_not_a_500(client, team, posted):
     answer = as_(client, people["admin"]).post("/dashboard/example.com/settings/members", posted)
     assert answer.status_code == 302
     assert Invitation.objects.count() == 0
+
+
+def test_editors_add_and_delete_goals_and_funnels_with_their_rules_checked(client, team):
+    site, people = team
+    c = as_(client, people["editor"])
+    page = "/dashboard/example.com/settings/goals"
+    c.post(page, {"action": "add_goal", "kind": "event", "value": "Signup"})
+    c.post(page, {"action": "add_goal", "kind": "page", "value": "/blog/*", "name": "Read the blog"})
+    c.post(page, {"action": "add_goal", "kind": "page", "value": "blog"})  # (a path starts with /)
+    assert sorted(site.goals.values_list("name", flat=True)) == ["Read the blog", "Signup"]
+    assert "a path pattern starts with /" in c.get(page).content.decode()
+    c.post(page, {"action": "add_funnel", "name": "Buy", "steps": "/pricing\nevent:Signup"})
+    c.post(page, {"action": "add_funnel", "name": "Short", "steps": "/pricing"})
+    assert list(site.funnels.values_list("name", flat=True)) == ["Buy"]
+    goal = site.goals.get(name="Signup")
+    c.post(page, {"action": "delete_goal", "id": goal.pk})
+    c.post(page, {"action": "delete_goal", "id": "nope"})
+    assert not site.goals.filter(name="Signup").exists()
+    assert {"goal.added", "funnel.added", "goal.deleted"} <= set(AuditEvent.objects.values_list("action", flat=True))
+    assert (
+        as_(client, people["viewer"]).post(page, {"action": "add_goal", "kind": "event", "value": "X"}).status_code
+        == 403
+    )
+
+
+def test_an_api_key_is_shown_once_and_revoked(client, team):
+    from analytics.models import ApiKey, hash_api_key
+
+    site, people = team
+    c = as_(client, people["admin"])
+    made = c.post("/dashboard/example.com/settings/keys", {"action": "create", "name": "backend"})
+    assert made.status_code == 200 and made["Cache-Control"] == "no-store" and not made.cookies.get("messages")
+    key = re.search(
+        r'aria-label="The new API key" value="([^"]+)"|value="([^"]+)" aria-label="The new API key"',
+        made.content.decode(),
+    )
+    key = next(k for k in key.groups() if k)
+    stored = ApiKey.objects.get(key_hash=hash_api_key(key))
+    assert stored.name == "backend" and key not in c.get("/dashboard/example.com/settings/keys").content.decode()
+    c.post("/dashboard/example.com/settings/keys", {"action": "revoke", "id": stored.pk})
+    assert not ApiKey.objects.filter(pk=stored.pk).exists()
+    assert as_(client, people["editor"]).get("/dashboard/example.com/settings/keys").status_code == 403

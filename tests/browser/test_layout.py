@@ -48,6 +48,8 @@ PAGES = [
     ("settings", "/dashboard/{site}/settings/"),
     ("members", "/dashboard/{site}/settings/members"),
     ("email reports", "/dashboard/{site}/settings/reports"),
+    ("goals and funnels", "/dashboard/{site}/settings/goals"),
+    ("api keys", "/dashboard/{site}/settings/keys"),
     ("alerts", "/dashboard/{site}/settings/alerts"),
     ("share links", "/dashboard/{site}/settings/sharing"),
     ("audit log", "/dashboard/{site}/settings/audit"),
