@@ -7,6 +7,8 @@ import re
 import zoneinfo
 from datetime import date
 
+import redis
+from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
@@ -35,8 +37,36 @@ SETTINGS_PAGES = (
     ("keys", "API keys"),
     ("alerts", "Alerts"),
     ("sharing", "Share links"),
+    ("advanced", "Advanced"),
     ("audit", "Audit log"),
 )
+# The advanced page: the engine's limits and expiry policy, each said in a user's words
+# (what it changes for the numbers you see), beside the model's own help (what it is).
+ADVANCED = {
+    "keep_realtime_minutes": "How far back the realtime view's minute chart reaches (30 shows all of it).",
+    "keep_page_days": "How long each day's page counts stay in Redis after the day is done; older days are "
+    "read from the stored rows, so nothing disappears.",
+    "keep_page_period_days": "Unique visitors of a page over several old days read these; shorter saves memory, "
+    "and older page ranges become sums of days.",
+    "keep_daily_days": "How long a day's visitor bitmaps stay: they make uniques over any range exact, and "
+    "retention. Older days answer from their stored rows and sketches.",
+    "keep_segment_days": "How long filters stay exact: past it, a filtered day is an estimate (marked ≈).",
+    "segment_values": "How many values of each property (sources, countries, pages...) a day get exact "
+    "filters; the rest are estimated (≈).",
+    "max_pages_per_day": "A site with endless page paths (search pages, ids) keeps its top ones; the rest count "
+    "under (other).",
+    "max_event_names_per_day": "The same for custom event names.",
+    "max_property_values": "The same for the values of one custom property.",
+    "max_property_names": "The same for the property names of one custom event.",
+    "max_property_groups": "The same for all custom properties together: a bound on what random properties cost.",
+    "ingest_rate_per_minute": "Events a minute this site accepts (0: no limit); beyond, clients get 429 and retry.",
+    "bloom_capacity": "Recommendations: the pages and items each visitor's 'seen' filter holds before it grows.",
+    "bloom_error_rate": "Recommendations: how often an unseen item may be taken for seen.",
+    "bloom_expansion": "Recommendations: how much bigger each new part of a full filter is.",
+    "bloom_nonscaling": "Recommendations: a full filter refuses new items instead of growing.",
+    "bloom_idle_days": "Recommendations: a visitor's filter unused this long is dropped.",
+    "bloom_max_memory_mb": "Recommendations: the memory all this site's filters may use together.",
+}
 ORIGIN = re.compile(r"^https?://[a-z0-9.-]+(:\d{1,5})?$")
 DELIVERY_ROWS = 50
 AUDIT_ROWS = 200
@@ -515,6 +545,70 @@ def keys_page(request, site: Site):
     if made:
         response["Cache-Control"] = "no-store"
     return response
+
+
+class AdvancedForm(forms.ModelForm):
+    class Meta:
+        model = Site
+        fields = list(ADVANCED)
+
+
+@settings_view(Role.ADMIN)
+def advanced_page(request, site: Site):
+    """The engine's limits and expiry policy for this site, each explained, with what
+    today's keys cost in Redis (analytics.keyspace)."""
+    before = {name: getattr(site, name) for name in ADVANCED}
+    form = AdvancedForm(request.POST or None, instance=site)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        changed = [
+            f"{name} {before[name]} → {getattr(site, name)}" for name in ADVANCED if before[name] != getattr(site, name)
+        ]
+        if changed:
+            audit.record(site, request.user, "settings.advanced", "; ".join(changed))
+        messages.success(request, "Saved: the new policy applies from the next rollup.")
+        return HttpResponseRedirect(request.path)
+    memory, per_bitmap = _memory(site)
+    fields = [
+        {"field": form[name], "words": words, "cost": _cost(name, getattr(site, name), per_bitmap)}
+        for name, words in ADVANCED.items()
+    ]
+    return _page(request, site, "advanced", "team/advanced.html", {"form": form, "fields": fields, "memory": memory})
+
+
+def _memory(site: Site) -> tuple[list[tuple[str, int, str]], float]:
+    """Today's keys of each family, and one filter bitmap's bytes today (0 when none)."""
+    from analytics.keyspace import memory_today
+    from analytics.sites import SiteInfo
+    from analytics.store.connection import get_redis
+
+    try:
+        usage = memory_today(get_redis(), SiteInfo.from_model(site))
+    except redis.exceptions.RedisError:
+        return [], 0.0
+    bitmaps = next((v for k, v in usage.items() if k.startswith("filter bitmaps")), (0, 0))
+    return [(name, n, _size(b)) for name, (n, b) in usage.items()], (bitmaps[1] / bitmaps[0] if bitmaps[0] else 0.0)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return ""
+
+
+def _cost(name: str, value, per_bitmap: float) -> str:
+    """What a setting costs in memory, from today's filter bitmaps' size."""
+    if not per_bitmap:
+        return ""
+    if name == "segment_values":
+        return (
+            f"about {_size(per_bitmap)} a value a day (today's bitmaps), up to {_size(per_bitmap * value * 20)} a day"
+        )
+    if name == "keep_segment_days":
+        return f"a filter bitmap kept {value} days: about {_size(per_bitmap * value)} each"
+    return ""
 
 
 @settings_view(Role.ADMIN)

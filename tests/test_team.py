@@ -235,3 +235,20 @@ def test_an_api_key_is_shown_once_and_revoked(client, team):
     c.post("/dashboard/example.com/settings/keys", {"action": "revoke", "id": stored.pk})
     assert not ApiKey.objects.filter(pk=stored.pk).exists()
     assert as_(client, people["editor"]).get("/dashboard/example.com/settings/keys").status_code == 403
+
+
+def test_the_advanced_page_explains_changes_and_logs_the_policy(client, team):
+    site, people = team
+    c = as_(client, people["admin"])
+    page = "/dashboard/example.com/settings/advanced"
+    html = c.get(page).content.decode()
+    assert "How long filters stay exact" in html and "Today's keys" in html and "filter bitmaps" in html
+    form = {name: getattr(site, name) for name in __import__("team.views", fromlist=["ADVANCED"]).ADVANCED}
+    form["bloom_nonscaling"] = ""
+    refused = c.post(page, {**form, "segment_values": 5000})
+    assert refused.status_code == 200 and "less than or equal to 1000" in refused.content.decode()
+    assert c.post(page, {**form, "keep_segment_days": 30}).status_code == 302
+    site.refresh_from_db()
+    assert site.keep_segment_days == 30
+    assert AuditEvent.objects.filter(action="settings.advanced", detail="keep_segment_days 90 → 30").exists()
+    assert as_(client, people["editor"]).get(page).status_code == 403
