@@ -196,14 +196,17 @@ VISIT_COLUMNS = (
 )
 
 
-def details_table(prop: Property, rows: list[dict], filtered: bool = False) -> tuple[list[dict], list[dict]]:
-    """The Details page's header and rows: [{"label", "optional"}], [{"name", "cells"}].
+def details_table(prop: Property, rows: list[dict], filtered: bool = False, link=None) -> tuple[list[dict], list[dict]]:
+    """The Details page's header and rows: [{"label", "optional"}], [{"name", "cells",
+    "href"}] (`link(value)`: the dashboard filtered to a row's value, where it filters).
     A filtered audience's rows have visitors only (analytics.queries.filtered)."""
+    linked = link is not None and prop.key in segments.PROPERTIES
     columns = (("visitors", "Visitors", True),) if filtered else COLUMNS.get(prop.key, VISIT_COLUMNS)
     header = [{"label": text, "optional": not always} for _, text, always in columns]
     body = [
         {
             "name": label(prop.key, row[prop.key]),
+            "href": link(row[prop.key]) if linked and row[prop.key] != segments.OTHER else "",
             "cells": [
                 {
                     "text": thousands(row[key])

@@ -866,7 +866,9 @@ def _details(request, site, info, base, prop, shared):
     if number > last:  # past the end: the last page
         number = last
         rows, total = fetch(number)
-    columns, shown = panels.details_table(prop, rows, filtered=bool(view.filters))
+    columns, shown = panels.details_table(
+        prop, rows, filtered=bool(view.filters), link=lambda value: base + "?" + view.adding(prop.key, value)
+    )
     context = {
         "site": site,
         "info": info,

@@ -603,6 +603,8 @@ def test_details_pages_through_every_value_and_searches(client, make_site, r, ow
         "Visit duration",
     ]
     assert first.context["rows"][0]["cells"][3]["text"] == "100%"
+    row = first.context["rows"][0]  # (a row is a link to the dashboard filtered by it)
+    assert row["href"] == "/dashboard/example.com/?period=7d&filters=entry_page%3D%3D" + quote(row["name"], safe="")
     everything = [
         row["name"]
         for n in (1, 2, 3)
@@ -613,7 +615,7 @@ def test_details_pages_through_every_value_and_searches(client, make_site, r, ow
     found = client.get("/dashboard/example.com/details/entry_page", {"period": "7d", "q": "/doc/11"}).context["rows"]
     assert {row["name"] for row in found} == {"/doc/11", *(f"/doc/{n}" for n in range(110, 120))}
     html = client.get("/dashboard/example.com/details/utm_campaign", {"period": "7d", "q": "<img"}).content.decode()
-    assert '<td class="name">&lt;img src=x onerror=alert(1)&gt;</td>' in html and TAG not in html
+    assert '">&lt;img src=x onerror=alert(1)&gt;</a></td>' in html and TAG not in html  # (escaped, in its link too)
     exits = client.get("/dashboard/example.com/details/exit_page", {"period": "7d"}).context
     assert [c["label"] for c in exits["columns"]] == ["Visits"]
     assert client.get("/dashboard/example.com/details/nothing").status_code == 404
