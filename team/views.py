@@ -37,6 +37,7 @@ SETTINGS_PAGES = (
     ("keys", "API keys"),
     ("alerts", "Alerts"),
     ("sharing", "Share links"),
+    ("imports", "Imports"),
     ("advanced", "Advanced"),
     ("audit", "Audit log"),
 )
@@ -609,6 +610,24 @@ def _cost(name: str, value, per_bitmap: float) -> str:
     if name == "keep_segment_days":
         return f"a filter bitmap kept {value} days: about {_size(per_bitmap * value)} each"
     return ""
+
+
+@settings_view(Role.ADMIN)
+def imports_page(request, site: Site):
+    """The history imported into the site (GA4, Umami, access logs, Plausible's export)
+    and the background jobs; imports run from a terminal (manage.py import) or, for
+    staff, from the admin's upload page (files up to 4 GB)."""
+    return _page(
+        request,
+        site,
+        "imports",
+        "team/imports.html",
+        {
+            "logs": site.imported_logs.order_by("-created"),
+            "jobs": site.import_jobs.order_by("-created")[:20],
+            "staff": request.user.is_staff,
+        },
+    )
 
 
 @settings_view(Role.ADMIN)

@@ -252,3 +252,17 @@ def test_the_advanced_page_explains_changes_and_logs_the_policy(client, team):
     assert site.keep_segment_days == 30
     assert AuditEvent.objects.filter(action="settings.advanced", detail="keep_segment_days 90 → 30").exists()
     assert as_(client, people["editor"]).get(page).status_code == 403
+
+
+def test_the_imports_page_lists_the_history_for_admins(client, team):
+    from analytics.models import ImportedLog
+
+    site, people = team
+    ImportedLog.objects.create(site=site, sha256="1" * 64, kind="ga4", name="<b>export</b>.ndjson", imported=1234)
+    html = as_(client, people["admin"]).get("/dashboard/example.com/settings/imports").content.decode()
+    assert "&lt;b&gt;export&lt;/b&gt;.ndjson" in html and "1,234" in html and ">upload files</a>" not in html
+    staff = as_(client, people["owner"])
+    people["owner"].is_staff = True
+    people["owner"].save()
+    assert ">upload files</a>" in staff.get("/dashboard/example.com/settings/imports").content.decode()
+    assert as_(client, people["editor"]).get("/dashboard/example.com/settings/imports").status_code == 403

@@ -52,6 +52,7 @@ PAGES = [
     ("api keys", "/dashboard/{site}/settings/keys"),
     ("alerts", "/dashboard/{site}/settings/alerts"),
     ("share links", "/dashboard/{site}/settings/sharing"),
+    ("imports", "/dashboard/{site}/settings/imports"),
     ("advanced", "/dashboard/{site}/settings/advanced"),
     ("audit log", "/dashboard/{site}/settings/audit"),
     ("invitation", "/invite/{invite}"),
