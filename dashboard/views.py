@@ -115,7 +115,7 @@ def site_view(view):
             if site is not None and not sharing.unlocked(request, token, options):
                 return _locked(request, token, site)  # (before the cache: a cached page is no way round it)
             cacheable = view.__name__ not in UNCACHED
-            cached = cache.get(_share_cache_key(request)) if site is not None and cacheable else None
+            cached = cache.get(_share_cache_key(request, options)) if site is not None and cacheable else None
             if cached is not None:
                 return cached
             refused = share_render_refused(request, site.pk) if site is not None and cacheable else None
@@ -144,7 +144,7 @@ def site_view(view):
             and not response.streaming
             and not response.cookies
         ):
-            cache.set(_share_cache_key(request), response, settings.SHARE_CACHE_SECONDS)
+            cache.set(_share_cache_key(request, options), response, settings.SHARE_CACHE_SECONDS)
         return response
 
     return wrapper
@@ -155,9 +155,10 @@ def _locked(request, token: str, site, error: str = "", status: int = 401, form:
     page, a bare 401 for its data endpoints."""
     if not form and request.path.rstrip("/") != reverse("dashboard:shared", args=[token]).rstrip("/"):
         return JsonResponse({"error": "this share link needs its password"}, status=401)
-    return render(
+    page = render(
         request, "dashboard/share_password.html", {"site": site, "token": token, "error": error}, status=status
     )
+    return sharing.frame_for(request, page, access.share_options(token))  # (an embedded link asks in its frame)
 
 
 @require_POST
@@ -196,10 +197,13 @@ def _with_segment(params, segment_filters: str):
 UNCACHED = {"realtime"}  # (share-link answers cached a minute, but the live counter's)
 
 
-def _share_cache_key(request) -> str:
+def _share_cache_key(request, options=None) -> str:
     """A share-link answer is the same for everyone for a minute: one per URL (path and
-    query), so a hammered public link costs its queries once a minute."""
-    return "share:" + hashlib.blake2b(request.get_full_path().encode(), digest_size=16).hexdigest()
+    query) and per state of the link's options (embedding changes its headers: a changed
+    option is a new key, not a minute of the old headers), so a hammered public link
+    costs its queries once a minute."""
+    state = "" if options is None else f"{options.pk}:{options.embed}:{options.origins}:{options.password}"
+    return "share:" + hashlib.blake2b(f"{request.get_full_path()}\x1f{state}".encode(), digest_size=16).hexdigest()
 
 
 def _live_url(request, site, shared: bool) -> str:

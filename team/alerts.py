@@ -173,9 +173,20 @@ def _send(delivery: Delivery) -> None:
         headers["X-Tally-Delivery"] = str(delivery.pk)
     check_address(delivery.target)
     request = urllib.request.Request(delivery.target, data=body, headers=headers, method="POST")
-    with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:  # noqa: S310 (http(s) only: check_address)
+    with _NO_REDIRECTS.open(request, timeout=TIMEOUT) as answer:  # (http(s) only: check_address)
         if not 200 <= answer.status < 300:
             raise RuntimeError(f"HTTP {answer.status}")
+
+
+class _Refused(urllib.request.HTTPRedirectHandler):
+    """A webhook's redirect is not followed: the address checked is the one posted to (a
+    public URL redirecting to 127.0.0.1 or 169.254.169.254 would pass the check otherwise)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise urllib.error.HTTPError(req.full_url, code, f"redirect not followed (HTTP {code})", headers, fp)
+
+
+_NO_REDIRECTS = urllib.request.build_opener(_Refused)
 
 
 def sign(secret: str, body: bytes) -> str:

@@ -96,13 +96,15 @@ def report_for_token(token: str) -> Report | None:
     return Report.objects.select_related("site").filter(pk=pk).first()
 
 
-def send(report: Report, period: Period, to: str | None = None, numbers: dict | None = None) -> int:
-    """Mail one report (to its recipient, or to `to` for a test): HTML and plain text,
-    with an unsubscribe link (and the List-Unsubscribe headers mail clients show)."""
+def send(report: Report, period: Period, to: str | None = None, numbers: dict | None = None, test: bool = False) -> int:
+    """Mail one report (to its recipient, or to `to`), HTML and plain text, with an
+    unsubscribe link (and the List-Unsubscribe headers mail clients show); a test says so."""
     numbers = numbers or compose(report.site, period)
     unsubscribe = link(reverse("team:unsubscribe", args=[unsubscribe_token(report)]))
-    context = {**numbers, "report": report, "unsubscribe": unsubscribe}
+    context = {**numbers, "report": report, "unsubscribe": unsubscribe, "test": test}
     subject = f"{report.site.domain}: {numbers['cards'][0]['value'] or 0:,} visitors in {period.label}"
+    if test:
+        subject = "[Test] " + subject
     message = EmailMultiAlternatives(
         subject,
         render_to_string("team/mail/report.txt", context),

@@ -14,8 +14,9 @@ from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.validators import validate_email
+from django.core.validators import URLValidator, validate_email
 from django.db import transaction
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import render
@@ -100,12 +101,14 @@ def settings_view(role: str):
 
 
 def _page(request, site: Site, key: str, template: str, context: dict):
+    """A settings page, its tabs those the reader's role opens (an editor's: goals)."""
+    admin = roles.may(request.user, site, Role.ADMIN)
     return render(
         request,
         template,
         {
             "site": site,
-            "pages": SETTINGS_PAGES,
+            "pages": [(k, label) for k, label in SETTINGS_PAGES if admin or k == "goals"],
             "current": key,
             "role": roles.role_of(request.user, site),
             **context,
@@ -154,12 +157,14 @@ def general(request, site: Site):
 @settings_view(Role.ADMIN)
 def members(request, site: Site):
     """The site's members and their roles, pending invitations, and the invite form."""
+    invited = None
     if request.method == "POST":
-        _members_action(request, site)
-        return HttpResponseRedirect(request.path)
+        invited = _members_action(request, site)
+        if invited is None:
+            return HttpResponseRedirect(request.path)
     owner = roles.role_of(request.user, site) == Role.OWNER
     memberships = site.memberships.filter(removed__isnull=True).select_related("user").order_by("user__username")
-    return _page(
+    page = _page(
         request,
         site,
         "members",
@@ -177,8 +182,12 @@ def members(request, site: Site):
             "grantable": _grantable(request.user, site),
             "role_words": [(Role(r).label, words) for r, words in ROLE_WORDS.items()],
             "email_on": bool(mail_configured()),
+            "invited": invited,
         },
     )
+    if invited:
+        page["Cache-Control"] = "no-store"
+    return page
 
 
 def mail_configured() -> bool:
@@ -187,7 +196,9 @@ def mail_configured() -> bool:
     return bool(settings.EMAIL_URL)
 
 
-def _members_action(request, site: Site) -> None:
+def _members_action(request, site: Site) -> dict | None:
+    """Do the posted action; an invitation made answers {"email", "url", "mailed"} (its
+    link is shown on this answer alone: never in a message, which is a cookie)."""
     action = request.POST.get("action", "")
     grantable = dict(_grantable(request.user, site))
     if action == "invite":
@@ -196,40 +207,38 @@ def _members_action(request, site: Site) -> None:
             validate_email(email)
         except ValidationError:
             messages.error(request, "Type the email address to invite.")
-            return
+            return None
         if role not in grantable:
             messages.error(request, "You may not give that role.")
-            return
+            return None
         invitation, token = Invitation.create(site, email, role, by=request.user)
         url = mail.link(reverse("team:invitation", args=[token]))
         sent = mail.send_invitation(invitation, url)
         audit.record(site, request.user, "member.invited", f"{email} as {Role(role).label.lower()}")
-        how = "Mailed to them" if sent and mail_configured() else "No mail server is set (EMAIL_URL): send them"
-        messages.success(request, f"Invited {email}. {how} this link, which works once within 7 days: {url}")
-        return
+        return {"email": email, "url": url, "mailed": bool(sent and mail_configured())}
     if action == "revoke":
         pending = site.invitations.filter(pk=_number(request.POST.get("invitation")), accepted__isnull=True).first()
         if pending is not None:
             pending.delete()
             audit.record(site, request.user, "invitation.revoked", pending.email)
-        return
+        return None
     active = site.memberships.filter(removed__isnull=True).select_related("user")
     membership = active.filter(pk=_number(request.POST.get("membership"))).first()
     if membership is None:
         messages.error(request, "No such member.")
-        return
+        return None
     if membership.role == Role.OWNER and Role.OWNER not in grantable:
         messages.error(request, "Only an owner may change an owner.")
-        return
+        return None
     name = membership.user.get_username()
     if action == "role":
         role = request.POST.get("role", "")
         if role not in grantable:
             messages.error(request, "You may not give that role.")
-            return
+            return None
         if membership.role == Role.OWNER and role != Role.OWNER and _last_owner(site, membership):
             messages.error(request, "A site keeps at least one owner: make someone else owner first.")
-            return
+            return None
         before = membership.get_role_display()
         membership.role = role
         membership.save(update_fields=["role"])
@@ -237,11 +246,12 @@ def _members_action(request, site: Site) -> None:
     elif action == "remove":
         if membership.role == Role.OWNER and _last_owner(site, membership):
             messages.error(request, "A site keeps at least one owner: make someone else owner first.")
-            return
+            return None
         membership.removed = timezone.now()
         membership.save(update_fields=["removed"])
         audit.record(site, request.user, "member.removed", f"{name} ({membership.get_role_display().lower()})")
         messages.success(request, f"{name} may no longer see {site.domain}.")
+    return None
 
 
 def _number(text) -> int:
@@ -302,7 +312,7 @@ def _reports_action(request, site: Site) -> None:
     elif action == "test":
         to = request.user.email or report.email
         period = reports.last_period(report.frequency, site_today(site))
-        reports.send(report, period, to=to)
+        reports.send(report, period, to=to, test=True)
         audit.record(site, request.user, "report.test", f"{report.frequency} ({period.key}) to {to}")
         where = "" if mail_configured() else " (no mail server is set: it went to the log)"
         messages.success(request, f"Sent the {report.frequency} report for {period.label} to {to}{where}.")
@@ -368,7 +378,10 @@ def _alerts_action(request, site: Site) -> None:
                 except ValidationError:
                     problem = f"{email[:80]!r} is no email address."
             for url in urls.values():
-                if url and not url.startswith(("https://", "http://")):
+                try:
+                    if url:
+                        URLValidator(schemes=["http", "https"])(url)
+                except ValidationError:
                     problem = f"{url[:80]!r} is no http(s) address."
         if problem:
             messages.error(request, problem)
@@ -644,10 +657,17 @@ def invitation(request, token: str):
         return render(request, "team/invitation_gone.html", status=410)
     error = ""
     if request.method == "POST":
+        # (claimed first, by a conditional update: of two posts of one link, one wins; the
+        # other makes no account)
+        now = timezone.now()
+        if not Invitation.objects.filter(pk=found.pk, accepted__isnull=True).update(accepted=now):
+            return render(request, "team/invitation_gone.html", status=410)
         user = request.user if request.user.is_authenticated else None
         if user is None:
             user, error = _new_account(request, found)
-        if user is not None:
+        if user is None:
+            Invitation.objects.filter(pk=found.pk, accepted=now).update(accepted=None)  # (the form again)
+        else:
             _accept(found, user)
             if not request.user.is_authenticated:
                 login(request, user, backend="django.contrib.auth.backends.ModelBackend")
@@ -667,6 +687,10 @@ def _new_account(request, found: Invitation):
     password = request.POST.get("password", "")
     if not username or len(username) > 150:
         return None, "Choose a user name (up to 150 characters)."
+    try:
+        UnicodeUsernameValidator()(username)
+    except ValidationError:
+        return None, "A user name has letters, digits and @ . + - _ only."
     if User.objects.filter(username__iexact=username).exists():
         return None, "That user name is taken: choose another, or sign in first if it is yours."
     if password != request.POST.get("password2", ""):
@@ -683,13 +707,10 @@ def _new_account(request, found: Invitation):
 
 @transaction.atomic
 def _accept(found: Invitation, user) -> None:
-    """Join the invitation's site with its role (never lowering a role already held)."""
-    locked = Invitation.objects.select_for_update().get(pk=found.pk)
-    if locked.accepted is not None:
-        return
+    """Join the invitation's site with its role (never lowering a role already held); the
+    invitation, claimed already, names who used it."""
     current = Membership.objects.filter(site=found.site, user=user, removed__isnull=True).first()
     if current is None or RANK[Role(current.role)] < RANK[Role(found.role)]:
         roles.add_member(found.site, user, found.role)
-    locked.accepted, locked.accepted_by = timezone.now(), user
-    locked.save(update_fields=["accepted", "accepted_by"])
+    Invitation.objects.filter(pk=found.pk).update(accepted_by=user)
     audit.record(found.site, user, "member.joined", f"{user.get_username()} as {found.get_role_display().lower()}")

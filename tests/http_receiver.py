@@ -22,7 +22,11 @@ class Receiver:
                     failing = receiver.failures > 0
                     receiver.failures -= 1 if failing else 0
                     receiver.arrived.notify_all()
-                self.send_response(500 if failing else 200)
+                if self.path.startswith("/redirect"):  # (to where a webhook must not go)
+                    self.send_response(302)
+                    self.send_header("Location", "/landed")
+                else:
+                    self.send_response(500 if failing else 200)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")

@@ -117,6 +117,7 @@ def test_the_alerts_page_adds_tests_and_logs(client, site, receiver, django_user
     page = "/dashboard/example.com/settings/alerts"
     client.post(page, {"action": "add", "kind": "drop", "threshold": "150", "emails": "a@example.org"})
     client.post(page, {"action": "add", "kind": "spike", "threshold": "50"})
+    client.post(page, {"action": "add", "kind": "spike", "threshold": "50", "webhook_url": "https://ex ample.org/x"})
     assert Alert.objects.count() == 0
     client.post(page, {"action": "add", "kind": "spike", "threshold": "50", "webhook_url": receiver.url + "/hook"})
     alert = Alert.objects.get()
@@ -129,3 +130,13 @@ def test_the_alerts_page_adds_tests_and_logs(client, site, receiver, django_user
     add_member(site, editor, "editor")
     client.force_login(editor)
     assert client.get(page).status_code == 403
+
+
+def test_a_webhooks_redirect_is_not_followed(site, receiver):  # noqa: F811
+    """The address checked is the one posted to: a redirect (to 127.0.0.1, or a cloud's
+    metadata address) would get past the check, so it is a failure, not followed."""
+    alert = Alert.objects.create(site=site, kind="spike", threshold=1, webhook_url=receiver.url + "/redirect")
+    (delivery,) = alerts.fire(alert, {"visitors": 2, "text": "test"}, datetime.now(UTC))
+    delivery.refresh_from_db()
+    assert delivery.status == "pending" and "redirect not followed" in delivery.last_error
+    assert [q["path"] for q in receiver.requests] == ["/redirect"]  # (never /landed)

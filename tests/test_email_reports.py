@@ -116,7 +116,8 @@ def test_the_settings_page_adds_recipients_and_sends_a_test(client, site, week, 
     assert (report.email, report.frequency) == ("team@example.org", "monthly")
     client.post(page, {"action": "test", "report": report.pk})
     (mail,) = smtp.wait(1)
-    assert mail["To"] == "admin@example.org" and "example.com" in mail["Subject"]
+    assert mail["To"] == "admin@example.org" and mail["Subject"].startswith("[Test] example.com")
+    assert "A test of the monthly report" in body(mail)
     assert "Sent the monthly report" in client.get(page).content.decode()
     viewer = django_user_model.objects.create_user("viewer", "v@example.org", PASSWORD)
     add_member(site, viewer, "viewer")

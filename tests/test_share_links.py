@@ -56,6 +56,29 @@ def test_an_embeddable_link_may_be_framed_by_its_origins_only(client, shared):
     assert "script-src 'self'" in framed["Content-Security-Policy"]  # (the rest of the policy stays)
 
 
+def test_changed_embedding_takes_effect_at_once_past_the_share_cache(client, shared):
+    site, token = shared
+    assert "frame-ancestors 'none'" in client.get(f"/share/{token}/?period=7d")["Content-Security-Policy"]
+    options = ShareLinkOptions.objects.create(token=token, site=site, embed=True, origins="https://blog.example.org")
+    assert (
+        "frame-ancestors https://blog.example.org"
+        in client.get(f"/share/{token}/?period=7d")["Content-Security-Policy"]
+    )
+    options.embed = False
+    options.save()
+    again = client.get(f"/share/{token}/?period=7d")
+    assert "frame-ancestors 'none'" in again["Content-Security-Policy"] and again["X-Frame-Options"] == "DENY"
+
+
+def test_an_embedded_links_password_form_may_show_in_its_frame(client, shared):
+    site, token = shared
+    ShareLinkOptions.objects.create(
+        token=token, site=site, embed=True, origins="https://blog.example.org", password=make_password("open sesame")
+    )
+    page = client.get(f"/share/{token}/")
+    assert page.status_code == 401 and "frame-ancestors https://blog.example.org" in page["Content-Security-Policy"]
+
+
 def test_a_link_past_its_last_day_opens_nothing(client, shared):
     site, token = shared
     yesterday = datetime.now(UTC).date() - timedelta(days=1)

@@ -70,7 +70,8 @@ def test_an_invitation_mailed_through_smtp_makes_an_account_with_its_role(client
     answer = c.post(
         "/dashboard/example.com/settings/members", {"action": "invite", "email": "New@Example.org", "role": "editor"}
     )
-    assert answer.status_code == 302
+    assert answer.status_code == 200 and answer["Cache-Control"] == "no-store"
+    assert "/invite/" in answer.content.decode() and not answer.cookies.get("messages")  # (the link: not in a cookie)
     (mail,) = smtp.wait(1)
     assert mail["To"] == "new@example.org" and "example.com" in mail["Subject"]
     link = re.search(r"https?://\S+/invite/\S+", body(mail)).group(0)
@@ -81,6 +82,8 @@ def test_an_invitation_mailed_through_smtp_makes_an_account_with_its_role(client
     assert page.status_code == 200 and "as <strong>editor</strong>" in page.content.decode()
     refused = c.post(path, {"username": "newbie", "password": "short", "password2": "short"})
     assert refused.status_code == 200 and "too short" in refused.content.decode()
+    odd = c.post(path, {"username": "<img src=x>", "password": PASSWORD, "password2": PASSWORD})
+    assert odd.status_code == 200 and "letters, digits" in odd.content.decode()
     joined = c.post(path, {"username": "newbie", "password": PASSWORD, "password2": PASSWORD})
     assert joined.status_code == 302 and joined["Location"] == "/dashboard/example.com/"
     member = Membership.objects.get(site=site, user__username="newbie")

@@ -41,6 +41,6 @@ class Command(BaseCommand):
         sent = 0
         for report in chosen:
             period = reports.last_period(report.frequency, today)
-            sent += reports.send(report, period, to=to)
+            sent += reports.send(report, period, to=to, test=bool(to))
             self.stdout.write(f"{report.frequency} report of {found.domain} for {period.label} to {to or report.email}")
         self.stdout.write(f"Sent {sent} report(s).")
