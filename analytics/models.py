@@ -667,6 +667,47 @@ class Segment(models.Model):
         self.save(update_fields=["share_token"])
 
 
+class Exclusion(models.Model):
+    """Traffic a site does not count: from an IP address or network (`ip`: 203.0.113.7,
+    2001:db8::/32), on a path pattern (`path`: /admin/**, as goals match pages), or on a
+    host (`host`: staging.example.com). Checked at ingest (analytics/ingest/exclusions.py)."""
+
+    class Kind(models.TextChoices):
+        IP = "ip", "IP address or network"
+        PATH = "path", "Path pattern"
+        HOST = "host", "Hostname"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="exclusions")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    value = models.CharField(max_length=300)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "kind", "value"], name="exclusion_unique")]
+        ordering = ["kind", "value"]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} {self.value}"
+
+    def clean(self):
+        import ipaddress
+
+        self.value = self.value.strip()
+        if self.kind == self.Kind.IP:
+            try:
+                self.value = str(ipaddress.ip_network(self.value, strict=False))
+            except ValueError:
+                raise ValidationError(
+                    {"value": "an IP address or network, e.g. 203.0.113.7 or 2001:db8::/32"}
+                ) from None
+        elif self.kind == self.Kind.PATH and not self.value.startswith("/"):
+            raise ValidationError({"value": "a path pattern starts with /, e.g. /admin/**"})
+        elif self.kind == self.Kind.HOST:
+            self.value = self.value.lower().removeprefix("www.")
+            if not self.value or "/" in self.value or " " in self.value:
+                raise ValidationError({"value": "a host name, e.g. staging.example.com"})
+
+
 class ShareLinkOptions(models.Model):
     """What protects a share link (the site's, or a segment's: its token): a password
     (hashed; a signed cookie once entered), embedding in other sites' frames (only from the

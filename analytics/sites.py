@@ -17,7 +17,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from . import hooks
-from .models import ApiKey, DailyMetrics, Site, hash_api_key
+from .models import ApiKey, DailyMetrics, Exclusion, Site, hash_api_key
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ class SiteInfo:
     keep_daily_days: int = 400  # raw day keys live this long after the rollup; then the stored rows are the record
     keep_segment_days: int = 90  # filter bitmaps live this long after the rollup
     keep_page_period_days: int = 400  # week and month page HLLs live this long after their period
+    exclusions: tuple = ()  # ((kind, value), ...): traffic the site does not count (ingest/exclusions.py)
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -67,6 +68,7 @@ class SiteInfo:
             keep_page_days=site.keep_page_days,
             keep_segment_days=site.keep_segment_days,
             keep_page_period_days=site.keep_page_period_days,
+            exclusions=tuple(site.exclusions.values_list("kind", "value")) if site.pk else (),
         )
 
     def today(self) -> date:
@@ -177,7 +179,7 @@ def connect_signals():
     """Changes made in this process (admin, tests) show at once, not after CACHE_SECONDS."""
     from django.db.models.signals import post_delete, post_save
 
-    for model in (Site, ApiKey):
+    for model in (Site, ApiKey, Exclusion):
         post_save.connect(_forget, sender=model, dispatch_uid=f"tally-sites-{model.__name__}-save")
         post_delete.connect(_forget, sender=model, dispatch_uid=f"tally-sites-{model.__name__}-del")
 

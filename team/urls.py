@@ -11,6 +11,7 @@ urlpatterns = [
     path("dashboard/<str:domain>/settings/keys", views.keys_page, name="keys"),
     path("dashboard/<str:domain>/settings/alerts", views.alerts_page, name="alerts"),
     path("dashboard/<str:domain>/settings/sharing", views.sharing_page, name="sharing"),
+    path("dashboard/<str:domain>/settings/exclusions", views.exclusions_page, name="exclusions"),
     path("dashboard/<str:domain>/settings/imports", views.imports_page, name="imports"),
     path("dashboard/<str:domain>/settings/advanced", views.advanced_page, name="advanced"),
     path("dashboard/<str:domain>/settings/audit", views.audit_log, name="audit"),

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from analytics.models import Funnel, Goal, ShareLinkOptions, Site
+from analytics.models import Exclusion, Funnel, Goal, ShareLinkOptions, Site
 from analytics.queries import access
 
 from . import alerts, audit, mail, reports, roles
@@ -38,6 +38,7 @@ SETTINGS_PAGES = (
     ("keys", "API keys"),
     ("alerts", "Alerts"),
     ("sharing", "Share links"),
+    ("exclusions", "Exclusions"),
     ("imports", "Imports"),
     ("advanced", "Advanced"),
     ("audit", "Audit log"),
@@ -623,6 +624,36 @@ def _cost(name: str, value, per_bitmap: float) -> str:
     if name == "keep_segment_days":
         return f"a filter bitmap kept {value} days: about {_size(per_bitmap * value)} each"
     return ""
+
+
+@settings_view(Role.ADMIN)
+def exclusions_page(request, site: Site):
+    """Traffic the site does not count: addresses and networks, path patterns, hosts; and
+    the link that stops counting your own browser."""
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action == "add":
+            made = Exclusion(site=site, kind=request.POST.get("kind", ""), value=request.POST.get("value", "")[:300])
+            try:
+                made.full_clean()
+            except ValidationError as e:
+                messages.error(request, " ".join(m for ms in e.message_dict.values() for m in ms))
+            else:
+                made.save()
+                audit.record(site, request.user, "exclusion.added", str(made))
+        elif action == "remove":
+            found = site.exclusions.filter(pk=_number(request.POST.get("id"))).first()
+            if found is not None:
+                found.delete()
+                audit.record(site, request.user, "exclusion.removed", str(found))
+        return HttpResponseRedirect(request.path)
+    return _page(
+        request,
+        site,
+        "exclusions",
+        "team/exclusions.html",
+        {"exclusions": site.exclusions.all(), "kinds": Exclusion.Kind.choices},
+    )
 
 
 @settings_view(Role.ADMIN)

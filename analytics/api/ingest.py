@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from .. import sites
 from ..capture import spool
-from ..ingest import schemas
+from ..ingest import exclusions, schemas
 from ..ingest.bots import is_bot
 from ..ingest.identity import identity_source
 from ..ingest.record import IDEMPOTENCY_KEY_TTL, Hit, Mark, client_mark, idempotency_digest, new_mark
@@ -50,6 +50,8 @@ def event(request):
             response[SPOOLED_HEADER] = "1"
     if accepted.bot:
         response[DROPPED_HEADER] = "bot"
+    elif accepted.excluded:
+        response[DROPPED_HEADER] = "exclusion"
     return response
 
 
@@ -59,6 +61,7 @@ class SingleEvent(NamedTuple):
     targets: list[tuple[sites.SiteInfo, Hit, list[Bucket]]]
     bot: bool
     now: datetime
+    excluded: bool = False  # (every site it named excludes it: nothing counted)
 
 
 def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
@@ -92,7 +95,11 @@ def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
         raise ApiError(400, str(e)) from None
     bot = is_bot(user_agent)
     accepted = []
+    excluded = False
     for site in targets.values():
+        if exclusions.excluded(site.exclusions, ip, path, payload.url):
+            excluded = True  # (the site's own visits, staging, an office: not counted, and said so)
+            continue
         limits = [*_site_limit(site, 1), *_client_limit(site, ip)]
         attrs = (
             "" if bot else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
@@ -100,7 +107,7 @@ def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
         accepted.append(
             (site, Hit(None, path, payload.name, source, bot, None, attrs, payload.interactive, props, revenue), limits)
         )
-    return SingleEvent(accepted, bot, datetime.now(UTC))
+    return SingleEvent(accepted, bot, datetime.now(UTC), excluded and not accepted)
 
 
 def _site_limit(site, cost: int) -> list[Bucket]:
@@ -144,11 +151,17 @@ def events(request):
 
     items, rejected = _parse_batch(body)
     parsed = []
+    excluded = 0
     for index, item in items:
         try:
-            parsed.append((index, schemas.batch_hit(item, now, detect, site.domain)))
+            hit = schemas.batch_hit(item, now, detect, site.domain)
         except schemas.BadEvent as e:
             rejected.append({"index": index, "error": str(e)})
+            continue
+        if exclusions.excluded(site.exclusions, item.get("ip"), hit.path, item["url"]):
+            excluded += 1
+        else:
+            parsed.append((index, hit))
     # Any day from 2000 on counts, but a day sealed since its rollup (analytics.sites.sealed_days).
     today = site.today()  # (today cannot have been sealed)
     sealed = sites.sealed_days(
@@ -181,9 +194,10 @@ def events(request):
             headers[SPOOLED_HEADER] = str(len(hits))
         elif recorded.repeated:
             headers[REPLAYED_HEADER] = "true"  # this Idempotency-Key's events were counted before
-    return json_response(
-        {"accepted": len(hits) - dropped, "bots_dropped": dropped, "rejected": rejected}, headers=headers or None
-    )
+    answer = {"accepted": len(hits) - dropped, "bots_dropped": dropped, "rejected": rejected}
+    if excluded:
+        answer["excluded"] = excluded  # (the site's exclusions: not counted)
+    return json_response(answer, headers=headers or None)
 
 
 def _same_body_as_before(site, idempotency_key: str, body: bytes):

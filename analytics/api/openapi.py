@@ -173,7 +173,8 @@ PATHS = {
                 "202": {
                     "description": "Accepted: counted, or in Redis in the site's inbox and counted within a fraction "
                     "of a second (the read API counts the inbox before it answers), or dropped on purpose (then "
-                    "`X-Tally-Dropped: bot`), or kept in the local spool while Redis is down (then `X-Tally-Spooled`).",
+                    "`X-Tally-Dropped: bot`, or `exclusion` where every site it names excludes it), or kept in the "
+                    "local spool while Redis is down (then `X-Tally-Spooled`).",
                     "headers": {
                         "X-Tally-Dropped": {"schema": {"type": "string"}},
                         "X-Tally-Spooled": {"schema": {"type": "string"}},

@@ -303,6 +303,9 @@ class BatchResult(Body):
     accepted: int
     bots_dropped: int
     rejected: list[Rejected]
+    excluded: int | None = Field(
+        None, description="Events the site's exclusions (addresses, paths, hosts) left uncounted; absent when none."
+    )
 
 
 class NewExport(Body):

@@ -53,7 +53,7 @@ def dashboard(r, live_server, live_stream, django_user_model, context):
     return page, problems, site, info
 
 
-def visit_tracked_page(context, live_server, path: str):
+def visit_tracked_page(context, live_server, path: str, fragment: str = ""):
     """Open a page carrying the tracker in a new tab: one visit to example.com. The page is
     served on the test server's host (Chromium blocks a public page's requests to
     loopback), so the snippet carries data-allow-localhost, as documented."""
@@ -66,7 +66,7 @@ def visit_tracked_page(context, live_server, path: str):
             body=f'<!doctype html><title>Shop</title><script src="{tracker}" data-domain="example.com" data-allow-localhost></script><h1>Shop</h1>',
         ),
     )
-    tracked.goto(f"{live_server.url}{path}")
+    tracked.goto(f"{live_server.url}{path}{fragment}")
     return tracked
 
 
@@ -575,3 +575,20 @@ def test_a_realtime_row_filters_the_realtime_view(dashboard, live_server, contex
     expect(page.locator("#realtime-page li .name")).to_have_count(1)
     assert page.locator("#chart-minutes").count() == 0  # (the minute counts are everyone's)
     assert not problems, problems
+
+
+def test_a_browser_that_opted_out_is_not_counted(dashboard, live_server, context, r):
+    """#tally-ignore=true sets the flag (localStorage tally_ignore) on the site's pages; the
+    tracker then sends nothing from that browser, and #tally-ignore=false counts it again."""
+    page, problems, site, info = dashboard
+    pages = f"tally:{{{site.pk}}}:pages:{info.today().isoformat()}"
+    ignored = visit_tracked_page(context, live_server, "/ignored-page", "#tally-ignore=true")
+    assert ignored.evaluate("localStorage.getItem('tally_ignore')") == "true"
+    ignored.evaluate("plausible('Signup')")
+    counted = visit_tracked_page(context, live_server, "/counted-page", "#tally-ignore=false")
+    assert counted.evaluate("localStorage.getItem('tally_ignore')") is None
+    deadline = time.monotonic() + 15
+    while b"/counted-page" not in r.smembers(pages):
+        assert time.monotonic() < deadline, "the page counted again never arrived"
+        time.sleep(0.2)
+    assert b"/ignored-page" not in r.smembers(pages)

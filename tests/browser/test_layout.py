@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from analytics.models import ImportedLog, ImportJob, Site
+from analytics.models import Exclusion, ImportedLog, ImportJob, Site
 from team.models import Alert, AuditEvent, Delivery, Invitation, Report
 from team.roles import add_member
 from tests.browser.conftest import PASSWORD, USER_AGENT
@@ -52,6 +52,7 @@ PAGES = [
     ("api keys", "/dashboard/{site}/settings/keys"),
     ("alerts", "/dashboard/{site}/settings/alerts"),
     ("share links", "/dashboard/{site}/settings/sharing"),
+    ("exclusions", "/dashboard/{site}/settings/exclusions"),
     ("imports", "/dashboard/{site}/settings/imports"),
     ("advanced", "/dashboard/{site}/settings/advanced"),
     ("audit log", "/dashboard/{site}/settings/audit"),
@@ -128,6 +129,7 @@ def layout_site(demo, django_user_model):
         webhook_url="https://hooks.example.org/tally/alerts/receiver-with-a-long-path",
     )  # fmt: skip
     Delivery.objects.create(alert=alert, channel="webhook", target=alert.webhook_url, body="{}", last_error="HTTP 500")
+    Exclusion.objects.create(site=site, kind="ip", value="2001:db8:1234:5678::/64")
     AuditEvent.objects.create(
         site=site, actor_name="admin", action="member.invited", detail="someone@example.org as viewer"
     )
