@@ -145,6 +145,10 @@ class Site(models.Model):
         "filters on them count visitors exactly; others are estimated. "
         "Each costs up to (visitors ever seen) / 8 bytes a day",
     )
+    drop_referrer_spam = models.BooleanField(
+        default=True,
+        help_text="drop events whose referrer is on Matomo's referrer spam list (analytics/ingest/data/referrer-spam/)",
+    )
     ingest_rate_per_minute = models.PositiveIntegerField(
         "ingest rate limit",
         default=0,

@@ -46,6 +46,7 @@ class SiteInfo:
     keep_segment_days: int = 90  # filter bitmaps live this long after the rollup
     keep_page_period_days: int = 400  # week and month page HLLs live this long after their period
     exclusions: tuple = ()  # ((kind, value), ...): traffic the site does not count (ingest/exclusions.py)
+    drop_referrer_spam: bool = True  # referrer spam (ingest/bots.py) dropped as bots
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -69,6 +70,7 @@ class SiteInfo:
             keep_segment_days=site.keep_segment_days,
             keep_page_period_days=site.keep_page_period_days,
             exclusions=tuple(site.exclusions.values_list("kind", "value")) if site.pk else (),
+            drop_referrer_spam=site.drop_referrer_spam,
         )
 
     def today(self) -> date:

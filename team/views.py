@@ -62,6 +62,8 @@ ADVANCED = {
     "max_property_values": "The same for the values of one custom property.",
     "max_property_names": "The same for the property names of one custom event.",
     "max_property_groups": "The same for all custom properties together: a bound on what random properties cost.",
+    "drop_referrer_spam": "Referrer spam (fake visits that advertise a site in your referrers, from Matomo's "
+    "public list) is dropped as bots are; switch it off if it ever drops a real referrer.",
     "ingest_rate_per_minute": "Events a minute this site accepts (0: no limit); beyond, clients get 429 and retry.",
     "bloom_capacity": "Recommendations: the pages and items each visitor's 'seen' filter holds before it grows.",
     "bloom_error_rate": "Recommendations: how often an unseen item may be taken for seen.",

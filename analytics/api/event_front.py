@@ -105,6 +105,8 @@ class EventFront:
                 extra.append((SPOOLED_HEADER.lower(), "1"))
         if accepted.bot:
             extra.append((DROPPED_HEADER.lower(), "bot"))
+        elif accepted.spam:
+            extra.append((DROPPED_HEADER.lower(), "referrer-spam"))
         elif accepted.excluded:
             extra.append((DROPPED_HEADER.lower(), "exclusion"))
         return 202, [*_TEXT, *extra], b"ok"

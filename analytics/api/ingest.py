@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from .. import sites
 from ..capture import spool
 from ..ingest import exclusions, schemas
-from ..ingest.bots import is_bot
+from ..ingest.bots import is_bot, referrer_spam
 from ..ingest.identity import identity_source
 from ..ingest.record import IDEMPOTENCY_KEY_TTL, Hit, Mark, client_mark, idempotency_digest, new_mark
 from ..ingest.visit import visit_attrs
@@ -50,6 +50,8 @@ def event(request):
             response[SPOOLED_HEADER] = "1"
     if accepted.bot:
         response[DROPPED_HEADER] = "bot"
+    elif accepted.spam:
+        response[DROPPED_HEADER] = "referrer-spam"
     elif accepted.excluded:
         response[DROPPED_HEADER] = "exclusion"
     return response
@@ -62,6 +64,7 @@ class SingleEvent(NamedTuple):
     bot: bool
     now: datetime
     excluded: bool = False  # (every site it named excludes it: nothing counted)
+    spam: bool = False  # (its referrer is known spam: dropped as a bot's)
 
 
 def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
@@ -94,6 +97,7 @@ def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
     except schemas.BadEvent as e:
         raise ApiError(400, str(e)) from None
     bot = is_bot(user_agent)
+    spam = not bot and referrer_spam(payload.referrer)
     accepted = []
     excluded = False
     for site in targets.values():
@@ -101,13 +105,21 @@ def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
             excluded = True  # (the site's own visits, staging, an office: not counted, and said so)
             continue
         limits = [*_site_limit(site, 1), *_client_limit(site, ip)]
+        dropped = bot or (spam and site.drop_referrer_spam)  # (counted as a bot's: nothing else)
         attrs = (
-            "" if bot else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
+            ""
+            if dropped
+            else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
         )
         accepted.append(
-            (site, Hit(None, path, payload.name, source, bot, None, attrs, payload.interactive, props, revenue), limits)
+            (
+                site,
+                Hit(None, path, payload.name, source, dropped, None, attrs, payload.interactive, props, revenue),
+                limits,
+            )
         )
-    return SingleEvent(accepted, bot, datetime.now(UTC), excluded and not accepted)
+    spammed = spam and any(site.drop_referrer_spam for site, _, _ in accepted)
+    return SingleEvent(accepted, bot, datetime.now(UTC), excluded and not accepted, spammed)
 
 
 def _site_limit(site, cost: int) -> list[Bucket]:
@@ -161,6 +173,8 @@ def events(request):
         if exclusions.excluded(site.exclusions, item.get("ip"), hit.path, item["url"]):
             excluded += 1
         else:
+            if not hit.bot and site.drop_referrer_spam and referrer_spam(item.get("referrer")):
+                hit = hit._replace(bot=True, attrs="")  # (referrer spam: dropped as a bot's)
             parsed.append((index, hit))
     # Any day from 2000 on counts, but a day sealed since its rollup (analytics.sites.sealed_days).
     today = site.today()  # (today cannot have been sealed)
