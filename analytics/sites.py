@@ -10,7 +10,7 @@ LAST_USED_EVERY per process, compared with the value the cache holds: no write p
 import logging
 import time
 import zoneinfo
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import DatabaseError, transaction
@@ -45,7 +45,9 @@ class SiteInfo:
     keep_daily_days: int = 400  # raw day keys live this long after the rollup; then the stored rows are the record
     keep_segment_days: int = 90  # filter bitmaps live this long after the rollup
     keep_page_period_days: int = 400  # week and month page HLLs live this long after their period
-    exclusions: tuple = ()  # ((kind, value), ...): traffic the site does not count (ingest/exclusions.py)
+    # ((kind, value), ...): traffic the site does not count (ingest/exclusions.py); read by
+    # the loaders ingest asks (site_for_domain, site_for_api_key), not by every from_model()
+    exclusions: tuple = ()
     drop_referrer_spam: bool = True  # referrer spam (ingest/bots.py) dropped as bots
 
     @classmethod
@@ -69,7 +71,6 @@ class SiteInfo:
             keep_page_days=site.keep_page_days,
             keep_segment_days=site.keep_segment_days,
             keep_page_period_days=site.keep_page_period_days,
-            exclusions=tuple(site.exclusions.values_list("kind", "value")) if site.pk else (),
             drop_referrer_spam=site.drop_referrer_spam,
         )
 
@@ -124,12 +125,17 @@ def _cached(cache, token, load):
     return value
 
 
+def _for_ingest(site: Site) -> SiteInfo:
+    """A site's settings with its exclusions: what ingest checks an event against."""
+    return replace(SiteInfo.from_model(site), exclusions=tuple(site.exclusions.values_list("kind", "value")))
+
+
 def site_for_domain(domain: str) -> SiteInfo | None:
     domain = domain.strip().lower()
 
     def load():
         site = Site.objects.filter(domain=domain).first()
-        return SiteInfo.from_model(site) if site else None
+        return _for_ingest(site) if site else None
 
     return _cached(_by_domain, domain, load)
 
@@ -140,7 +146,7 @@ def site_for_api_key(key: str) -> SiteInfo | None:
 
     def load():
         api_key = ApiKey.objects.select_related("site").filter(key_hash=digest).first()
-        return _Key(SiteInfo.from_model(api_key.site), api_key.pk, api_key.last_used) if api_key else None
+        return _Key(_for_ingest(api_key.site), api_key.pk, api_key.last_used) if api_key else None
 
     found = _cached(_by_key, digest, load)
     if found is None:

@@ -44,7 +44,7 @@ async def _stream(request, site, still_allowed, counts: bool = True):
         return HttpResponse(
             "live updates are served by the ASGI server (LIVE_PORT)", status=404, content_type="text/plain"
         )
-    info = await sync_to_async(SiteInfo.from_model)(site)  # (it reads the site's exclusions: a query)
+    info = SiteInfo.from_model(site)
 
     async def events():
         yield "retry: 3000\n\n"
