@@ -104,6 +104,13 @@ def acquisition(page_url: str, referrer: str | None, site_host: str) -> Acquisit
     return _answer(host, name, kind, *tags)
 
 
+def referrer_host(referrer: str | None) -> str | None:
+    """A referrer's host as acquisition() reads it (lower case, no "www."), or None for
+    what is not an http(s) or android-app URL: referrer spam is looked up by it."""
+    match = _REFERRER.match(referrer) if referrer else None
+    return _host(match[2]) if match else None
+
+
 def source_of_host(host: str) -> str:
     """The source a visit referred by this host (a referrer dimension's value) is named,
     untagged: "google.de" -> "Google". The dashboard's drill-down under a source lists the

@@ -7,9 +7,10 @@ real traffic repeats a few thousand User-Agents, so answers are cached per proce
 
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from crawlerdetect import CrawlerDetect
+
+from .. import sources
 
 _detector = CrawlerDetect()
 
@@ -40,12 +41,7 @@ def _spammers() -> frozenset[str]:
 
 def referrer_spam(referrer: str | None) -> bool:
     """Is the referrer's host, or a domain above it, a known referrer spammer?"""
-    if not referrer:
-        return False
-    try:
-        host = (urlsplit(referrer if "://" in referrer else "https://" + referrer).hostname or "").rstrip(".")
-    except ValueError:
-        return False
+    host = sources.referrer_host(referrer)  # (the regex acquisition() reads it with, per event)
     if not host:
         return False
     spammers = _spammers()
