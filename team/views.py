@@ -9,6 +9,7 @@ from datetime import date
 
 import redis
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
@@ -24,6 +25,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from analytics.admin import size_text
 from analytics.models import Exclusion, Funnel, Goal, ShareLinkOptions, Site
 from analytics.queries import access
 
@@ -194,8 +196,6 @@ def members(request, site: Site):
 
 
 def mail_configured() -> bool:
-    from django.conf import settings
-
     return bool(settings.EMAIL_URL)
 
 
@@ -604,15 +604,7 @@ def _memory(site: Site) -> tuple[list[tuple[str, int, str]], float]:
     except redis.exceptions.RedisError:
         return [], 0.0
     bitmaps = next((v for k, v in usage.items() if k.startswith("filter bitmaps")), (0, 0))
-    return [(name, n, _size(b)) for name, (n, b) in usage.items()], (bitmaps[1] / bitmaps[0] if bitmaps[0] else 0.0)
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return ""
+    return [(name, n, size_text(b)) for name, (n, b) in usage.items()], (bitmaps[1] / bitmaps[0] if bitmaps[0] else 0.0)
 
 
 def _cost(name: str, value, per_bitmap: float) -> str:
@@ -620,11 +612,10 @@ def _cost(name: str, value, per_bitmap: float) -> str:
     if not per_bitmap:
         return ""
     if name == "segment_values":
-        return (
-            f"about {_size(per_bitmap)} a value a day (today's bitmaps), up to {_size(per_bitmap * value * 20)} a day"
-        )
+        most = size_text(per_bitmap * value * 20)  # (about 20 properties a day)
+        return f"about {size_text(per_bitmap)} a value a day (today's bitmaps), up to {most} a day"
     if name == "keep_segment_days":
-        return f"a filter bitmap kept {value} days: about {_size(per_bitmap * value)} each"
+        return f"a filter bitmap kept {value} days: about {size_text(per_bitmap * value)} each"
     return ""
 
 
