@@ -7,9 +7,10 @@ day tables lib/visits.lua writes for the others (analytics.counts.dimensions). C
 value over a range are a true union, not a sum of days: a multi-key PFCOUNT over the
 value's day HLLs (±0.81%), never shown above its visits or pageviews, or exact where
 the value had a bitmap every day it had visitors (queries/exact.py). Once a day's raw
-keys have expired (the site's keep_daily_days), that day's visitors are left out of
-unions, and a union is never shown below the value's largest day (the stored rows keep
-each day's visitors: a single expired day shows them exactly); counts stay, from the rows.
+keys have expired (the site's keep_daily_days), the value's HLL of that day is its stored
+sketch (counts/sketches.py, set back into a scratch key), as page unions do; a union is
+never shown below the value's largest day (the stored rows keep each day's visitors);
+counts stay, from the rows.
 """
 
 from collections.abc import Iterable, Mapping
@@ -20,14 +21,15 @@ import redis
 from django.db.models import Max, Q, Sum
 
 from .. import dimensions
-from ..counts import fold
+from ..counts import fold, sketches
 from ..counts.dimensions import dimension_days
 from ..models import DailyMetrics, DimensionDaily
 from ..periods import days_between
 from ..sites import SiteInfo
 from ..store import keys
+from ..store.scratch import scratch
 from .exact import exact_visitors
-from .stored import imported_days
+from .stored import day_totals, imported_days
 
 METRICS = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
 MAX_UNION_VALUES = 2000  # values whose visitors are counted as a union (the most visitor-days first)
@@ -69,7 +71,10 @@ def breakdown(
     )
     counted = ranked[:MAX_UNION_VALUES]
     imported = imported_days(site.id, start, end)  # (their visitors are in the sums' "imported", added below)
-    days = [day for day in days_between(start, end) if day not in imported]
+    every = [day for day in days_between(start, end) if day not in imported]
+    totals = day_totals(site, every)
+    gone = {day for day in every if day in totals and totals[day].sealed and totals[day].dau}  # (keys expired)
+    days = [day for day in every if day not in gone]
     field = {value: dimensions.field(dimension, value) for value in counted}
     # Values whose bitmap stands in for their HLL on some days (counts/fold.py) are
     # counted from their bitmaps where they have one every day, else those days are folded.
@@ -77,15 +82,27 @@ def breakdown(
     partly = [value for value in counted if any(field[value] in only[day] for day in days)]
     exact = exact_visitors(r, site, days, [field[value] for value in partly])
     fold.ensure_hlls(r, site.id, [(day, field[v]) for v in partly if field[v] not in exact for day in days])
-    pipe = r.pipeline(transaction=False)
-    for value in counted:
-        if field[value] not in exact and days:
-            pipe.pfcount(*(keys.dimension_visitors(site.id, day, field[value]) for day in days))
-    unions = iter(pipe.execute() if days else [0] * len(counted))
+    with scratch(r, site.id) as tmp:
+        thawed = sketches.thaw(r, site.id, [(day, field[v]) for v in counted for day in sorted(gone)], tmp)
+        frozen = {v: [key for (_, name), key in thawed.items() if name == field[v]] for v in counted}
+        for value in counted:
+            if frozen[value]:
+                exact.pop(field[value], None)  # (its expired days' visitors are in sketches: a union of HLLs)
+        pipe = r.pipeline(transaction=False)
+        for value in counted:
+            parts = [*(keys.dimension_visitors(site.id, day, field[value]) for day in days), *frozen[value]]
+            if field[value] not in exact and parts:
+                pipe.pfcount(*parts)
+        unions = iter(pipe.execute())
+        found = {
+            value: exact[field[value]] if field[value] in exact else next(unions, 0)
+            for value in counted
+            if field[value] in exact or days or frozen[value]
+        }
     rows = []
     for value in counted:
         s = sums[value]
-        union = exact[field[value]] if field[value] in exact else next(unions)  # (over the days not imported)
+        union = found.get(value, 0)  # (over the days not imported)
         visitors = min(max(union, s["peak"]) + s["imported"], max(s["pageviews"], s["visits"], s["imported"]))
         rows.append({dimension: value, "visitors": visitors, **_rates(s), "pageviews": s["pageviews"]})
     order = lambda row: (-row["visitors"], -row["visits"], row[dimension])  # noqa: E731
@@ -94,11 +111,21 @@ def breakdown(
     # The rows shown are exact where their values have bitmaps (a BITOP OR of each: ~1 ms
     # for 7 days of a million ids, ~6 ms for 90, where a PFCOUNT union takes ~0.3 ms; so
     # the ranking is the HLLs', and only the page's rows pay for exactness).
+    thawed_values = {value for value in counted if frozen[value]}
     exact.update(
-        exact_visitors(r, site, days, [field[row[dimension]] for row in shown if field[row[dimension]] not in exact])
+        exact_visitors(
+            r,
+            site,
+            days,
+            [
+                field[row[dimension]]
+                for row in shown
+                if field[row[dimension]] not in exact and row[dimension] not in thawed_values
+            ],
+        )
     )
     for row in shown:
-        if field[row[dimension]] in exact:
+        if field[row[dimension]] in exact and row[dimension] not in thawed_values:
             row["visitors"] = exact[field[row[dimension]]] + sums[row[dimension]]["imported"]
     return sorted(shown, key=order), len(ranked)
 
