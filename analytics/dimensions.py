@@ -34,6 +34,7 @@ LOCATION_DIMENSIONS = ("country", "region", "city")
 HOSTNAME = "hostname"  # the host the visit landed on (ingest/visit.py: hostname_of), in the source part
 VISIT_DIMENSIONS = (*SOURCE_DIMENSIONS, *DEVICE_DIMENSIONS, *LOCATION_DIMENSIONS, "entry_page", HOSTNAME)
 EXIT = "exit_page"
+PAGEVIEW = "pageview"  # the event name of a pageview (every other name is a custom event)
 # The visits that viewed a page, by page: a visit counts under each distinct page it viewed
 # (its visits, bounces and duration on the day it started; the page's own pageviews), so a
 # page filter has Plausible's visit metrics. Not a visit dimension: no visitors, no bitmaps,

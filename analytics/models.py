@@ -149,6 +149,20 @@ class Site(models.Model):
         default=True,
         help_text="drop events whose referrer is on Matomo's referrer spam list (analytics/ingest/data/referrer-spam/)",
     )
+    drop_crawlers = models.BooleanField(
+        default=True,
+        help_text="drop events whose User-Agent is a crawler's (crawlerdetect and the crawler-user-agents list)",
+    )
+    drop_datacenters = models.BooleanField(
+        default=True,
+        help_text="drop events from cloud and hosting providers' addresses (analytics/ingest/data/datacenters/)",
+    )
+    pattern_pageviews = models.PositiveIntegerField(
+        "inhuman rate",
+        default=300,
+        help_text="a visitor with more pageviews than this in 10 minutes is flagged as a bot for the rest of the "
+        "day: their further events are dropped; 0: never",
+    )
     ingest_rate_per_minute = models.PositiveIntegerField(
         "ingest rate limit",
         default=0,
@@ -247,6 +261,8 @@ class DailyMetrics(models.Model):
     mau = models.PositiveIntegerField(default=0)
     final = models.BooleanField(default=False)
     updated = models.DateTimeField(auto_now=True)
+    # The events not counted that day, by reason (analytics/dropped.py), kept past the day's keys
+    dropped = models.JSONField(default=dict, blank=True)
     # When the day's raw keys expire, as analytics.rollups.expiry set them (None: not set
     # yet, or set before this was recorded: then the policy's rule, expiry.keys_until()).
     page_keys_until = models.DateTimeField(

@@ -49,6 +49,9 @@ class SiteInfo:
     # the loaders ingest asks (site_for_domain, site_for_api_key), not by every from_model()
     exclusions: tuple = ()
     drop_referrer_spam: bool = True  # referrer spam (ingest/bots.py) dropped as bots
+    drop_crawlers: bool = True  # crawlers' User-Agents (ingest/bots.py) dropped
+    drop_datacenters: bool = True  # cloud and hosting providers' addresses (ingest/datacenters.py) dropped
+    pattern_pageviews: int = 300  # a visitor past this many pageviews in 10 minutes: dropped for the day (0: never)
 
     @classmethod
     def from_model(cls, site: Site) -> "SiteInfo":
@@ -72,7 +75,15 @@ class SiteInfo:
             keep_segment_days=site.keep_segment_days,
             keep_page_period_days=site.keep_page_period_days,
             drop_referrer_spam=site.drop_referrer_spam,
+            drop_crawlers=site.drop_crawlers,
+            drop_datacenters=site.drop_datacenters,
+            pattern_pageviews=site.pattern_pageviews,
         )
+
+    def never_drops(self) -> "SiteInfo":
+        """The site with every bot check off (the batch API's `bots=keep`: the sender
+        knows its traffic); its own exclusions still apply."""
+        return replace(self, drop_referrer_spam=False, drop_crawlers=False, drop_datacenters=False, pattern_pageviews=0)
 
     def today(self) -> date:
         return datetime.now(self.tz).date()

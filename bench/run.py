@@ -101,14 +101,12 @@ def timed(fn, events: int) -> float:
     return events / (time.perf_counter() - start)
 
 
-def hits_of(body: bytes, now: datetime) -> list:
-    """A batch body's events validated into hits, as the batch endpoint does."""
-    from analytics.api.ingest import _parse_batch
-    from analytics.ingest import schemas
-    from analytics.ingest.bots import is_bot
+def hits_of(body: bytes, now: datetime, site) -> list:
+    """A batch body's events validated and checked into hits, as the batch endpoint does."""
+    from analytics.api.ingest import _parse_batch, batch_hits
 
-    items, _ = _parse_batch(body)
-    return [schemas.batch_hit(event, now, is_bot, DOMAIN) for _, event in items]
+    items, rejected = _parse_batch(body)
+    return [hit for _, hit in batch_hits(site, items, now, rejected)]
 
 
 def engine(r, site, pages: int):
@@ -119,12 +117,12 @@ def engine(r, site, pages: int):
     rng = random.Random(pages)
     bodies = [orjson.dumps(batch_events(rng, pages)) for _ in range(EVENTS // BATCH)]
     now = datetime.now(UTC)
-    prepared = [hits_of(body, now) for body in bodies]
+    prepared = [hits_of(body, now, site) for body in bodies]
     distinct_pages = sum(len({h.path for h in hits}) for hits in prepared) / len(prepared)
     for hits in prepared[:5]:  # warm up: scripts loaded, HLLs past their sparse phase
         record(r, site, hits, now=now)
     record_only = timed(lambda: [record(r, site, hits, now=now) for hits in prepared], EVENTS)
-    with_validation = timed(lambda: [record(r, site, hits_of(body, now), now=now) for body in bodies], EVENTS)
+    with_validation = timed(lambda: [record(r, site, hits_of(body, now, site), now=now) for body in bodies], EVENTS)
     return record_only, with_validation, distinct_pages, bodies
 
 
@@ -136,7 +134,7 @@ def script_cost(r, site, bodies) -> list[tuple]:
     import importlib
 
     record = importlib.import_module("analytics.ingest.record")  # (the package exports a function of that name)
-    hits = [hit for body in bodies for hit in hits_of(body, datetime.now(UTC))]
+    hits = [hit for body in bodies for hit in hits_of(body, datetime.now(UTC), site)]
     out = []
     for size, prepared in script_sections.prepared_groups(r, site, hits, ((1, 1000), (4, 500), (16, 250), (BATCH, 20))):
         r.config_resetstat()
@@ -572,7 +570,7 @@ def main():
             cost_rows = script_cost(r, site, bodies_for_http)
             say("the ingest script's time by section")
             section_table = script_sections.run(
-                r, site, [hit for body in bodies_for_http for hit in hits_of(body, datetime.now(UTC))]
+                r, site, [hit for body in bodies_for_http for hit in hits_of(body, datetime.now(UTC), site)]
             )
             say("references: bare redis-py pipeline, bitmapist")
             calibration = round_trips(r)

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 
 from analytics import queries
 from analytics.countries import COUNTRIES
+from analytics.dropped import LABELS
 from analytics.models import Annotation, Segment, Site
 from analytics.queries import access
 from analytics.queries.segments import CUSTOM
@@ -306,6 +307,7 @@ def site(request, site, info, base, shared):
             "view": view,
             "estimate": numbers["estimate"],
             "imported": numbers["imported"],
+            "dropped": numbers["dropped"] if not shared else None,  # (the owner's view of the filters)
             "funnels": funnels,
             "compared": queries.previous(view.compare, period.start, period.end),
             "compared_text": _compared_text(info, period, view),
@@ -479,7 +481,15 @@ def _numbers(r, info, site, period, view, chart) -> dict:
         "actives_note": "last 30 days" if wide else "",
         "estimate": estimate,
         "imported": totals.meta.get("imported"),  # (days of another product's daily totals: the page says so)
+        "dropped": None if filters else _dropped(ask("dropped").totals),  # (dropped events have no audience)
     }
+
+
+def _dropped(totals: dict[str, int]) -> dict | None:
+    """The period's events not counted, for the line under the cards: the filters seen
+    working (and which to switch off, on the settings' Advanced page, if one misfires)."""
+    reasons = [{"count": n, "label": LABELS.get(reason, reason)} for reason, n in totals.items() if n]
+    return {"total": sum(totals.values()), "reasons": reasons} if reasons else None
 
 
 def _chart(period: periods.Period, view: filtering.View) -> dict:

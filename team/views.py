@@ -66,6 +66,13 @@ ADVANCED = {
     "max_property_groups": "The same for all custom properties together: a bound on what random properties cost.",
     "drop_referrer_spam": "Referrer spam (fake visits that advertise a site in your referrers, from Matomo's "
     "public list) is dropped as bots are; switch it off if it ever drops a real referrer.",
+    "drop_crawlers": "Crawlers, monitors and scripts that name themselves in their User-Agent are dropped; "
+    "switch it off only to count them (the batch API's bots=keep does so per request).",
+    "drop_datacenters": "Events from cloud and hosting providers' addresses (AWS, Azure, Google, Oracle, "
+    "DigitalOcean, Linode, Vultr, GitHub) are dropped: people browse from homes, offices and phones, scripts "
+    "from servers. Switch it off if your visitors come through a company proxy in the cloud.",
+    "pattern_pageviews": "A visitor with more pageviews than this in 10 minutes is no person: they are flagged "
+    "and their events are dropped for the rest of the day (0: never).",
     "ingest_rate_per_minute": "Events a minute this site accepts (0: no limit); beyond, clients get 429 and retry.",
     "bloom_capacity": "Recommendations: the pages and items each visitor's 'seen' filter holds before it grows.",
     "bloom_error_rate": "Recommendations: how often an unseen item may be taken for seen.",

@@ -28,6 +28,7 @@ READ = {
     "pages": responses.PagesAnswer,
     "retention": responses.RetentionAnswer,
     "realtime": responses.RealtimeAnswer,
+    "dropped": responses.DroppedAnswer,
 }
 UA = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
 
@@ -102,6 +103,7 @@ def test_answers_with_goals_properties_revenue_users_and_jobs_are_their_models(c
     valid(responses.AggregateAnswer, get(client, key, "aggregate", metrics="visits,bounce_rate", filters="page==/p1"))
     valid(responses.RealtimeAnswer, get(client, key, "realtime"))
     valid(responses.RetentionAnswer, get(client, key, "retention", unit="week", periods=2))
+    valid(responses.DroppedAnswer, get(client, key, "dropped", period="7d"))
 
     def recommended(user: str):
         answer = client.get("/api/v1/recommendations", {"site": "example.com", "user": user}, **bearer(key))

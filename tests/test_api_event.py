@@ -73,7 +73,7 @@ def test_bots_answer_202_with_a_dropped_header_and_are_counted(client, site, r):
     assert response.status_code == 202
     assert response["X-Tally-Dropped"] == "bot"
     s = SiteInfo.from_model(site)
-    assert int(r.get(keys.bots_dropped(site.id, datetime.now(s.tz).date()))) == 1
+    assert int(r.hget(keys.dropped(site.id, datetime.now(s.tz).date()), "user-agent")) == 1
     assert today_row(r, site)["pageviews"] == 0
 
 

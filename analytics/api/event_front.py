@@ -26,7 +26,7 @@ from ..capture.spool import StorageUnavailable
 from ..ingest import visit
 from ..store.limits import Limited
 from .http import CORS_HEADERS, ApiError, decode_body, forwarded_client
-from .ingest import DROPPED_HEADER, SPOOLED_HEADER, single_event
+from .ingest import DROPPED_HEADER, SPOOLED_HEADER, dropped_header, single_event
 
 PATH = "/api/event"
 ALLOWED = ("POST", "OPTIONS")
@@ -103,12 +103,8 @@ class EventFront:
                 raise outcome
             if outcome == SPOOLED and not extra:
                 extra.append((SPOOLED_HEADER.lower(), "1"))
-        if accepted.bot:
-            extra.append((DROPPED_HEADER.lower(), "bot"))
-        elif accepted.spam:
-            extra.append((DROPPED_HEADER.lower(), "referrer-spam"))
-        elif accepted.excluded:
-            extra.append((DROPPED_HEADER.lower(), "exclusion"))
+        if accepted.dropped:
+            extra.append((DROPPED_HEADER.lower(), dropped_header(accepted.dropped)))
         return 202, [*_TEXT, *extra], b"ok"
 
 

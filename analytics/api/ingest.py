@@ -5,6 +5,7 @@ round trip per request, whatever the batch size.
 """
 
 import hashlib
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from .. import sites
 from ..capture import spool
+from ..dropped import EXCLUSION, PATTERN, REASONS, REFERRER_SPAM, USER_AGENT, reason_of
 from ..ingest import exclusions, schemas
 from ..ingest.bots import is_bot, referrer_spam
 from ..ingest.identity import identity_source
@@ -48,23 +50,24 @@ def event(request):
     for site, hit, limits in accepted.targets:
         if _record_or_spool(site, [hit], accepted.now, new_mark(site, accepted.now), limits) is None:
             response[SPOOLED_HEADER] = "1"
-    if accepted.bot:
-        response[DROPPED_HEADER] = "bot"
-    elif accepted.spam:
-        response[DROPPED_HEADER] = "referrer-spam"
-    elif accepted.excluded:
-        response[DROPPED_HEADER] = "exclusion"
+    if accepted.dropped:
+        response[DROPPED_HEADER] = dropped_header(accepted.dropped)
     return response
 
 
+def dropped_header(reason: str) -> str:
+    """X-Tally-Dropped: why the event was not counted ("bot" for a crawler's User-Agent,
+    as it was named before there were other reasons)."""
+    return "bot" if reason == USER_AGENT else reason
+
+
 class SingleEvent(NamedTuple):
-    """A browser's event, checked: one (site, hit, rate limits) per site it counts for."""
+    """A browser's event, checked: one (site, hit, rate limits) per site it names. Hits
+    dropped carry their reason (Hit.bot) and are counted as dropped, by reason."""
 
     targets: list[tuple[sites.SiteInfo, Hit, list[Bucket]]]
-    bot: bool
     now: datetime
-    excluded: bool = False  # (every site it named excludes it: nothing counted)
-    spam: bool = False  # (its referrer is known spam: dropped as a bot's)
+    dropped: str | None = None  # why, when no site it names counts it (analytics/dropped.py)
 
 
 def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
@@ -96,30 +99,55 @@ def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
         props, revenue = schemas.check_props(payload.props), schemas.check_revenue(payload.revenue)
     except schemas.BadEvent as e:
         raise ApiError(400, str(e)) from None
-    bot = is_bot(user_agent)
-    spam = not bot and referrer_spam(payload.referrer)
+    checks = Checks(user_agent, ip, payload.referrer)
     accepted = []
-    excluded = False
+    reasons = set()
     for site in targets.values():
-        if exclusions.excluded(site.exclusions, ip, path, payload.url):
-            excluded = True  # (the site's own visits, staging, an office: not counted, and said so)
-            continue
         limits = [*_site_limit(site, 1), *_client_limit(site, ip)]
-        dropped = bot or (spam and site.drop_referrer_spam)  # (counted as a bot's: nothing else)
+        why = checks.dropped(site, path, payload.url)
+        reasons.add(why)
         attrs = (
-            ""
-            if dropped
-            else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
+            "" if why else visit_attrs(site.domain, payload.url, payload.referrer, user_agent, ip, payload.screen_width)
         )
         accepted.append(
             (
                 site,
-                Hit(None, path, payload.name, source, dropped, None, attrs, payload.interactive, props, revenue),
+                Hit(None, path, payload.name, source, why or False, None, attrs, payload.interactive, props, revenue),
                 limits,
             )
         )
-    spammed = spam and any(site.drop_referrer_spam for site, _, _ in accepted)
-    return SingleEvent(accepted, bot, datetime.now(UTC), excluded and not accepted, spammed)
+    dropped = None if None in reasons else min(reasons, key=REASONS.index)
+    return SingleEvent(accepted, datetime.now(UTC), dropped)
+
+
+class Checks:
+    """Why an event from this client would not be counted, site by site (each site has
+    its own exclusions and switches): the site's exclusions first (the owner said so),
+    then a crawler's User-Agent, referrer spam, a data centre's address. Each check is
+    made once for the event, when a site first asks."""
+
+    __slots__ = ("user_agent", "ip", "referrer", "_bot", "_spam", "_datacenter")
+
+    def __init__(self, user_agent: str | None, ip: str | None, referrer: str | None):
+        self.user_agent, self.ip, self.referrer = user_agent, ip, referrer
+        self._bot: bool | None = None
+        self._spam: bool | None = None
+        self._datacenter: bool | None = None
+
+    def dropped(self, site: sites.SiteInfo, path: str, url: str) -> str | None:
+        if site.exclusions and exclusions.excluded(site.exclusions, self.ip, path, url):
+            return EXCLUSION
+        if site.drop_crawlers and self.user_agent is not None:
+            if self._bot is None:
+                self._bot = is_bot(self.user_agent)
+            if self._bot:
+                return USER_AGENT
+        if site.drop_referrer_spam:
+            if self._spam is None:
+                self._spam = referrer_spam(self.referrer)
+            if self._spam:
+                return REFERRER_SPAM
+        return None
 
 
 def _site_limit(site, cost: int) -> list[Bucket]:
@@ -159,23 +187,10 @@ def events(request):
     site = bearer_site(request)
     body = read_body(request, settings.MAX_BATCH_BODY)
     now = datetime.now(UTC)
-    detect = (lambda ua: False) if params.BOTS.read(request) else is_bot
+    keep_bots = params.BOTS.read(request)  # (then only the site's own exclusions apply)
 
     items, rejected = _parse_batch(body)
-    parsed = []
-    excluded = 0
-    for index, item in items:
-        try:
-            hit = schemas.batch_hit(item, now, detect, site.domain)
-        except schemas.BadEvent as e:
-            rejected.append({"index": index, "error": str(e)})
-            continue
-        if exclusions.excluded(site.exclusions, item.get("ip"), hit.path, item["url"]):
-            excluded += 1
-        else:
-            if not hit.bot and site.drop_referrer_spam and referrer_spam(item.get("referrer")):
-                hit = hit._replace(bot=True, attrs="")  # (referrer spam: dropped as a bot's)
-            parsed.append((index, hit))
+    parsed = batch_hits(site, items, now, rejected, keep_bots)
     # Any day from 2000 on counts, but a day sealed since its rollup (analytics.sites.sealed_days).
     today = site.today()  # (today cannot have been sealed)
     sealed = sites.sealed_days(
@@ -190,7 +205,7 @@ def events(request):
         else:
             hits.append(hit)
     rejected.sort(key=lambda r: r["index"])
-    dropped = sum(1 for hit in hits if hit.bot)
+    dropped = Counter(reason_of(hit.bot) for hit in hits if hit.bot)
     headers = {}
     if hits:
         key = request.headers.get(params.IDEMPOTENCY_KEY.name, "").strip()
@@ -208,10 +223,33 @@ def events(request):
             headers[SPOOLED_HEADER] = str(len(hits))
         elif recorded.repeated:
             headers[REPLAYED_HEADER] = "true"  # this Idempotency-Key's events were counted before
-    answer = {"accepted": len(hits) - dropped, "bots_dropped": dropped, "rejected": rejected}
+        elif recorded.bots > dropped.total():  # (record() dropped visitors past the site's rate: patterns.py)
+            dropped[PATTERN] += recorded.bots - dropped.total()
+    excluded = dropped.pop(EXCLUSION, 0)
+    answer = {"accepted": len(hits) - excluded - dropped.total(), "bots_dropped": dropped.total(), "rejected": rejected}
+    if dropped.total() > dropped[USER_AGENT]:
+        answer["dropped"] = dict(sorted(dropped.items(), key=lambda item: REASONS.index(item[0])))  # (why, by reason)
     if excluded:
         answer["excluded"] = excluded  # (the site's exclusions: not counted)
     return json_response(answer, headers=headers or None)
+
+
+def batch_hits(site: sites.SiteInfo, items, now: datetime, rejected: list, keep_bots: bool = False) -> list:
+    """The batch's (index, hit) for its valid events, each checked (a dropped one carries
+    its reason); the others' errors go to `rejected`."""
+    parsed = []
+    checked_site = site.never_drops() if keep_bots else site
+    for index, item in items:
+        try:
+            hit = schemas.batch_hit(item, now, site.domain)
+        except schemas.BadEvent as e:
+            rejected.append({"index": index, "error": str(e)})
+            continue
+        why = Checks(item.get("user_agent"), item.get("ip"), item.get("referrer")).dropped(
+            checked_site, hit.path, item["url"]
+        )
+        parsed.append((index, hit._replace(bot=why, attrs="") if why else hit))
+    return parsed
 
 
 def _same_body_as_before(site, idempotency_key: str, body: bytes):

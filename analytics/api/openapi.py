@@ -342,6 +342,15 @@ PATHS = {
             responses.RetentionAnswer,
         ),
     ),
+    "/api/v1/stats/dropped": _read(
+        "Events not counted over the range, and why",
+        RANGE,
+        _answer(
+            "Bots by User-Agent, data-centre addresses, referrer spam, inhuman rates and the site's own exclusions: "
+            "each a count, with the site's switches for them (see the site's Advanced settings).",
+            responses.DroppedAnswer,
+        ),
+    ),
     "/api/v1/stats/realtime": _read(
         "Unique visitors over the last five minutes",
         [],

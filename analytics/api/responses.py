@@ -258,6 +258,25 @@ class RetentionAnswer(Body):
     cohorts: list[Cohort]
 
 
+class DroppedAnswer(Body):
+    """`GET /api/v1/stats/dropped`."""
+
+    site: str
+    from_: date = Field(alias="from")
+    to: date
+    total: int = Field(description="Events not counted over the range, all reasons together.")
+    reasons: dict[str, int] = Field(
+        description="Events not counted, by reason: user-agent (a crawler's), datacenter (a cloud or hosting "
+        "provider's address), referrer-spam, pattern (a visitor past the site's inhuman rate, flagged for the day), "
+        "exclusion (the site's own exclusions). Every reason is named, 0 where none."
+    )
+    switches: dict[str, bool | int] = Field(
+        description="The site's settings that decide them: drop_crawlers, drop_datacenters, drop_referrer_spam, "
+        "pattern_pageviews (0: off), exclusions (how many)."
+    )
+    days: list[dict[str, str | int]] = Field(description="{date, reason: events...} for each day that dropped any.")
+
+
 class RealtimeAnswer(Body):
     """`GET /api/v1/stats/realtime`."""
 
@@ -301,8 +320,16 @@ class BatchResult(Body):
     """`POST /api/v1/events`."""
 
     accepted: int
-    bots_dropped: int
+    bots_dropped: int = Field(
+        description="Events dropped as bots: a crawler's User-Agent, a data centre's address, referrer spam, an "
+        "inhuman rate."
+    )
     rejected: list[Rejected]
+    dropped: dict[str, int] | None = Field(
+        None,
+        description="bots_dropped by reason (user-agent, datacenter, referrer-spam, pattern); absent when every "
+        "one was a crawler's User-Agent.",
+    )
     excluded: int | None = Field(
         None, description="Events the site's exclusions (addresses, paths, hosts) left uncounted; absent when none."
     )

@@ -1,4 +1,5 @@
-"""Read API: `GET /api/v1/stats/timeseries`, `/aggregate`, `/breakdown`, `/near`, `/pages`, `/retention`, `/realtime`.
+"""Read API: `GET /api/v1/stats/timeseries`, `/aggregate`, `/breakdown`, `/near`, `/pages`, `/retention`,
+`/dropped`, `/realtime`.
 
 Authorised by the site's Bearer key, or by a logged-in session of a user who may see the
 site (staff, or one of its owners: see analytics.queries.access).
@@ -10,7 +11,7 @@ checked against real answers by tests/test_api_answers.py).
 from datetime import UTC, datetime
 
 from .. import dimensions, queries
-from ..models import Funnel
+from ..models import Exclusion, Funnel
 from ..store.connection import get_redis
 from . import params
 from .http import ApiError, json_errors, json_response, methods
@@ -276,6 +277,38 @@ def retention(request):
             "cohorts": result.rows,
         }
     )
+
+
+@methods("GET")
+@json_errors
+def dropped(request):
+    """What the site did not count over the range, by reason, beside the switches that decide it."""
+    site = params.SITE.read(request)
+    _no_filters(request, "dropped")
+    start, end = date_range(request, site)
+    result = queries.run(get_redis(), queries.Query(site, start, end, "dropped"))
+    return json_response(
+        {
+            "site": site.domain,
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            "total": sum(result.totals.values()),
+            "reasons": result.totals,
+            "switches": switches(site),
+            "days": result.rows,
+        }
+    )
+
+
+def switches(site) -> dict:
+    """The site's settings that decide what is dropped (the answer names them as the settings page does)."""
+    return {
+        "drop_crawlers": site.drop_crawlers,
+        "drop_datacenters": site.drop_datacenters,
+        "drop_referrer_spam": site.drop_referrer_spam,
+        "pattern_pageviews": site.pattern_pageviews,
+        "exclusions": Exclusion.objects.filter(site_id=site.id).count(),  # (read sites carry no exclusions)
+    }
 
 
 @methods("GET")

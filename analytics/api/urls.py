@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/v1/stats/near", stats.near, name="stats-near"),
     path("api/v1/stats/pages", stats.pages, name="stats-pages"),
     path("api/v1/stats/retention", stats.retention, name="stats-retention"),
+    path("api/v1/stats/dropped", stats.dropped, name="stats-dropped"),
     path("api/v1/stats/realtime", stats.realtime, name="stats-realtime"),
     path("api/v1/stats/realtime/visitors", plausible_v1.realtime_visitors, name="plausible-v1-realtime"),
     path("api/v1/reports/jobs/<str:job>", reports.job_status, name="report-job"),

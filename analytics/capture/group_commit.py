@@ -30,7 +30,8 @@ from typing import NamedTuple
 import redis
 from django.conf import settings
 
-from ..ingest.record import Hit, execute, new_mark, prepare
+from ..ingest import patterns
+from ..ingest.record import Hit, Mark, Prepared, execute, new_mark, prepare
 from ..sites import SiteInfo
 from ..store.connection import OUTAGE, get_redis, new_loop_client
 from ..store.limits import Bucket, Limited, outage_seen, throttle_locally
@@ -166,16 +167,17 @@ def write_group(entries: list[Entry], r: redis.Redis | None = None) -> list:
     if settings.INGEST_INBOX:
         return _push_group(r, entries)
     now = datetime.now(UTC)
-    groups = []  # (site, entry indexes, mark, prepared)
+    groups: list[tuple[SiteInfo, list[int], Mark, Prepared | None]] = []  # (site, entry indexes, mark, prepared)
     for indexes in _by_site(entries):
         site = entries[indexes[0]].site
-        mark = new_mark(site, now)
-        hits = [entries[i].hit for i in indexes]
-        limits = _merged([bucket for i in indexes for bucket in entries[i].limits])
-        groups.append((site, indexes, mark, prepare(site, hits, now=now, mark=mark, limits=limits)))
+        groups.append((site, indexes, new_mark(site, now), None))
     outcomes: list = [None] * len(entries)
     try:
-        answers = execute(r, [prepared for *_, prepared in groups])
+        for n, (site, indexes, mark, _) in enumerate(groups):
+            hits = patterns.screen(r, site, [entries[i].hit for i in indexes], now)
+            limits = _merged([bucket for i in indexes for bucket in entries[i].limits])
+            groups[n] = (site, indexes, mark, prepare(site, hits, now=now, mark=mark, limits=limits))
+        answers = execute(r, [prepared for *_, prepared in groups if prepared is not None])
     except OUTAGE:
         for site, indexes, mark, _ in groups:
             kept = _spool(site, [entries[i].hit for i in indexes], now, mark)

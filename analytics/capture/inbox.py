@@ -40,7 +40,7 @@ import redis
 from django.conf import settings
 
 from ..ingest import identity
-from ..ingest.record import Hit, Mark, previous_digest, record
+from ..ingest.record import Hit, Mark, record
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.connection import OUTAGE, get_redis
@@ -92,7 +92,7 @@ def encode(site: SiteInfo, hit: Hit, now: datetime) -> bytes:
     ts = hit.ts or now
     local = ts.astimezone(site.tz)
     key = identity.day_key(site.salt, local.date()) if site.daily_salt else site.salt
-    previous = previous_digest(site, hit.identity, local)
+    previous = identity.previous_digest(site, hit.identity, local)
     return orjson.dumps(
         [
             round(ts.timestamp() * 1_000_000),

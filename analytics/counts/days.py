@@ -1,9 +1,11 @@
-"""A day's numbers from its raw keys: visitors, pageviews, DAU, new visitors, WAU, MAU."""
+"""A day's numbers from its raw keys: visitors, pageviews, DAU, new visitors, WAU, MAU; and
+the events it did not count, by reason."""
 
 from datetime import date, timedelta
 
 import redis
 
+from ..dropped import USER_AGENT
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import Scratch, queue_union
@@ -52,4 +54,22 @@ def day_metrics(
                     row[metric] = max(row[metric], row["dau"])
         else:
             row["visitors"] = row["dau"]  # the day's visitors, exactly: its active bitmap
+    return result
+
+
+def dropped_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict[str, int]]:
+    """Each day's events not counted, by reason (analytics/dropped.py), from its raw keys:
+    one round trip. A day from before reasons were kept has its bots' counter, read as
+    dropped by their User-Agent. Days whose keys are gone (or that dropped nothing): {}."""
+    pipe = r.pipeline(transaction=False)
+    for day in days:
+        pipe.hgetall(keys.dropped(site_id, day))
+        pipe.get(keys.bots_dropped(site_id, day))
+    answers = pipe.execute()
+    result = {}
+    for day, counts, bots in zip(days, answers[::2], answers[1::2]):
+        row = {reason.decode(): int(n) for reason, n in counts.items()}
+        if bots:
+            row[USER_AGENT] = row.get(USER_AGENT, 0) + int(bots)
+        result[day] = row
     return result

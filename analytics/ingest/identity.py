@@ -9,8 +9,10 @@ unique visitors per day only.
 """
 
 import hashlib
-from datetime import date
+from datetime import date, datetime, timedelta
 from functools import lru_cache
+
+from ..dimensions import VISIT_TIMEOUT
 
 DIGEST_SIZE = 16
 
@@ -31,3 +33,12 @@ def identity_source(user_id: str | None, visitor: str | None, ip: str | None, us
 
 def digest(key: bytes, source: bytes) -> bytes:
     return hashlib.blake2b(source, key=key, digest_size=DIGEST_SIZE).digest()
+
+
+def previous_digest(site, source: bytes, local: datetime) -> bytes | None:
+    """A daily-salt visitor's digest under yesterday's salt, for an event (at `local`, the
+    site's time) early enough after midnight that their visit may go on across the salt
+    change (its state is under that digest); None otherwise."""
+    if site.daily_salt and local.hour == 0 and local.minute < VISIT_TIMEOUT // 60:
+        return digest(day_key(site.salt, local.date() - timedelta(days=1)), source)
+    return None

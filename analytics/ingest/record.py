@@ -22,14 +22,15 @@ import redis
 from django.conf import settings
 
 from .. import dimensions, hooks
+from ..dropped import USER_AGENT, reason_of
 from ..periods import day_number
 from ..sites import SiteInfo
 from ..store import keys, protocol
 from ..store.limits import Bucket, Limited, throttle
 from ..store.scripts import RECORD_BATCH
-from . import identity, visit
+from . import identity, patterns, visit
 
-PAGEVIEW = "pageview"
+PAGEVIEW = dimensions.PAGEVIEW
 DAILY_ID_MAP_TTL = 2 * 86400  # daily-salt id maps are useless once their day is over
 SCRIPT_CHUNK = 1000  # visitors, and pages + event names, per Lua call: Lua's unpack() is bounded
 _PAGEVIEW_KIND, _INTERACTIVE_KIND, _OTHER_KIND = b"pin"  # an event's kind for lib/visits.lua (a byte)
@@ -45,7 +46,7 @@ class Hit(NamedTuple):
     path: str
     name: str
     identity: bytes
-    bot: bool = False
+    bot: bool | str = False  # not counted: True (its User-Agent) or why (analytics/dropped.py)
     user: str | None = None
     attrs: str = ""  # the visit dimensions of this event: fields joined by FIELD_SEP (dimensions.py)
     interactive: bool = True  # a custom event that ends a bounce (Plausible's "interactive")
@@ -114,7 +115,7 @@ class _Chunk:
         "revenue",
         "minutes",
         "hours",
-        "bots",
+        "dropped",
         "visits",
         "attrs",
         "parts",
@@ -122,7 +123,7 @@ class _Chunk:
     )
 
     def __init__(self) -> None:
-        self.bots = 0  # events dropped as bots that day (counted with the day's first chunk)
+        self.dropped: dict[str, int] = {}  # reason -> events not counted that day (with the day's first chunk)
         self.visitors: dict[bytes, int] = {}  # digest -> 1-based index, in arrival order
         self.pageviews = 0
         self.pages: dict[str, list] = {}  # path -> [pageviews, {visitor indexes}]
@@ -149,20 +150,13 @@ def record(
     """Count `hits` for `site` in one Redis round trip. Returns how many were counted and
     how many were dropped as bots. With a `mark`, calling again with the same hits and
     mark (a retry, a replay) changes nothing. The `limits` buckets are charged for the
-    call first, all or nothing; over a limit, nothing is counted and Limited is raised."""
+    call first, all or nothing; over a limit, nothing is counted and Limited is raised.
+    Visitors past the site's inhuman rate are dropped first (patterns.py)."""
+    hits = patterns.screen(r, site, hits, now)
     outcome = execute(r, [prepare(site, hits, now=now, mark=mark, limits=limits)])[0]
     if isinstance(outcome, Limited):
         raise outcome
     return outcome
-
-
-def previous_digest(site: SiteInfo, source: bytes, local: datetime) -> bytes | None:
-    """A daily-salt visitor's digest under yesterday's salt, for an event (at `local`, the
-    site's time) early enough after midnight that their visit may go on across the salt
-    change (its state is under that digest); None otherwise."""
-    if site.daily_salt and local.hour == 0 and local.minute < dimensions.VISIT_TIMEOUT // 60:
-        return identity.digest(identity.day_key(site.salt, local.date() - timedelta(days=1)), source)
-    return None
 
 
 class Prepared(NamedTuple):
@@ -196,7 +190,7 @@ def prepare(
     now_hour = now.astimezone(tz).hour
 
     chunks: dict[date, list[_Chunk]] = {}
-    bots: dict[date, int] = defaultdict(int)
+    dropped: dict[date, dict[str, int]] = defaultdict(dict)
     seen_pages: dict[str, dict[str, None]] = {}  # user -> pages viewed, for their Bloom filter
     hash_keys: dict[date, bytes] = {}
     digest = identity.digest
@@ -218,7 +212,9 @@ def prepare(
             minute = ts.replace(second=0, microsecond=0) if ts >= realtime_floor else None
             seconds = int(ts.timestamp())
         if bot:
-            bots[day] += 1
+            why = reason_of(bot) or USER_AGENT  # (a truthy bot always has a reason)
+            counts = dropped[day]
+            counts[why] = counts.get(why, 0) + 1
             continue
         if hashed is None:
             key = hash_keys.get(day)
@@ -244,7 +240,7 @@ def prepare(
             index = None
         if index is None:
             index = chunk.visitors[visitor] = len(chunk.visitors) + 1
-            previous = hashed[1] if hashed else previous_digest(site, source, local)
+            previous = hashed[1] if hashed else identity.previous_digest(site, source, local)
             if previous is not None:
                 chunk.previous[index] = previous
         if "\x1d" in path or "\x1e" in path or "\x1f" in path:
@@ -292,8 +288,8 @@ def prepare(
                 recent = chunk.minutes[minute] = set()
             recent.add(index)
 
-    for day, count in bots.items():  # (a day of bots only still needs its call)
-        chunks.setdefault(day, [_Chunk()])[0].bots = count
+    for day, counts in dropped.items():  # (a day of dropped events only still needs its call)
+        chunks.setdefault(day, [_Chunk()])[0].dropped = counts
     # In day order, so a visitor's "new" mark lands on the earliest day of the batch. Days
     # before yesterday may be rolled up already: the script marks them dirty.
     dirty_before = today - timedelta(days=1)
@@ -306,8 +302,8 @@ def prepare(
             chunk_mark = (mark.key, mark.chunk(len(calls)), mark.ttl) if mark else None
             dirty = day < dirty_before and n == 0
             calls.append(_script_call(site, day, chunk, dirty, chunk_mark, now, limits if single else ()))
-    dropped = sum(bots.values())
-    recorded = Recorded(accepted=len(hits) - dropped, bots=dropped)
+    not_counted = sum(sum(counts.values()) for counts in dropped.values())
+    recorded = Recorded(accepted=len(hits) - not_counted, bots=not_counted)
     return Prepared(site, calls, seen_pages, recorded, list(limits) if limits and not single else [])
 
 
@@ -390,7 +386,6 @@ def _script_call(
             "first_days": keys.first_days(sid),
             "dirty_days": keys.dirty_days(sid),
             "applied": mark_key,
-            "bots_dropped": keys.bots_dropped(sid, day),
             "page_rank": keys.page_rank(sid),
             "latest_first_day": keys.latest_first_day(sid),
         },
@@ -402,7 +397,6 @@ def _script_call(
         day=day.isoformat(),
         new_visitors_prefix=keys.new_visitors_prefix(sid),
         dirty=1 if dirty else 0,
-        bots=chunk.bots,
         digests=b"".join(chunk.visitors),
         pageviews=chunk.pageviews,
     )
@@ -411,6 +405,9 @@ def _script_call(
     for bucket in limits:
         args += bucket.args()
         script_keys.append(bucket.key)
+    call.section("dropped", {"hash": keys.dropped(sid, day)})
+    for reason, count in chunk.dropped.items():
+        args += (reason, count)
     for section, groups, hll_key, count_key, quota in (
         ("pages", chunk.pages, keys.page_visitors, keys.page_pageviews, site.max_pages_per_day),
         ("events", chunk.events, keys.event_visitors, keys.event_count, site.max_event_names_per_day),

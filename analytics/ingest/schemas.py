@@ -230,8 +230,9 @@ def check_ip(ip: str):
         raise BadEvent(f"ip: {ip[:64]!r} is not an IPv4 or IPv6 address") from None
 
 
-def batch_hit(event: BatchEvent, now: datetime, is_bot, site_host: str) -> Hit:
-    """A validated batch event as a Hit, or BadEvent."""
+def batch_hit(event: BatchEvent, now: datetime, site_host: str) -> Hit:
+    """A validated batch event as a Hit, or BadEvent. (Whether it is counted is the
+    caller's question: api/ingest.py Checks.)"""
     user_id, visitor, ip = event.get("user_id"), event.get("visitor"), event.get("ip")
     if not (user_id or visitor or ip):
         raise BadEvent("no identity: give visitor, user_id or ip (with user_agent)")
@@ -246,7 +247,6 @@ def batch_hit(event: BatchEvent, now: datetime, is_bot, site_host: str) -> Hit:
         path=page_path(url),
         name=name,
         identity=identity_source(user_id, visitor, ip, user_agent),
-        bot=user_agent is not None and is_bot(user_agent),
         user=user_id or None,
         attrs=visit_attrs(site_host, url, event.get("referrer"), user_agent, ip, event.get("screen_width")),
         interactive=event.get("interactive", True),

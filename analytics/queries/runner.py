@@ -35,13 +35,14 @@ from .days import (
     summary,
     timeseries,
 )
+from .dropped import dropped
 from .goals import goals, properties
 from .hours import hourly
 from .pages import ranked_pages
 from .retention import retention
 from .stored import imported_days
 
-KINDS = ("aggregate", "timeseries", "breakdown", "retention")
+KINDS = ("aggregate", "timeseries", "breakdown", "retention", "dropped")
 PROPS = "event:props:"  # a custom property's dimension: event:props:NAME (Plausible's name)
 MAX_PAGES_LISTED = 1000  # pages ranked for a breakdown by page (a panel's search looks among them)
 
@@ -86,9 +87,13 @@ def run(r: redis.Redis, query: Query, memo: Memo | None = None) -> Result:
     if query.kind not in KINDS:
         raise ValueError(f"unknown kind: {query.kind}")
     memo = Memo() if memo is None else memo
-    result = {"aggregate": _aggregate, "timeseries": _timeseries, "breakdown": _breakdown, "retention": _retention}[
-        query.kind
-    ](r, query, memo)
+    result = {
+        "aggregate": _aggregate,
+        "timeseries": _timeseries,
+        "breakdown": _breakdown,
+        "retention": _retention,
+        "dropped": _dropped,
+    }[query.kind](r, query, memo)
     if query.filters:
         result.meta["filters"] = ";".join(str(f) for f in query.filters)
     result.meta.setdefault("estimate", False)
@@ -167,6 +172,14 @@ def _retention(r: redis.Redis, q: Query, memo: Memo) -> Result:
         cohorts, estimate = filtered.retention(r, q.site, q.filters, q.interval, q.start, q.end, q.periods)
         return Result(q, rows=cohorts, meta={"estimate": estimate})
     return Result(q, rows=retention(r, q.site, q.interval, q.start, q.end, q.periods))
+
+
+def _dropped(r: redis.Redis, q: Query, memo: Memo) -> Result:
+    """The events not counted (bots, data centres, spam, patterns, exclusions): totals by
+    reason, and a row per day that dropped any. Filters do not apply: a dropped event
+    was never given an audience."""
+    totals, rows = dropped(r, q.site, q.start, q.end)
+    return Result(q, rows=rows, totals=totals)
 
 
 def _breakdown(r: redis.Redis, q: Query, memo: Memo) -> Result:

@@ -29,7 +29,7 @@ import redis
 
 from .. import dimensions, hooks, pins
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS, retention
-from ..counts.days import day_metrics
+from ..counts.days import day_metrics, dropped_days
 from ..counts.dimensions import dimension_days
 from ..counts.events import event_days
 from ..counts.pages import page_days
@@ -72,7 +72,10 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
     with scratch(r, site.pk) as tmp:
         summary = Summary(days=len(days), first=start, last=end)
         pages_sealed = sealed_days(site, days, pages=True)
-        _store_days(site, day_metrics(r, info, days, tmp), today)
+        metrics = day_metrics(r, info, days, tmp)
+        for day, counts in dropped_days(r, site.pk, days).items():
+            metrics[day]["dropped"] = counts  # (kept past the day's keys: the dashboard's "Not counted")
+        _store_days(site, metrics, today)
         _store_pages(r, site, [day for day in days if day not in pages_sealed])
         merge_sealed_pages(r, site, sorted(pages_sealed))
         _store_dimensions(r, site, days)
@@ -151,6 +154,7 @@ def _store_days(site: Site, metrics: dict[date, dict], today: date):
             "new_visitors",
             "wau",
             "mau",
+            "dropped",
             "final",
             "updated",
             "pages_sketched",

@@ -47,7 +47,10 @@ ids:b<n>           hash    bucket n as earlier versions kept it: moves to ids:p<
 ids                hash    stable mode, before the buckets: emptied as its visitors return
 ids-next[:<day>]   string  the id counter
 rt:<minute>        HLL     visitors in that UTC minute (short TTL)
-bots:<day>         string  events dropped as bots that day
+bots:<day>         string  events dropped as bots that day (before dropped:<day>; read as user-agent)
+dropped:<day>      hash    events not counted that day: reason -> count (analytics/dropped.py)
+pattern:<window>   hash    visitors' pageviews in a 10-minute window (ingest/patterns.py; 20 minutes)
+flagged:<day>      set     visitors flagged that day for an inhuman rate (ingest/patterns.py; 2 days)
 rate[:ip:<h>]      string  ingest rate-limit buckets (GCRA) of the site and of each client
 props:<day>        set     custom property groups "<event>\x1f<prop>\x1f<value>" seen that day
 props-sizes:<day>  hash    "<event>\x1f<prop>" -> its number of values in props:<day> (quota);
@@ -241,7 +244,7 @@ def new_visitors(site_id: int, day: date) -> str:
 
 def daily_family(site_id: int, day: date) -> list[str]:
     """A day's keys of the "daily" expiry family, but its custom events' (named by the
-    day's events index): bitmaps, site HLL, pageview total, bot count, the events index,
+    day's events index): bitmaps, site HLL, pageview total, dropped counts, the events index,
     and the hours' HLLs and counters."""
     return [
         active(site_id, day),
@@ -249,6 +252,7 @@ def daily_family(site_id: int, day: date) -> list[str]:
         site_visitors(site_id, day),
         pageviews(site_id, day),
         bots_dropped(site_id, day),
+        dropped(site_id, day),
         events_index(site_id, day),
         props_index(site_id, day),
         props_sizes(site_id, day),
@@ -490,13 +494,31 @@ def realtime(site_id: int, minute: datetime) -> str:
 
 
 def bots_dropped(site_id: int, day: date) -> str:
-    """Events dropped as bots that day (a counter)."""
+    """Events dropped as bots that day (a counter), as ingest kept it before `dropped`:
+    read as dropped by their User-Agent."""
     return f"{PREFIX}:{{{site_id}}}:bots:{day.isoformat()}"
+
+
+def dropped(site_id: int, day: date) -> str:
+    """Hash: the events not counted that day, by reason (analytics/dropped.py)."""
+    return f"{PREFIX}:{{{site_id}}}:dropped:{day.isoformat()}"
 
 
 def rate_site(site_id: int) -> str:
     """The site's ingest rate-limit bucket (limits.py)."""
     return f"{PREFIX}:{{{site_id}}}:rate"
+
+
+def pattern_window(site_id: int, window: int) -> str:
+    """Hash: each visitor's pageviews (8 bytes of their digest -> count) in one 10-minute
+    window (`window`: its start as a Unix time / 600), for ingest/patterns.py; kept 20 minutes."""
+    return f"{PREFIX}:{{{site_id}}}:pattern:{window}"
+
+
+def pattern_flagged(site_id: int, day: date) -> str:
+    """Set: the visitors (8 bytes of their digest) flagged that day for an inhuman rate:
+    their further events that day are dropped (ingest/patterns.py)."""
+    return f"{PREFIX}:{{{site_id}}}:flagged:{day.isoformat()}"
 
 
 def rate_client(site_id: int, client_digest: str) -> str:

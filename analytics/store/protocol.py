@@ -55,7 +55,6 @@ RECORD_BATCH: dict[str, Section] = {
             "day",  # ISO
             "new_visitors_prefix",  # an older day's new-visitor bitmap is this and its ISO day
             "dirty",  # "1" to mark the day dirty
-            "bots",  # events dropped as bots
             "digests",  # the distinct visitors' digests, 16 bytes each, as one string
             "pageviews",
         ),
@@ -73,12 +72,12 @@ RECORD_BATCH: dict[str, Section] = {
             "first_days",
             "dirty_days",
             "applied",
-            "bots_dropped",
             "page_rank",
             "latest_first_day",
         ),
     ),
     "limits": Section(record=("interval_ms", "burst", "cost"), record_keys=("bucket",)),
+    "dropped": Section(record=("reason", "count"), keys=("hash",)),  # (analytics/dropped.py)
     "pages": GROUPS,
     "events": GROUPS,
     "property_groups": Section(  # "event SEP property SEP value"

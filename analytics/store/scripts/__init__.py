@@ -141,6 +141,7 @@ INBOX_PUSH = Script("inbox_push", libs=("gcra",))
 INBOX_CLAIM = Script("inbox_claim")
 INBOX_RELEASE = Script("inbox_release")
 COMPACT = Script("compact")
+SCREEN_VISITORS = Script("screen_visitors")
 
 
 def _as_full(error: Exception) -> Exception:

@@ -28,7 +28,7 @@
 --               day_number: the day as days since 2000-01-01; day: the same, ISO;
 --               new_visitors_prefix: an older day's new-visitor bitmap is this and its ISO
 --               day; dirty: "1" to mark the day dirty (it may have been rolled up
---               already); bots: events dropped as bots; digests: the distinct visitors'
+--               already); digests: the distinct visitors'
 --               digests, 16 bytes each, as one string; pageviews: the chunk's pageviews.
 --             keys: visitor_ids (a daily-salt day's hash digest -> dense id, or the base
 --               name of the bucketed stable map, lib/idmap.lua), visitor_id_counter,
@@ -38,10 +38,11 @@
 --               ZRANGEBYLEX, capped), live_tick (exists for a second after a publish),
 --               first_days (their base name, lib/firstdays.lua), dirty_days (set of ISO
 --               days the rollups must compute again), applied (marks of applied calls),
---               bots_dropped, page_rank (the paths scored by pageviews, all time: the least
+--               page_rank (the paths scored by pageviews, all time: the least
 --               visited leave the search index over its cap), latest_first_day (a chunk of
 --               a day not before it cannot move anyone, and skips reading first days)
 --   limits    records: interval_ms, burst, cost, and the bucket's key (lib/gcra.lua)
+--   dropped   key hash: the day's events not counted, by reason; records: reason, count
 --   pages     quota: the day's quota of distinct paths; keys: the HLL and counter of
 --               "(other)", where names past the quota count; records: path, pageviews,
 --               visitors (1-based indexes into the digests, u16 big-endian, concatenated),
@@ -79,8 +80,10 @@ if V.head_mark ~= '' then
   if redis.call('SADD', K.head_applied, V.head_mark) == 0 then return {-1, 0, 0} end
   redis.call('EXPIRE', K.head_applied, V.head_mark_ttl)
 end
-local bots = tonumber(V.head_bots)
-if bots > 0 then redis.call('INCRBY', K.head_bots_dropped, bots) end
+for j = 1, S.dropped.n do
+  local reason, count = chunk.record(S.dropped, j)
+  redis.call('HINCRBY', K.dropped_hash, reason, count)
+end
 if V.head_dirty == '1' then redis.call('SADD', K.head_dirty_days, V.head_day) end
 
 -- Days since 2000-01-01 as an ISO date (the civil-from-days algorithm, proleptic
@@ -104,7 +107,7 @@ local n = #packed / 16
 local digests = {}
 for i = 1, n do digests[i] = string.sub(packed, 16 * i - 15, 16 * i) end
 local pageviews = tonumber(V.head_pageviews)
-if n == 0 then return {0, 0, 0} end  -- a day of bots only
+if n == 0 then return {0, 0, 0} end  -- a day of dropped events only
 -- Why the collector waits in a big call: a call of hundreds of visitors builds tables
 -- that all live until its end, and Lua's incremental collector, paced by allocation,
 -- marks them again and again while they grow; one full cycle at the end, when they are
