@@ -43,6 +43,7 @@ from kombu.exceptions import OperationalError
 
 from . import tasks
 from .imports import plausible, run
+from .ingest.bots import data_dates
 from .models import Annotation, ApiKey, Funnel, Goal, ImportJob, Site
 from .sites import tracking_snippet
 
@@ -114,7 +115,7 @@ class SiteAdmin(admin.ModelAdmin):
     form = SiteForm
     list_display = ("domain", "timezone", "identity_mode", "created")
     search_fields = ("domain",)
-    readonly_fields = ("created", "memory_today", "share_link")
+    readonly_fields = ("created", "memory_today", "share_link", "bot_data")
     inlines = [GoalInline, FunnelInline, AnnotationInline, ApiKeyInline]
     actions = ["create_api_key", "enable_sharing", "revoke_sharing"]
     fieldsets = [
@@ -144,6 +145,14 @@ class SiteAdmin(admin.ModelAdmin):
             },
         ),
         (
+            "Bot filters",
+            {
+                "fields": ("drop_crawlers", "drop_datacenters", "drop_referrer_spam", "pattern_pageviews", "bot_data"),
+                "description": "Events these drop are counted by reason (GET /api/v1/stats/dropped, the dashboard's "
+                "'Not counted' line); the site's own exclusions are on its settings' Exclusions page.",
+            },
+        ),
+        (
             "Advanced: Key expiry policy",
             {
                 "classes": ["collapse"],
@@ -160,6 +169,11 @@ class SiteAdmin(admin.ModelAdmin):
             },
         ),
     ]
+
+    @admin.display(description="Lists of")
+    def bot_data(self, obj):
+        """The day each vendored list was taken from upstream (`manage.py update_bot_data`)."""
+        return "; ".join(f"{name}: {day}" for name, day in data_dates().items())
 
     @admin.display(description="Share link")
     def share_link(self, obj):

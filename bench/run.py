@@ -53,7 +53,7 @@ ONLY = {part.strip() for part in os.environ.get("BENCH_ONLY", "").split(",") if 
 
 
 def want(section: str) -> bool:
-    """BENCH_ONLY=ingest,rollup,dashboard,bloom,import,quota,dimensions runs just those sections."""
+    """BENCH_ONLY=ingest,bots,rollup,dashboard,bloom,import,quota,dimensions runs just those sections."""
     return not ONLY or section in ONLY
 
 
@@ -557,7 +557,7 @@ def main():
 
         engine_rows, http_results, rollup_rows, dashboard_rows, bloom_rows, import_rows = {}, {}, [], [], [], []
         quota_rows, draw_rows, dimension_rows, model_rows, segment_rows = [], [], [], [], []
-        junk_rows = []
+        junk_rows, bot_rows, eval_rows = [], [], []
         if want("ingest"):
             say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
             bodies_for_http = None
@@ -578,6 +578,17 @@ def main():
             bitmapist = bitmapist_reference(server.url)
             r.execute_command("FLUSHALL", "SYNC")  # HTTP runs start from an empty Redis, like the engine ones did
             http_results = http(server.url, key, bodies_for_http)
+        if want("bots"):
+            import bot_checks_bench
+            import orjson
+
+            rng = random.Random(37)
+            bodies = [orjson.dumps(batch_events(rng, 50)) for _ in range(max(EVENTS // BATCH // 2, 1))]
+            bot_rows = bot_checks_bench.run(r, say, site, bodies)
+            r.execute_command("FLUSHALL", "SYNC")
+            import bot_eval
+
+            eval_rows = bot_eval.run(say)
         if want("rollup"):
             r.execute_command("FLUSHALL", "SYNC")
             rollup_rows = rollup_section(r)
@@ -625,6 +636,21 @@ def main():
             print_budgets(bitmapist, dict((line[0], line[1]) for line in section_table[-1][2]), engine_rows)
         else:
             print(f"\n(no table of the ingest script's sections: {on} scripts have no os.clock())")
+    if bot_rows:
+        table(
+            f"Keeping bots out: the ingest cost of the checks (crawler User-Agents, data-centre addresses, referrer "
+            f"spam, the site's exclusions, the rate screen) beside the same path without them; people's events, {on}",
+            ("what", "events/s", "µs per event", "vs without"),
+            bot_rows,
+        )
+    if eval_rows:
+        table(
+            "What each cause dropped on a log of people and bots built from public data (bench/bot_eval.py): a real "
+            "server's page views (elastic/examples apache_logs, 2015) beside traffic made from the vendored lists; "
+            "events through the batch API",
+            ("source", "events", "counted", *bot_eval.REASONS),
+            eval_rows,
+        )
     if dashboard_rows:
         table(
             f"Dashboard server time: 90-day period, 100,000 daily visitors (closed days from stored rows), {on}",

@@ -5,7 +5,7 @@ audit log; and the page an invitation's link opens."""
 import functools
 import re
 import zoneinfo
-from datetime import date
+from datetime import date, timedelta
 
 import redis
 from django import forms
@@ -26,6 +26,8 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from analytics.admin import size_text
+from analytics.dropped import LABELS
+from analytics.ingest.bots import data_dates
 from analytics.models import Exclusion, Funnel, Goal, ShareLinkOptions, Site
 from analytics.queries import access
 
@@ -597,7 +599,24 @@ def advanced_page(request, site: Site):
         {"field": form[name], "words": words, "cost": _cost(name, getattr(site, name), per_bitmap)}
         for name, words in ADVANCED.items()
     ]
-    return _page(request, site, "advanced", "team/advanced.html", {"form": form, "fields": fields, "memory": memory})
+    context = {"form": form, "fields": fields, "memory": memory, "bot_data": data_dates(), "dropped": _dropped(site)}
+    return _page(request, site, "advanced", "team/advanced.html", context)
+
+
+def _dropped(site: Site) -> list[tuple[str, int]] | None:
+    """The last 30 days' events not counted, by reason (every reason named), beside the
+    switches that decide them; None when Redis cannot be read."""
+    from analytics import queries
+    from analytics.sites import SiteInfo
+    from analytics.store.connection import get_redis
+
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    try:
+        totals = queries.run(get_redis(), queries.Query(info, today - timedelta(days=29), today, "dropped")).totals
+    except redis.exceptions.RedisError:
+        return None
+    return [(LABELS.get(reason, reason), n) for reason, n in totals.items()]
 
 
 def _memory(site: Site) -> tuple[list[tuple[str, int, str]], float]:

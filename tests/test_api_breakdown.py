@@ -25,7 +25,7 @@ REFERRERS = {
     "Direct / None": None,
     "jvns.ca": "https://jvns.ca/blog/",
 }
-COUNTRIES = {"US": "8.8.8.8", "AU": "1.1.1.1"}
+COUNTRIES = {"US": "73.0.0.1", "AU": "1.1.1.1"}  # (a home's and a resolver's: no data centre's)
 
 
 def post(client, key, events):

@@ -213,3 +213,15 @@ def test_a_missing_file_refuses_the_whole_refresh(vendored, upstream):
 def test_only_spam_with_a_datacenter_source_is_refused(vendored, upstream):
     with pytest.raises(CommandError, match="--only spam"):
         refresh(upstream, "--only", "spam")
+
+
+def test_no_vendored_block_is_a_reserved_or_documentation_range():
+    """Vultr's feed lists 192.0.2.0/24 and the other documentation ranges: kept, they would
+    drop every test and example address as a data centre's (the refresh leaves them out)."""
+    reserved = [
+        line
+        for path in datacenters.DATA.glob("*/ipv*.txt")
+        for line in path.read_text(encoding="utf-8").split()
+        if not ipaddress.ip_network(line).is_global
+    ]
+    assert reserved == []

@@ -204,3 +204,65 @@ def test_the_dashboard_says_what_was_not_counted_and_links_the_switches(client, 
     assert f"/dashboard/{site.domain}/settings/advanced" in page
     filtered = client.get(f"/dashboard/{site.domain}/?period=day&filters=page%3D%3D%2F").content.decode()
     assert "Not counted in this period" not in filtered  # (dropped events have no audience)
+
+
+VIEW = {"name": "pageview", "url": "https://example.com/", "domain": "example.com"}
+
+
+@pytest.mark.parametrize(
+    "ip, dropped",
+    [("3.5.140.2", True), ("2600:1f18::1", True), ("::ffff:3.5.140.2", True), ("20.42.0.1", True),
+     ("81.2.69.160", False), ("2a02:c7c:1::1", False)],
+)  # fmt: skip
+def test_an_event_from_a_data_centre_is_dropped_and_says_so(client, site, r, ip, dropped):
+    from analytics.ingest.datacenters import provider
+
+    assert (provider(ip) is not None) is dropped  # (the vendored ranges say so: amazon, microsoft, or none)
+    answer = post(client, VIEW, REMOTE_ADDR=ip)
+    assert answer.status_code == 202 and answer.get("X-Tally-Dropped") == ("datacenter" if dropped else None)
+    assert today_row(r, site)["pageviews"] == (0 if dropped else 1)
+
+
+def test_a_site_may_count_data_centres_and_a_batch_names_them(client, site, r):
+    events = [
+        {"url": "https://example.com/", "visitor": "a", "ip": "3.5.140.2"},
+        {"url": "https://example.com/", "visitor": "b", "ip": "2600:1f18::1"},
+        {"url": "https://example.com/", "visitor": "c", "ip": "81.2.69.160"},
+        {"url": "https://example.com/", "visitor": "d"},  # (no address: nothing to look up)
+    ]
+    answer = batch(client, site, events)
+    assert (answer["accepted"], answer["bots_dropped"], answer["dropped"]) == (2, 2, {"datacenter": 2})
+    assert batch(client, site, events, bots="keep")["accepted"] == 4  # (the sender knows its traffic)
+    site.drop_datacenters = False
+    site.save()
+    assert "X-Tally-Dropped" not in post(client, VIEW, REMOTE_ADDR="3.5.140.2")
+    assert today_row(r, site)["pageviews"] == 2 + 4 + 1
+
+
+def test_a_crawler_only_the_second_list_knows_is_dropped(client, site, r):
+    """Perplexity-User fetches a page for a person in a chat, never a browser's visit:
+    crawlerdetect misses it, crawler-user-agents names it."""
+    agent = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Perplexity-User/1.0; +https://perplexity.ai/perplexity-user)"
+    from crawlerdetect import CrawlerDetect
+
+    assert not CrawlerDetect().isCrawler(agent)
+    answer = post(client, VIEW, ua=agent, REMOTE_ADDR="81.2.69.160")
+    assert answer["X-Tally-Dropped"] == "bot" and today_row(r, site)["pageviews"] == 0
+    site.drop_crawlers = False
+    site.save()
+    assert "X-Tally-Dropped" not in post(client, VIEW, ua=agent, REMOTE_ADDR="81.2.69.160")
+
+
+def test_the_advanced_page_and_the_admin_show_the_counts_the_switches_and_the_lists_dates(
+    client, site, r, django_user_model
+):
+    post(client, VIEW, REMOTE_ADDR="3.5.140.2")
+    owner = django_user_model.objects.create_user("owner", "o@example.org", "pw-12345678-long", is_staff=True,
+                                                  is_superuser=True)  # fmt: skip
+    add_member(site, owner, "owner")
+    client.force_login(owner)
+    page = client.get(f"/dashboard/{site.domain}/settings/advanced").content.decode()
+    assert 'Data-centre addresses</td><td class="num">1</td>' in page
+    assert "data-centre ranges (lord-alfred/ipranges) of 2026-" in page and 'name="drop_datacenters"' in page
+    admin = client.get(f"/admin/analytics/site/{site.pk}/change/").content.decode()
+    assert "Bot filters" in admin and "referrer spam (Matomo): 2026-" in admin

@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from .. import sites
 from ..capture import spool
-from ..dropped import EXCLUSION, PATTERN, REASONS, REFERRER_SPAM, USER_AGENT, reason_of
-from ..ingest import exclusions, schemas
-from ..ingest.bots import is_bot, referrer_spam
+from ..dropped import EXCLUSION, PATTERN, REASONS, USER_AGENT, reason_of
+from ..ingest import schemas
+from ..ingest.checks import Checks
 from ..ingest.identity import identity_source
 from ..ingest.record import IDEMPOTENCY_KEY_TTL, Hit, Mark, client_mark, idempotency_digest, new_mark
 from ..ingest.visit import visit_attrs
@@ -118,36 +118,6 @@ def single_event(body: bytes, user_agent: str, ip: str) -> SingleEvent:
         )
     dropped = None if None in reasons else min(reasons, key=REASONS.index)
     return SingleEvent(accepted, datetime.now(UTC), dropped)
-
-
-class Checks:
-    """Why an event from this client would not be counted, site by site (each site has
-    its own exclusions and switches): the site's exclusions first (the owner said so),
-    then a crawler's User-Agent, referrer spam, a data centre's address. Each check is
-    made once for the event, when a site first asks."""
-
-    __slots__ = ("user_agent", "ip", "referrer", "_bot", "_spam", "_datacenter")
-
-    def __init__(self, user_agent: str | None, ip: str | None, referrer: str | None):
-        self.user_agent, self.ip, self.referrer = user_agent, ip, referrer
-        self._bot: bool | None = None
-        self._spam: bool | None = None
-        self._datacenter: bool | None = None
-
-    def dropped(self, site: sites.SiteInfo, path: str, url: str) -> str | None:
-        if site.exclusions and exclusions.excluded(site.exclusions, self.ip, path, url):
-            return EXCLUSION
-        if site.drop_crawlers and self.user_agent is not None:
-            if self._bot is None:
-                self._bot = is_bot(self.user_agent)
-            if self._bot:
-                return USER_AGENT
-        if site.drop_referrer_spam:
-            if self._spam is None:
-                self._spam = referrer_spam(self.referrer)
-            if self._spam:
-                return REFERRER_SPAM
-        return None
 
 
 def _site_limit(site, cost: int) -> list[Bucket]:

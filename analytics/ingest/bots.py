@@ -1,5 +1,7 @@
-"""Is this User-Agent a bot? Asked of crawlerdetect, its maintained list of crawler patterns.
-Is this referrer spam? Asked of Matomo's list (data/referrer-spam/).
+"""Is this User-Agent a bot? Asked of crawlerdetect, its maintained list of crawler patterns,
+and of monperrus/crawler-user-agents (crawlers.py), which names some bots crawlerdetect does
+not (AI assistants, scanners, monitors). Is this referrer spam? Asked of Matomo's list
+(data/referrer-spam/).
 
 crawlerdetect matches one very large regular expression (about 0.25 ms a call here), while
 real traffic repeats a few thousand User-Agents, so answers are cached per process.
@@ -11,6 +13,7 @@ from pathlib import Path
 from crawlerdetect import CrawlerDetect
 
 from .. import sources
+from . import crawlers
 
 _detector = CrawlerDetect()
 
@@ -26,7 +29,7 @@ def is_bot(user_agent: str) -> bool:
 def _is_bot(user_agent: str) -> bool:
     if not user_agent:
         return True
-    return bool(_detector.isCrawler(user_agent))
+    return crawlers.listed(user_agent) or bool(_detector.isCrawler(user_agent))  # (the cheaper first)
 
 
 SPAM_LIST = Path(__file__).resolve().parent / "data" / "referrer-spam" / "spammers.txt"
@@ -47,3 +50,17 @@ def referrer_spam(referrer: str | None) -> bool:
     spammers = _spammers()
     parts = host.split(".")
     return any(".".join(parts[n:]) in spammers for n in range(len(parts) - 1))
+
+
+DATA = Path(__file__).resolve().parent / "data"
+LISTS = {  # the vendored lists, by what they catch: data/<folder>/VERSION holds the day each was taken
+    "crawler User-Agents (crawler-user-agents)": "crawler-user-agents",
+    "data-centre ranges (lord-alfred/ipranges)": "datacenters",
+    "referrer spam (Matomo)": "referrer-spam",
+}
+
+
+def data_dates() -> dict[str, str]:
+    """{list: the day its vendored copy was taken from upstream}, for the settings page and
+    the admin: an owner sees how fresh the filters are (`manage.py update_bot_data`)."""
+    return {name: (DATA / folder / "VERSION").read_text(encoding="utf-8").strip() for name, folder in LISTS.items()}
