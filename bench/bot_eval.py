@@ -28,6 +28,7 @@ REASONS = ("user-agent", "datacenter", "referrer-spam", "pattern", "exclusion")
 def run(say) -> list[tuple]:
     from django.test import Client
 
+    from analytics.ingest.bots import is_bot
     from analytics.models import ApiKey, Exclusion, Site
 
     Site.objects.filter(domain=DOMAIN).delete()
@@ -38,7 +39,7 @@ def run(say) -> list[tuple]:
     client = Client()
     real = _log_events()
     start = datetime.fromisoformat(real[0]["ts"])
-    people = [e["user_agent"] for e in real if e["user_agent"].startswith("Mozilla/5.0 (")][:50]
+    people = [agent for agent in dict.fromkeys(e["user_agent"] for e in real) if agent and not is_bot(agent)][:50]
     sources = {
         "real log: page views (semicomplete.com, 2015)": real,
         "referrer spam (Matomo's hosts), people's browsers at home": _spam(start, people),
