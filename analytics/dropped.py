@@ -18,7 +18,7 @@ LABELS = {
     USER_AGENT: "bots by user agent",
     DATACENTER: "data-centre addresses",
     REFERRER_SPAM: "referrer spam",
-    PATTERN: "inhuman rates",
+    PATTERN: "past an inhuman rate",
     EXCLUSION: "your exclusions",
 }
 

@@ -224,6 +224,7 @@ def test_a_junk_flood_costs_at_most_400_bytes_an_event_and_past_the_caps_only_it
     rollup row."""
     site.max_pages_per_day, site.max_event_names_per_day, site.max_property_values = 100, 10, 100
     site.max_property_names, site.max_property_groups = 5, 200
+    site.pattern_pageviews = 0  # (the rate screen's windows live 20 minutes, as open visits do: not what a day keeps)
     site.save()
     info = SiteInfo.from_model(site)
     rng, now = random.Random(11), datetime.now(UTC)

@@ -74,18 +74,15 @@ def screen(r: redis.Redis, site: SiteInfo, hits: list, now: datetime | None = No
 
 
 def _ask(r: redis.Redis, site: SiteInfo, groups: list) -> list:
-    pipe = r.pipeline(transaction=False)
+    """One script call per group, all in one round trip (Script.run_many: a server that
+    lost the script reruns only those calls; a full server is an outage, as for record())."""
+    calls = []
     for window, day, visitors, hits in groups:
         args: list = [site.pattern_pageviews, WINDOW_TTL, FLAG_TTL]
         for visitor, positions in visitors.items():
             args += (visitor, sum(1 for i in positions if hits[i].name == PAGEVIEW))
-        script_keys = [keys.pattern_flagged(site.id, day), keys.pattern_window(site.id, window)]
-        SCREEN_VISITORS.queue(pipe, script_keys, args)
-    try:
-        return pipe.execute()
-    except redis.exceptions.NoScriptError:  # (a restarted server: nothing of the pipeline ran)
-        r.script_load(SCREEN_VISITORS.source)
-        return _ask(r, site, groups)
+        calls.append(([keys.pattern_flagged(site.id, day), keys.pattern_window(site.id, window)], args))
+    return SCREEN_VISITORS.run_many(r, calls)
 
 
 def _drop(hits: list, positions: list[int], past: int, now: datetime):
