@@ -1,7 +1,8 @@
-"""The peers section's stream (bench/peers/stream.py) is what it says it is."""
+"""The peers section's yardstick (bench/peers/): the stream is what it says, the brute force
+keeps its definitions."""
 
 from collections import Counter
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -9,6 +10,8 @@ from analytics.ingest.bots import is_bot
 from analytics.ingest.datacenters import is_datacenter
 from analytics.ingest.geo import location_of
 from bench.peers import stream
+from bench.peers.enrich import Event, Visit
+from bench.peers.truth import Truth
 
 LAST = date(2026, 11, 25)
 DAYS = 10
@@ -50,3 +53,50 @@ def test_it_streams_the_same_events_for_the_same_arguments(events):
     again = next(stream.batches(EVENTS, DAYS, last_day=LAST))
     assert again == events[: stream.BATCH]
     assert next(stream.batches(EVENTS, DAYS, seed=1, last_day=LAST)) != again
+
+
+def _event(minute: int, user: int, path: str, name: str = "pageview", source: str = "Google") -> Event:
+    visit = Visit(*[""] * len(Visit._fields))._replace(source=source, country="DE")
+    ts = int(datetime(2026, 11, 20, tzinfo=UTC).timestamp()) + 60 * minute
+    return Event(ts, user, name, path, (), True, visit)
+
+
+def test_the_truth_cuts_sessions_after_30_minutes_and_keeps_their_first_source():
+    truth = Truth(
+        [
+            _event(0, 1, "/"),
+            _event(30, 1, "/pricing", source="Direct / None"),  # (30 minutes: the same session)
+            _event(61, 1, "/docs", source="Reddit"),  # (31: a new one)
+            _event(5, 2, "/"),
+        ]
+    )
+    day = date(2026, 11, 20)
+    assert [(s.user_id, s.entry_page, s.exit_page, s.end - s.start, s.bounce) for s in truth.sessions] == [
+        (1, "/", "/pricing", 1800, False),
+        (2, "/", "/", 0, True),
+        (1, "/docs", "/docs", 0, True),
+    ]
+    assert truth.breakdown("source", day, day) == [("Google", 2), ("Reddit", 1)]
+    assert truth.aggregate(day, day, filters=(("page", "/pricing"),)) == {
+        "visitors": 1,
+        "visits": 1,
+        "pageviews": 1,
+        "bounce_rate": 0.0,  # (only the visits that entered at /pricing: none)
+        "visit_duration": 1800.0,
+    }
+
+
+def test_the_truth_counts_a_funnel_step_only_after_the_one_before():
+    steps = (("page", "/"), ("page", "/pricing"), ("goal", "Signup"))
+    truth = Truth(
+        [
+            _event(0, 1, "/pricing"),
+            _event(1, 1, "/"),  # (pricing before home: visitor 1 stops at step 1)
+            _event(0, 2, "/"),
+            _event(1, 2, "/pricing"),
+            _event(2, 2, "/signup", name="Signup"),
+        ]
+    )
+    day = date(2026, 11, 20)
+    assert truth.funnel(steps, day, day) == [2, 1, 1]
+    assert truth.funnel(steps, day, day, by_day=True) == [2, 2, 1]  # (Tally's: any order within a day)
