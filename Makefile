@@ -31,9 +31,11 @@ bench: setup
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt
+# bench/requirements-peers.txt: chdb, the ClickHouse the peers section and its test compare
+# Tally with; not the product's (bench/peers/).
+$(STAMP): requirements.txt bench/requirements-peers.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -r bench/requirements-peers.txt
 	touch $(STAMP)
 
 clean:

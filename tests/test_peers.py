@@ -1,5 +1,6 @@
 """The peers section's yardstick (bench/peers/): the stream is what it says, the brute force
-keeps its definitions."""
+keeps its definitions, and on a small stream the ClickHouse peer answers every question of
+the dashboard exactly as the brute force does (uniqExact), and within 2% with uniq."""
 
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
@@ -11,7 +12,7 @@ from analytics.ingest.datacenters import is_datacenter
 from analytics.ingest.geo import location_of
 from bench.peers import stream
 from bench.peers.enrich import Event, Visit
-from bench.peers.truth import Truth
+from bench.peers.truth import FUNNEL, Truth, questions
 
 LAST = date(2026, 11, 25)
 DAYS = 10
@@ -100,3 +101,55 @@ def test_the_truth_counts_a_funnel_step_only_after_the_one_before():
     day = date(2026, 11, 20)
     assert truth.funnel(steps, day, day) == [2, 1, 1]
     assert truth.funnel(steps, day, day, by_day=True) == [2, 2, 1]  # (Tally's: any order within a day)
+
+
+@pytest.fixture(scope="module")
+def loaded(events):
+    pytest.importorskip("chdb")  # (make setup installs it: bench/requirements-peers.txt)
+    from bench.peers.clickhouse import ClickHousePeer
+
+    seen: list[Event] = []
+    with ClickHousePeer() as peer:
+        peer.load([events[i : i + stream.BATCH] for i in range(0, len(events), stream.BATCH)], seen)
+        peer.merge()
+        yield peer, Truth(seen)
+
+
+def test_the_clickhouse_peer_drops_nothing_and_collapses_its_sessions(loaded):
+    peer, truth = loaded
+    assert (peer.events, peer.dropped) == (EVENTS, 0)
+    assert peer._rows("SELECT count(), sum(sign) FROM sessions_v2") == [[len(truth.sessions), len(truth.sessions)]]
+    assert peer.bytes_on_disk() > 0
+
+
+@pytest.mark.parametrize("span", [DAYS, 7])  # (7: sessions that cross the range's first midnight)
+def test_the_clickhouse_peer_answers_every_question_as_the_brute_force_does(loaded, span):
+    peer, truth = loaded
+    for q in questions(LAST, span):
+        want = getattr(truth, q.method)(*q.args, **q.kwargs)
+        assert getattr(peer, q.method)(*q.args, **q.kwargs, exact=True) == want, q.label
+        _assert_close(getattr(peer, q.method)(*q.args, **q.kwargs), want, q.label)
+    assert truth.funnel(FUNNEL, LAST - timedelta(days=span - 1), LAST)[-1] > 0
+
+
+def _assert_close(got, want, label: str):
+    """uniq's answer within 2% of the exact one: numbers, the rows of a breakdown by value
+    (the values both list), a timeseries' or retention's rows in order."""
+    if isinstance(want, dict):
+        assert got.keys() == want.keys(), label
+        for key in want:
+            assert got[key] == pytest.approx(want[key], rel=0.02), f"{label}: {key}"
+    elif isinstance(want, list) and want and isinstance(want[0], tuple) and isinstance(want[0][0], str):
+        exact = dict(want)
+        shared = [(value, n) for value, n in got if value in exact]
+        assert len(shared) >= len(want) - 2, label
+        for value, n in shared:
+            assert n == pytest.approx(exact[value], rel=0.02), f"{label}: {value}"
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want), label
+        for a, b in zip(got, want):
+            _assert_close(a, b, label)
+    elif isinstance(want, (int, float)):
+        assert got == pytest.approx(want, rel=0.02), label
+    else:
+        assert got == want, label
