@@ -53,11 +53,12 @@ ONLY = {part.strip() for part in os.environ.get("BENCH_ONLY", "").split(",") if 
 
 
 def want(section: str) -> bool:
-    """BENCH_ONLY=ingest,bots,rollup,dashboard,bloom,import,quota,dimensions runs just those sections."""
+    """BENCH_ONLY=ingest,bots,peers,rollup,dashboard,bloom,import,quota,dimensions runs just those sections."""
     return not ONLY or section in ONLY
 
 
 EVENTS = int(os.environ.get("BENCH_EVENTS", "100000"))
+PEERS_EVENTS = int(os.environ.get("BENCH_PEERS_EVENTS", "1000000"))  # the peers section's stream (issue 38)
 # Single events at three loads: the p99 grows with the connections (the bare reference's
 # too: ~13 ms at 32), so the target "1.5x with p99 <= 10 ms" is read on each row.
 SINGLE_RUNS = (("single", 8), ("single16", 16), ("single32", 32))
@@ -557,7 +558,7 @@ def main():
 
         engine_rows, http_results, rollup_rows, dashboard_rows, bloom_rows, import_rows = {}, {}, [], [], [], []
         quota_rows, draw_rows, dimension_rows, model_rows, segment_rows = [], [], [], [], []
-        junk_rows, bot_rows, eval_rows = [], [], []
+        junk_rows, bot_rows, eval_rows, peers = [], [], [], {}
         if want("ingest"):
             say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
             bodies_for_http = None
@@ -589,6 +590,11 @@ def main():
             import bot_eval
 
             eval_rows = bot_eval.run(say)
+        if want("peers"):
+            r.execute_command("FLUSHALL", "SYNC")
+            from bench.peers import section
+
+            peers = section.run(r, server.url, say, start_server, PEERS_EVENTS)
         if want("rollup"):
             r.execute_command("FLUSHALL", "SYNC")
             rollup_rows = rollup_section(r)
@@ -642,6 +648,19 @@ def main():
             f"spam, the site's exclusions, the rate screen) beside the same path without them; people's events, {on}",
             ("what", "events/s", "µs per event", "vs without"),
             bot_rows,
+        )
+    if peers:
+        table(
+            f"Peers: Tally's read API against ClickHouse as Plausible runs it (chdb, events_v2/sessions_v2, uniq), "
+            f"the same {peers['events']:,} events ({peers['visitors']:,} visitors, 60 days), 30-day questions; ms in "
+            f"this process (server time), first run and median of {section.WARM} more; error against the brute force, {on}",
+            ("question", "Tally first", "Tally ms", "CH first", "CH ms", "Tally ÷ CH", "Tally error", "CH error"),
+            peers["reads"],
+        )
+        table(
+            f"Peers: writes, rollup and storage on the same events, {on}",
+            ("what", "Tally", "ClickHouse", "Tally ÷ CH"),
+            peers["writes"],
         )
     if eval_rows:
         table(

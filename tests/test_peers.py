@@ -132,24 +132,91 @@ def test_the_clickhouse_peer_answers_every_question_as_the_brute_force_does(load
     assert truth.funnel(FUNNEL, LAST - timedelta(days=span - 1), LAST)[-1] > 0
 
 
-def _assert_close(got, want, label: str):
+def _assert_close(got, want, label: str, rel: float = 0.02):
     """uniq's answer within 2% of the exact one: numbers, the rows of a breakdown by value
     (the values both list), a timeseries' or retention's rows in order."""
     if isinstance(want, dict):
         assert got.keys() == want.keys(), label
         for key in want:
-            assert got[key] == pytest.approx(want[key], rel=0.02), f"{label}: {key}"
+            assert got[key] == pytest.approx(want[key], rel=rel), f"{label}: {key}"
     elif isinstance(want, list) and want and isinstance(want[0], tuple) and isinstance(want[0][0], str):
         exact = dict(want)
         shared = [(value, n) for value, n in got if value in exact]
         assert len(shared) >= len(want) - 2, label
         for value, n in shared:
-            assert n == pytest.approx(exact[value], rel=0.02), f"{label}: {value}"
+            assert n == pytest.approx(exact[value], rel=rel, abs=5 if rel > 0.02 else 0), f"{label}: {value}"
     elif isinstance(want, (list, tuple)):
         assert len(got) == len(want), label
         for a, b in zip(got, want):
-            _assert_close(a, b, label)
+            _assert_close(a, b, label, rel)
     elif isinstance(want, (int, float)):
-        assert got == pytest.approx(want, rel=0.02), label
+        assert got == pytest.approx(want, rel=rel), label
     else:
         assert got == want, label
+
+
+# Where Tally counts another thing than Plausible's definitions (truth.py), on purpose: a
+# visitor's other visits of a day count under a page filter (its day's bitmap, not the
+# visits that viewed the page), exit pages are counted by visit, and an aggregate under two
+# filters has visitors only (docs/exploring.md). Those questions are measured by `make bench`
+# (their error column), not held to the truth here.
+TALLY_OWN_DEFINITIONS = {
+    "exit pages",
+    "page==/pricing: aggregate",
+    "page==/pricing: sources",
+    "country==DE, source==Google: top pages",
+    "country==DE, page==/pricing: aggregate",
+}
+
+
+def test_tally_answers_as_the_brute_force_does_where_it_counts_the_same_thing(events, db, client, r):
+    """The same stream through the batch API and the rollup: retention, the chart's visitors,
+    the funnel (by day, as Tally counts it) and every visitor count it calls exact, exact;
+    visits within a session or two; breakdown rows within their HLLs' bound. Where Tally
+    says ≈ under a filter (a page or a country without a visitor bitmap on some day: only
+    the pinned top values and each day's first `segment_values` get one), its
+    inclusion-exclusion of small HLLs is off by a few visitors (21 for 25 here, 83 for 95
+    before the first day's top values were pinned): held to 20% or 5, and measured by
+    `make bench` (issue 38's exactness target: such rows should become exact)."""
+    from analytics import pins
+    from analytics.models import Site
+    from analytics.rollups.jobs import rollup
+    from bench.peers.enrich import enrich
+    from bench.peers.tally import TallyPeer, prepare_site
+
+    key = prepare_site(stream.DOMAIN, FUNNEL)
+    site, first = Site.objects.get(domain=stream.DOMAIN), LAST - timedelta(days=DAYS - 1)
+    seen: list[Event] = []
+    for day_one in (True, False):  # (the first day, rolled up as each night is: its top values pinned)
+        part = [e for e in events if (e["ts"][:10] == first.isoformat()) is day_one]
+        for i in range(0, len(part), stream.BATCH):
+            batch = part[i : i + stream.BATCH]
+            seen += enrich(batch, stream.DOMAIN)[0]
+            answer = client.post(
+                "/api/v1/events", batch, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+            )
+            assert answer.json()["accepted"] == len(batch)
+        rollup(r, site, first, first if day_one else LAST)
+        pins.sync(r, site.pk)  # (as the nightly rollup does: the day's top values keep bitmaps the next)
+    seen.sort(key=lambda e: e.ts)
+    truth, tally = Truth(seen), TallyPeer("http://testserver", key, stream.DOMAIN)
+    for q in questions(LAST, DAYS):
+        if q.label in TALLY_OWN_DEFINITIONS:
+            continue
+        got = getattr(tally, q.method)(*q.args, **q.kwargs)
+        if q.method == "funnel":
+            assert got == truth.funnel(*q.args, by_day=True), q.label
+        elif q.method in ("retention", "timeseries"):
+            assert got == getattr(truth, q.method)(*q.args, **q.kwargs), q.label
+        elif q.method == "aggregate":
+            want = truth.aggregate(*q.args, **q.kwargs)
+            if tally.estimate:  # (a filter value without a bitmap some day: Tally says ≈, HLLs' inclusion-exclusion)
+                assert got["visitors"] == pytest.approx(want["visitors"], rel=0.20), q.label
+            else:
+                assert got["visitors"] == want["visitors"], q.label
+            assert got["pageviews"] == want["pageviews"], q.label
+            assert abs(got["visits"] - want["visits"]) <= 0.005 * want["visits"], q.label  # (visits across midnight)
+            assert abs(got["bounce_rate"] - want["bounce_rate"]) <= 1, q.label  # (Tally's are whole percents)
+            assert abs(got["visit_duration"] - want["visit_duration"]) <= 1, q.label
+        else:  # (HLL unions: 2%; where Tally says ≈, a filter value without a bitmap some day, 10%: see below)
+            _assert_close(got, getattr(truth, q.method)(*q.args, **q.kwargs), q.label, 0.20 if tally.estimate else 0.02)
