@@ -3,7 +3,7 @@ page's days, prefix search of paths."""
 
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import redis
 from django.db.models import Max, Sum
@@ -49,44 +49,10 @@ def ranked_pages(
     2 x limit + 5 candidates the ranking stops there (a page with many one-day visitors
     far down the visitor-days order is the only thing that could be missed)."""
     days = days_between(start, end)
-    final = set(
-        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list(
-            "date", flat=True
-        )
-    )
-    pageviews: dict[str, int] = {}
-    visitor_days: dict[str, int] = {}
-    peak: dict[str, int] = {}  # (its largest day's visitors: no union is below it, whatever keys expired)
-    imported = imported_days(site.id, start, end)
-    added: dict[str, int] = defaultdict(int)  # (visitors on imported days: summed, outside any union)
-    for stored_days, of_import in ((final - imported, False), (final & imported, True)):
-        if not stored_days:
-            continue
-        totals = (
-            PageDaily.objects.filter(site_id=site.id, date__in=stored_days)
-            .values("path")
-            .annotate(views=Sum("pageviews"), people=Sum("visitors"), most=Max("visitors"))
-        )
-        for row in totals:
-            path = row["path"]
-            pageviews[path] = pageviews.get(path, 0) + row["views"]
-            visitor_days[path] = visitor_days.get(path, 0) + row["people"]
-            if of_import:
-                added[path] += row["people"]
-                peak.setdefault(path, 0)
-            else:
-                peak[path] = max(peak.get(path, 0), row["most"])
-    live = page_days(r, site.id, [day for day in days if day not in final])
-    for day_pages in live.values():
-        for path, (people, views) in day_pages.items():
-            pageviews[path] = pageviews.get(path, 0) + views
-            visitor_days[path] = visitor_days.get(path, 0) + people
-            peak[path] = max(peak.get(path, 0), people)
-
-    needle = search.lower()
-    ranked = sorted(
-        (p for p in visitor_days if needle in p.lower()), key=lambda p: (-visitor_days[p], -pageviews[p], p)
-    )
+    totals = _page_totals(r, site, start, end)
+    final, imported, live = totals.final, totals.imported, totals.live
+    pageviews, visitor_days, peak, added = totals.pageviews, totals.visitor_days, totals.peak, totals.added
+    ranked = _by_visitor_days(totals, search)
     cover = page_cover(site, start, end)
     visitors: dict[str, int] = {}
     wanted, budget = limit + 5, min(2 * limit + 5, MAX_PAGE_CANDIDATES)
@@ -132,6 +98,71 @@ def ranked_pages(
     for f, n in exact_visitors(r, site, native, list(fields), present).items():
         fields[f]["visitors"] = n + added[fields[f]["page"]]
     return sorted(shown, key=order)[:limit], len(ranked)
+
+
+class _Totals(NamedTuple):
+    final: set  # the range's days with stored page rows
+    imported: set  # of those, another product's daily totals
+    live: dict  # day -> {path: (visitors, pageviews)} for the other days, from Redis
+    pageviews: dict[str, int]
+    visitor_days: dict[str, int]  # the sum of a page's daily visitors: no union over the days exceeds it
+    peak: dict[str, int]  # its largest day's visitors: no union is below it, whatever keys expired
+    added: dict[str, int]  # visitors on imported days: summed, outside any union
+
+
+def _page_totals(r: redis.Redis, site: SiteInfo, start: date, end: date) -> _Totals:
+    """Each page's pageviews and visitor-days over the range: the stored rows of rolled-up
+    days (one SQL aggregate), Redis for the others (one round trip)."""
+    days = days_between(start, end)
+    final = set(
+        DailyMetrics.objects.filter(site_id=site.id, final=True, date__range=(start, end)).values_list(
+            "date", flat=True
+        )
+    )
+    pageviews: dict[str, int] = {}
+    visitor_days: dict[str, int] = {}
+    peak: dict[str, int] = {}
+    imported = imported_days(site.id, start, end)
+    added: dict[str, int] = defaultdict(int)
+    for stored_days, of_import in ((final - imported, False), (final & imported, True)):
+        if not stored_days:
+            continue
+        totals = (
+            PageDaily.objects.filter(site_id=site.id, date__in=stored_days)
+            .values("path")
+            .annotate(views=Sum("pageviews"), people=Sum("visitors"), most=Max("visitors"))
+        )
+        for row in totals:
+            path = row["path"]
+            pageviews[path] = pageviews.get(path, 0) + row["views"]
+            visitor_days[path] = visitor_days.get(path, 0) + row["people"]
+            if of_import:
+                added[path] += row["people"]
+                peak.setdefault(path, 0)
+            else:
+                peak[path] = max(peak.get(path, 0), row["most"])
+    live = page_days(r, site.id, [day for day in days if day not in final])
+    for day_pages in live.values():
+        for path, (people, views) in day_pages.items():
+            pageviews[path] = pageviews.get(path, 0) + views
+            visitor_days[path] = visitor_days.get(path, 0) + people
+            peak[path] = max(peak.get(path, 0), people)
+
+    return _Totals(final, imported, live, pageviews, visitor_days, peak, added)
+
+
+def _by_visitor_days(totals: _Totals, search: str = "") -> list[str]:
+    """The paths (containing `search`, case-insensitive) by visitor-days, most first."""
+    needle = search.lower()
+    visitor_days, pageviews = totals.visitor_days, totals.pageviews
+    return sorted((p for p in visitor_days if needle in p.lower()), key=lambda p: (-visitor_days[p], -pageviews[p], p))
+
+
+def candidate_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int, search: str = "") -> list[str]:
+    """The pages a filtered breakdown counts, most visitor-days first: the ranking before
+    ranked_pages() counts any union (a filtered row's visitors are counted from bitmaps
+    anyway, so the unfiltered unions would be paid for nothing)."""
+    return _by_visitor_days(_page_totals(r, site, start, end), search)[:limit]
 
 
 def page_cover(site: SiteInfo, start: date, end: date):

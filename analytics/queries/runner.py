@@ -24,6 +24,7 @@ from .. import dimensions
 from ..sites import SiteInfo
 from . import filtered, segments
 from .breakdown import breakdown as visit_breakdown
+from .breakdown import candidate_values
 from .days import (
     AGGREGATE_METRICS,
     COMPARISONS,
@@ -38,7 +39,7 @@ from .days import (
 from .dropped import dropped
 from .goals import goals, properties
 from .hours import hourly
-from .pages import ranked_pages
+from .pages import candidate_pages, ranked_pages
 from .retention import retention
 from .stored import imported_days
 
@@ -212,11 +213,9 @@ def _filtered_rows(r: redis.Redis, q: Query, memo: Memo) -> tuple[list[dict], bo
     if q.dimension == "goal":
         return filtered.goals(r, q.site, q.filters, q.start, q.end, _visitors(r, q, memo), q.search)
     if q.dimension == "page":
-        ranked, _ = ranked_pages(r, q.site, q.start, q.end, max(filtered.MAX_ROWS, q.limit * q.page), q.search)
-        candidates = [row["page"] for row in ranked]
+        candidates = candidate_pages(r, q.site, q.start, q.end, max(filtered.MAX_ROWS, q.limit * q.page), q.search)
     else:
-        unfiltered, _ = visit_breakdown(r, q.site, q.start, q.end, q.dimension, filtered.MAX_ROWS, 1, q.search)
-        candidates = [row[q.dimension] for row in unfiltered]
+        candidates = candidate_values(r, q.site, q.start, q.end, q.dimension, filtered.MAX_ROWS, q.search)
     rows, estimate = filtered.breakdown(r, q.site, q.filters, q.start, q.end, q.dimension, candidates)
     return [
         {q.dimension: row["value"], "visitors": row["visitors"], **({"estimate": True} if row["estimate"] else {})}
