@@ -609,3 +609,35 @@ def test_a_values_visitors_once_the_raw_keys_expire_are_its_days_from_the_rows(c
     for source, row in after.items():
         assert max(len(daily[day][source]) for day in days) <= row["visitors"] <= before[source]["visitors"]
         assert row["visits"] == before[source]["visits"]
+
+
+def test_a_value_with_many_days_of_one_visitor_does_not_hide_the_top(site, r):
+    """breakdown() counts unions in rounds, in order of visitor-days: six sources each
+    sent by one visitor on 20 days (20 visitor-days, 1 visitor) rank before six sent by
+    5-10 people on one day. The page must still be the most visitors first, as the
+    brute force says, on every page of it."""
+    from analytics.ingest import Hit, record
+    from analytics.ingest.identity import identity_source
+    from analytics.ingest.visit import visit_attrs
+
+    info = SiteInfo.from_model(site)
+    end = datetime.now(UTC).date() - timedelta(days=1)
+    hits, truth = [], defaultdict(set)
+    for k in range(6):
+        for d in range(20):
+            hits.append((end - timedelta(days=d), f"loyal{k}", f"l{k}"))
+        for v in range(5 + k):
+            hits.append((end - timedelta(days=k), f"wide{k}", f"w{k}-{v}"))
+    events = []
+    for day, source, visitor in hits:
+        truth[source].add(visitor)
+        at = datetime(day.year, day.month, day.day, 12, tzinfo=UTC)
+        url = f"https://example.com/?utm_source={source}"
+        attrs = visit_attrs("example.com", url, None, None, None, None)
+        events.append(Hit(at, "/", "pageview", identity_source(None, visitor, None, None), attrs=attrs))
+    record(r, info, sorted(events, key=lambda h: h.ts))
+    want = sorted(((len(people), s) for s, people in truth.items()), key=lambda x: (-x[0], x[1]))
+    for page in (1, 2, 3):
+        rows, total = queries.breakdown(r, info, end - timedelta(days=29), end, "utm_source", limit=3, page=page)
+        assert total == 12
+        assert [row["visitors"] for row in rows] == [n for n, _ in want[(page - 1) * 3 : page * 3]], page
