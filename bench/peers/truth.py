@@ -56,6 +56,8 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import NamedTuple
 
+from analytics.dimensions import SOURCE_DIMENSIONS
+
 from .enrich import Event
 
 PAGEVIEW = "pageview"
@@ -63,14 +65,7 @@ TIMEOUT = 30 * 60
 DIRECT = "Direct / None"
 NOT_SET = "(not set)"
 VISIT_DIMENSIONS = (
-    "source",
-    "referrer",
-    "channel",
-    "utm_source",
-    "utm_medium",
-    "utm_campaign",
-    "utm_term",
-    "utm_content",
+    *SOURCE_DIMENSIONS,
     "browser",
     "os",
     "device",
