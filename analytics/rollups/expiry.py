@@ -38,7 +38,7 @@ from ..counts import fold
 from ..models import DailyMetrics, PageDaily, Site
 from ..periods import day_number, monday, month_start, period_days, policy_expiry
 from ..store import keys
-from ..store.scripts import MERGE_PAGES
+from ..store.scripts import EXPIRE_KEYS, MERGE_PAGES
 from .sketching import SKETCH_AHEAD, sketch
 
 MAX_LOOKBACK_DAYS = 800
@@ -84,6 +84,7 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
             pipe.exists(keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day))
         listed = iter(pipe.execute())
         pipe = r.pipeline(transaction=False)
+        expiries = _Expiries()
         due: dict[date, set[str]] = {}
         for day in chunk:
             row = rows.get(day)
@@ -124,38 +125,39 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
             )
             pages, events, props = next(listed), next(listed), next(listed)
             for key in keys.daily_family(sid, day):
-                pipe.expireat(key, daily_at)
+                expiries.expireat(key, daily_at)
             for name in events:
                 name = name.decode()
-                pipe.expireat(keys.event_count(sid, day, name), daily_at)
-                pipe.expireat(keys.event_visitors(sid, day, name), daily_at)
+                expiries.expireat(keys.event_count(sid, day, name), daily_at)
+                expiries.expireat(keys.event_visitors(sid, day, name), daily_at)
             for group in props:
                 group = group.decode()
-                pipe.expireat(keys.prop_count(sid, day, group), daily_at)
-                pipe.expireat(keys.prop_visitors(sid, day, group), daily_at)
-            pipe.expireat(keys.pages_index(sid, day), page_at)
+                expiries.expireat(keys.prop_count(sid, day, group), daily_at)
+                expiries.expireat(keys.prop_visitors(sid, day, group), daily_at)
+            expiries.expireat(keys.pages_index(sid, day), page_at)
             for path in pages:
                 path = path.decode()
-                pipe.expireat(keys.page_visitors(sid, day, path), page_at)
-                pipe.expireat(keys.page_pageviews(sid, day, path), page_at)
+                expiries.expireat(keys.page_visitors(sid, day, path), page_at)
+                expiries.expireat(keys.page_pageviews(sid, day, path), page_at)
             for key in (
                 keys.dimension_counts(sid, day),
                 keys.dimension_fields(sid, day),
                 keys.dimension_sizes(sid, day),
             ):
-                pipe.expireat(key, daily_at)
+                expiries.expireat(key, daily_at)
             for field in next(listed):
-                pipe.expireat(keys.dimension_visitors(sid, day, field.decode()), daily_at)
+                expiries.expireat(keys.dimension_visitors(sid, day, field.decode()), daily_at)
             bitmapped, unfolded = next(listed), next(listed)
             for key in (keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day)):
-                pipe.expireat(key, daily_at)
+                expiries.expireat(key, daily_at)
             if unfolded and segment_until < daily_until:  # (kept until folded: fold_due())
-                _expire_segments(pipe, sid, day, bitmapped, daily_at)
+                _expire_segments(expiries, sid, day, bitmapped, daily_at)
                 pipe.zadd(keys.fold_due(sid), {day.isoformat(): day_number(day)})
             else:
-                _expire_segments(pipe, sid, day, bitmapped, _at(segment_until))
+                _expire_segments(expiries, sid, day, bitmapped, _at(segment_until))
         sketch(r, site, due)  # (before the expiries are set: an expiry in the past drops the keys at once)
         pipe.execute()
+        EXPIRE_KEYS.run_many(r, expiries.calls())
     DailyMetrics.objects.bulk_update(changed, ["keys_until", "page_keys_until", "segment_keys_until"], batch_size=500)
 
 
@@ -180,11 +182,30 @@ def _until(recorded: datetime | None, wanted: datetime, now: datetime) -> dateti
 
 def _expire_segments(pipe, sid: int, day: date, bitmapped, at: int):
     """Queue the day's visitor bitmaps' expiry (pages' and events' too: filters on older
-    days are estimated)."""
+    days are estimated), on a pipeline or an _Expiries."""
     for key in (keys.dimension_bitmapped(sid, day), keys.dimension_bitmap_sizes(sid, day)):
         pipe.expireat(key, at)
     for field in bitmapped:
         pipe.expireat(keys.dimension_bitmap(sid, day, field.decode()), at)
+
+
+class _Expiries:
+    """EXPIREATs gathered by time, sent as expire_keys.lua calls of up to CHUNK keys."""
+
+    CHUNK = 5000
+
+    def __init__(self):
+        self.by_time: dict[int, list[str]] = {}
+
+    def expireat(self, key: str, at: int):
+        self.by_time.setdefault(at, []).append(key)
+
+    def calls(self) -> list[tuple[list, list]]:
+        return [
+            (names[n : n + self.CHUNK], [at])
+            for at, names in self.by_time.items()
+            for n in range(0, len(names), self.CHUNK)
+        ]
 
 
 def fold_due(r: redis.Redis, site: Site, today: date) -> int:

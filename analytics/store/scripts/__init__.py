@@ -142,6 +142,7 @@ INBOX_CLAIM = Script("inbox_claim")
 INBOX_RELEASE = Script("inbox_release")
 COMPACT = Script("compact")
 SCREEN_VISITORS = Script("screen_visitors")
+EXPIRE_KEYS = Script("expire_keys")
 
 
 def _as_full(error: Exception) -> Exception:
