@@ -89,11 +89,23 @@ def batch_events(rng: random.Random, pages: int, n: int = BATCH) -> list[dict]:
                 "url": f"https://{DOMAIN}/page/{int(pages ** rng.random())}{query}",
                 "visitor": f"v{v}",
                 "user_agent": agents[v % 97 % len(agents)] if v % 5 else rng.choices(agents, agent_weights)[0],
-                "ip": f"{(v * 7919) % 223 + 1}.{v % 251}.{(v >> 8) % 256}.{v % 254 + 1}",
+                "ip": _home(v),
                 "referrer": referrer,
             }
         )
     return events
+
+
+def _home(v: int) -> str:
+    """Visitor v's address: a public one outside every data-centre range (ingest would drop
+    those as bots since issue 37, and a dropped event costs the engine nothing)."""
+    from analytics.ingest.datacenters import is_datacenter
+
+    for n in range(256):
+        ip = f"{(v * 7919 + n * 104729) % 223 + 1}.{v % 251}.{(v >> 8) % 256}.{v % 254 + 1}"
+        if not is_datacenter(ip):
+            return ip
+    raise ValueError(f"no home address for visitor {v}")
 
 
 def timed(fn, events: int) -> float:

@@ -104,6 +104,8 @@ def run(r, site, hits: list, sizes=((1, 300), (1000, 10))) -> list[tuple[str, li
         for p in prepared:
             for keys, args in p.calls:
                 reply = r.evalsha(sha, len(keys), *keys, *args)
+                if reply and not isinstance(reply[0], bytes):
+                    continue  # (an early return: a call of dropped events only, which counts nothing)
                 for name, a, b in zip(reply[::3], reply[1::3], reply[2::3]):
                     name = name.decode()
                     into = (
