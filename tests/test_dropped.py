@@ -266,3 +266,9 @@ def test_the_advanced_page_and_the_admin_show_the_counts_the_switches_and_the_li
     assert "data-centre ranges (lord-alfred/ipranges) of 2026-" in page and 'name="drop_datacenters"' in page
     admin = client.get(f"/admin/analytics/site/{site.pk}/change/").content.decode()
     assert "Bot filters" in admin and "referrer spam (Matomo): 2026-" in admin
+
+
+def test_a_hits_digests_are_its_last_field():
+    """patterns.screen() builds a hit with its digests by position (a third of _replace()'s
+    cost): a field added after them would take them silently."""
+    assert Hit._fields[-1] == "digests"
