@@ -271,4 +271,6 @@ def test_the_advanced_page_and_the_admin_show_the_counts_the_switches_and_the_li
 def test_a_hits_digests_are_its_last_field():
     """patterns.screen() builds a hit with its digests by position (a third of _replace()'s
     cost): a field added after them would take them silently."""
+    from analytics.ingest.record import Hit
+
     assert Hit._fields[-1] == "digests"
