@@ -18,14 +18,17 @@ def dropped(r: redis.Redis, site: SiteInfo, start: date, end: date) -> tuple[dic
     for the days that dropped any)."""
     days = days_between(start, end)
     live = dropped_days(r, site.id, days)
-    gone = [day for day in days if not live[day]]
-    stored = (
-        dict(DailyMetrics.objects.filter(site_id=site.id, date__in=gone).values_list("date", "dropped")) if gone else {}
-    )
+    stored = dict(DailyMetrics.objects.filter(site_id=site.id, date__range=(start, end)).values_list("date", "dropped"))
     totals = dict.fromkeys(REASONS, 0)
     rows = []
     for day in days:
-        counts = live[day] or stored.get(day) or {}
+        # Each reason's larger count: the live hash while the day's keys last (the rollup's row
+        # is a copy of it, never ahead), the row once they expired, and still the row where
+        # late events made a new, partial hash past the expiry.
+        kept = stored.get(day) or {}
+        counts = {reason: max(n, live[day].get(reason, 0)) for reason, n in kept.items()} | {
+            reason: n for reason, n in live[day].items() if reason not in kept
+        }
         if not counts:
             continue
         for reason, n in counts.items():
