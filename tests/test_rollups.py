@@ -10,6 +10,7 @@ from analytics.ingest import Hit, record
 from analytics.ingest.identity import identity_source
 from analytics.models import DailyMetrics, PeriodVisitors, Retention
 from analytics.rollups import jobs as rollups
+from analytics.rollups import rows as row_writes
 from analytics.sites import SiteInfo
 from analytics.store import keys
 from tests.hll import hll_tolerance
@@ -305,7 +306,7 @@ def test_a_rollup_writes_its_rows_a_chunk_a_transaction(site, r, monkeypatch):
 
     from analytics.models import DimensionDaily, PageDaily
 
-    monkeypatch.setattr(rollups, "UPSERT_ROWS", 40)
+    monkeypatch.setattr(row_writes, "UPSERT_ROWS", 40)
     info = SiteInfo.from_model(site)
     now = datetime.now(UTC)
     record(

@@ -26,7 +26,6 @@ from datetime import date, timedelta
 from typing import cast
 
 import redis
-from django.db import connection, transaction
 
 from .. import dimensions, hooks, pins
 from ..counts.cohorts import DAY_PERIODS, WEEK_PERIODS, retention
@@ -44,6 +43,7 @@ from . import expiry
 from .compaction import compact_days
 from .expiry import earliest_day, merge_sealed_pages
 from .periods import merge_periods
+from .rows import upsert
 from .windows import week_unions
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ def _store_pages(r: redis.Redis, site: Site, days: list[date]):
     """Each page's visitors and pageviews per day, as rows (see analytics.queries.pages.top_pages)."""
     for day, pages in page_days(r, site.pk, days).items():
         rows = [(site.pk, day, path, visitors, views) for path, (visitors, views) in pages.items()]
-        _upsert(PageDaily, ("site_id", "date", "path", "visitors", "pageviews"), rows, unique=3)
+        upsert(PageDaily, ("site_id", "date", "path", "visitors", "pageviews"), rows, unique=3)
 
 
 DIMENSION_COLUMNS = ("site_id", "date", "dimension", "value", "visitors", "pageviews", "visits", "bounces", "duration")
@@ -184,7 +184,7 @@ def _store_dimensions(r: redis.Redis, site: Site, days: list[date]):
             rows.append(
                 (site.pk, day, dimension, value, n["visitors"], n["pageviews"], visits, n["bounces"], n["duration"])
             )
-        _upsert(DimensionDaily, DIMENSION_COLUMNS, rows, unique=4)
+        upsert(DimensionDaily, DIMENSION_COLUMNS, rows, unique=4)
 
 
 EVENT_COLUMNS = ("site_id", "date", "group", "name", "property", "value", "visitors", "events")
@@ -199,36 +199,7 @@ def _store_events(r: redis.Redis, site: Site, days: list[date]):
             (site.pk, day, EventDaily.group_of(*group), *group, visitors, events)
             for group, (visitors, events) in groups.items()
         ]
-        _upsert(EventDaily, EVENT_COLUMNS, rows, unique=3)
-
-
-UPSERT_ROWS = 500  # rows a write transaction holds: SQLite's one write lock is never held long
-
-
-def _upsert(model, columns: tuple[str, ...], rows: list[tuple], unique: int):
-    """Insert or update rows (tuples of the model's `columns`, by attname; the first
-    `unique` are its unique constraint, the rest are updated), a chunk a transaction: one
-    bulk_create held its whole list in one transaction, and a day of a million junk rows
-    held SQLite's write lock 34-40 s (logins and the drainer failed meanwhile). Readers
-    may meet a day's rows half rewritten while it runs: each row is whole, old or new.
-
-    One executemany of INSERT ... ON CONFLICT DO UPDATE (SQLite's and PostgreSQL's) a
-    chunk, from plain tuples: bulk_create built a model and each value's SQL in Python,
-    16 of a rollup's 28 s under cProfile (60 days, 300,000 events)."""
-    opts, quote = model._meta, connection.ops.quote_name
-    names = [quote(opts.get_field(column).column) for column in columns]
-    sql = (
-        f"INSERT INTO {quote(opts.db_table)} ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))}) "
-        f"ON CONFLICT ({', '.join(names[:unique])}) DO UPDATE SET "
-        + ", ".join(f"{name} = EXCLUDED.{name}" for name in names[unique:])
-    )
-    at_date = columns.index("date")
-    adapt = connection.ops.adapt_datefield_value
-    days = {day: adapt(day) for day in {row[at_date] for row in rows}}
-    values = [(*row[:at_date], days[row[at_date]], *row[at_date + 1 :]) for row in rows]
-    for at in range(0, len(values), UPSERT_ROWS):
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.executemany(sql, values[at : at + UPSERT_ROWS])
+        upsert(EventDaily, EVENT_COLUMNS, rows, unique=3)
 
 
 def _store_retention(site: Site, unit: str, rows: list):

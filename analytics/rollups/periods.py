@@ -19,6 +19,7 @@ from ..sites import SiteInfo, sealed_days
 from ..store import keys
 from ..store.scratch import Scratch
 from .expiry import period_expiry
+from .rows import upsert
 
 
 def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], today: date, tmp: Scratch) -> list:
@@ -83,14 +84,5 @@ def _store_page_periods(site: Site, unit: str, start: date, counts: dict[str, in
             "path", "visitors"
         )
     )
-    rows = [
-        PagePeriod(site=site, unit=unit, start=start, path=path, visitors=max(int(n), before.get(path, 0)))
-        for path, n in counts.items()
-    ]
-    PagePeriod.objects.bulk_create(
-        rows,
-        batch_size=500,
-        update_conflicts=True,
-        unique_fields=["site", "unit", "start", "path"],
-        update_fields=["visitors"],
-    )
+    rows = [(site.pk, unit, start, path, max(int(n), before.get(path, 0))) for path, n in counts.items()]
+    upsert(PagePeriod, ("site_id", "unit", "start", "path", "visitors"), rows, unique=4)

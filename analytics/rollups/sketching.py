@@ -16,6 +16,7 @@ import redis
 from ..counts import sketches
 from ..models import DailyMetrics, DaySketch, Site
 from ..store.scratch import scratch
+from .rows import upsert
 
 SKETCH_AHEAD = timedelta(days=7)  # (the nightly job runs every night: a week leaves room for outages)
 
@@ -29,17 +30,8 @@ def sketch(r: redis.Redis, site: Site, due: dict[date, set[str]]):
         for day, families in sorted(due.items()):
             fields = sketches.day_fields(r, site.pk, [day], pages="pages" in families, daily="daily" in families)[day]
             found = sketches.read(r, site.pk, day, fields, tmp)
-            made = [
-                DaySketch(site=site, date=day, key=DaySketch.field_key(name), field=name, sketch=data)
-                for name, data in found.items()
-            ]
-            for at in range(0, len(made), 500):
-                DaySketch.objects.bulk_create(
-                    made[at : at + 500],
-                    update_conflicts=True,
-                    unique_fields=["site", "date", "key"],
-                    update_fields=["sketch"],
-                )
+            made = [(site.pk, day, DaySketch.field_key(name), name, data) for name, data in found.items()]
+            upsert(DaySketch, ("site_id", "date", "key", "field", "sketch"), made, unique=3)
             row = rows.get(day)
             if row is not None:
                 row.pages_sketched = row.pages_sketched or "pages" in families
