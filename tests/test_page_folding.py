@@ -59,3 +59,30 @@ def test_old_ranges_read_the_folded_week_and_month_hlls_and_the_stored_rows(make
     truth = len(set().union(*people.values()))
     assert goal["events"] == sum(views.values())
     assert abs(goal["visitors"] - truth) <= hll_tolerance(truth)
+
+
+def test_a_week_is_merged_from_every_day_once_it_has_ended_not_each_night(make_site, r):
+    """The nightly rollup merged each page's month so far into its month key every night
+    (31 sources a page, half a one-day rollup's time); a period is merged once it has ended,
+    from every day still there (keep_page_days outlives it), and holds them all."""
+    from analytics.rollups import jobs
+
+    site, _ = make_site()
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    monday = today - timedelta(days=today.weekday() + 14)
+    week = [monday + timedelta(days=n) for n in range(7)]
+    people: set[int] = set()
+    for n, day in enumerate(week):
+        visitors = range(40 * n, 40 * n + 60)  # (a third of each day's came the day before)
+        record(
+            r, info, [Hit(at(day, 12), "/a", "pageview", identity_source(None, f"v{v}", None, None)) for v in visitors]
+        )
+        people.update(visitors)
+    week_key = keys.period_visitors(site.id, "week", monday, "/a")
+    for day in week:  # (each night rolls up the day before)
+        jobs.rollup(r, site, day, day, today=day + timedelta(days=1))
+        assert bool(r.exists(week_key)) == (day == week[-1]), day
+    assert abs(r.pfcount(week_key) - len(people)) <= hll_tolerance(len(people))
+    rows = top_pages(r, info, monday, week[-1], 10)
+    assert abs(rows[0]["visitors"] - len(people)) <= hll_tolerance(len(people))

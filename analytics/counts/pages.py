@@ -9,6 +9,7 @@ import redis
 from .. import dimensions
 from ..store import keys
 from .dimensions import day_visitors, queue_day_visitors
+from .many import Counts
 
 
 def page_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict[str, tuple[int, int]]]:
@@ -26,12 +27,12 @@ def page_days(r: redis.Redis, site_id: int, days: list[date]) -> dict[date, dict
     for day in days:
         paths, bitmapped = sorted(p.decode() for p in next(answers)), next(answers)
         listed.append((day, [(path, dimensions.field("page", path)) for path in paths], bitmapped))
-    pipe = r.pipeline(transaction=False)
+    counting = Counts()  # (a pipeline's client side cost more than the counting: counts/many.py)
     for day, paths, bitmapped in listed:
         for path, field in paths:
-            pipe.get(keys.page_pageviews(site_id, day, path))
-            queue_day_visitors(pipe, site_id, day, field, field.encode() in bitmapped)
-    answers = iter(pipe.execute())
+            counting.get(keys.page_pageviews(site_id, day, path))
+            queue_day_visitors(counting, site_id, day, field, field.encode() in bitmapped)
+    answers = iter(counting.run(r))
     result: dict[date, dict[str, tuple[int, int]]] = {}
     for day, paths, bitmapped in listed:
         result[day] = {}

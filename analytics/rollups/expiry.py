@@ -113,11 +113,13 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
                 }
                 if families:
                     due[day] = families
-            if row is not None and (row.keys_until, row.page_keys_until, row.segment_keys_until) != (
+            moved = row is not None and (row.keys_until, row.page_keys_until, row.segment_keys_until) != (
                 daily_until,
                 page_until,
                 segment_until,
-            ):
+            )
+            if moved:
+                assert row is not None
                 row.keys_until, row.page_keys_until, row.segment_keys_until = daily_until, page_until, segment_until
                 changed.append(row)
             daily_at, page_at = (
@@ -135,6 +137,8 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
                 expiries.expireat(keys.prop_count(sid, day, group), daily_at)
                 expiries.expireat(keys.prop_visitors(sid, day, group), daily_at)
             expiries.expireat(keys.pages_index(sid, day), page_at)
+            if moved and not late[1]:  # (its page keys' expiry was set or moved now)
+                _merge_before_expiry(pipe, site, day, pages, page_until)
             for path in pages:
                 path = path.decode()
                 expiries.expireat(keys.page_visitors(sid, day, path), page_at)
@@ -159,6 +163,21 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
         pipe.execute()
         EXPIRE_KEYS.run_many(r, expiries.calls())
     DailyMetrics.objects.bulk_update(changed, ["keys_until", "page_keys_until", "segment_keys_until"], batch_size=500)
+
+
+PERIOD_SLACK = timedelta(days=7)  # (nights a period's final rollup may come late)
+
+
+def _merge_before_expiry(pipe, site: Site, day: date, pages, page_until: datetime):
+    """PFMERGE a day's page HLLs into its week and month keys if they go before the
+    period's final rollup would merge them (rollups/periods.py merges a period once it
+    has ended): a keep_page_days shorter than the period, or lowered since."""
+    for unit, start in (("week", monday(day)), ("month", month_start(day))):
+        if page_until <= policy_expiry(period_days(unit, start)[-1], 0) + PERIOD_SLACK:
+            for path in pages:
+                period_key = keys.period_visitors(site.pk, unit, start, path.decode())
+                pipe.pfmerge(period_key, keys.page_visitors(site.pk, day, path.decode()))
+                pipe.expireat(period_key, period_expiry(site, unit, start))
 
 
 def period_expiry(site: Site, unit: str, start: date) -> int:

@@ -7,7 +7,7 @@ default): a page's visitors over an older range are read from its week and month
 10,000 dense pages kept 400 days as day HLLs would be ~48 GB; as 35 days plus ~66 week
 and month HLLs, about a quarter of that (make bench prints the model)."""
 
-from datetime import date
+from datetime import date, timedelta
 from typing import cast
 
 import redis
@@ -18,7 +18,7 @@ from ..periods import monday, month_start, period_days
 from ..sites import SiteInfo, sealed_days
 from ..store import keys
 from ..store.scratch import Scratch
-from .expiry import period_expiry
+from .expiry import PERIOD_SLACK, period_expiry
 from .rows import upsert
 
 
@@ -27,6 +27,7 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
     stable-salt sites; see analytics.counts.unions), and PFMERGE each page's day HLLs
     into its week and month HLLs (top pages count unions over ranges with them)."""
     sid = info.id
+    rolled = set(days)  # (the days rolled up now)
     periods = sorted({("week", monday(d)) for d in days} | {("month", month_start(d)) for d in days})
     spans, partial = {}, set()
     every = sorted({d for unit, start in periods for d in period_days(unit, start) if d <= today})
@@ -48,20 +49,26 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
         visitors[period] = max(visitors[period], stored.get(period, 0))
     rows = []
     for (unit, start), present in spans.items():
-        page_days = present  # (every day whose keys are still there: the fold runs before expiry drops them)
-        final = period_days(unit, start)[-1] < today
+        last = period_days(unit, start)[-1]
+        final = last < today
+        # Readers use a period's key once it has ended (queries/pages.py page_cover), so it
+        # is merged then, from every day still there: a nightly rollup merged the month so
+        # far, every page, every night (31 sources a page; half of a one-day rollup's time).
+        # A day whose page keys go before its period ends (keep_page_days shorter than a
+        # month) is merged as it is rolled up; PFMERGE keeps what the key holds.
+        page_days = present if final else [d for d in present if d in rolled and _goes_first(site, d, last)]
         if page_days:
             members = r.sunion(
                 *(keys.pages_index(sid, d) for d in page_days)  # type: ignore[arg-type]  # (stubs: a list; args work)
             )
             paths = sorted(p.decode() for p in cast(set[bytes], members))
-            pipe = r.pipeline(transaction=False)
+            pipe, until = r.pipeline(transaction=False), period_expiry(site, unit, start)
             for path in paths:
                 page_key = keys.period_visitors(sid, unit, start, path)
                 pipe.pfmerge(page_key, *(keys.page_visitors(sid, d, path) for d in page_days))
                 if final:
                     pipe.pfcount(page_key)  # (before its expiry: a period of old history may expire at once)
-                pipe.expireat(page_key, period_expiry(site, unit, start))
+                pipe.expireat(page_key, until)
             answers = pipe.execute()
             if final and paths:
                 _store_page_periods(site, unit, start, dict(zip(paths, answers[1::3])))
@@ -73,6 +80,11 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
         update_fields=["visitors", "final", "updated"],
     )
     return rows
+
+
+def _goes_first(site: Site, day: date, last: date) -> bool:
+    """Do a day's page keys expire before its period's last day is rolled up, nights late?"""
+    return day + timedelta(days=site.keep_page_days) <= last + PERIOD_SLACK
 
 
 def _store_page_periods(site: Site, unit: str, start: date, counts: dict[str, int]):

@@ -143,6 +143,7 @@ INBOX_RELEASE = Script("inbox_release")
 COMPACT = Script("compact")
 SCREEN_VISITORS = Script("screen_visitors")
 EXPIRE_KEYS = Script("expire_keys")
+COUNT_KEYS = Script("count_keys")
 
 
 def _as_full(error: Exception) -> Exception:
