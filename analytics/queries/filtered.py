@@ -29,6 +29,7 @@ from ..periods import days_between, monday, period_start
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
+from ..store.scripts import AND_ROWS
 from . import expired, segments, stored, visit_pages
 from .breakdown import COUNTS, field_days, rates_over
 from .days import UNION_DAILY_SALT as DAILY_SALT
@@ -83,6 +84,7 @@ def marked(estimates: dict, metric: str) -> dict:
     return {"estimate": estimates[metric]} if metric in estimates else {}
 
 
+ROW_CALL_KEYS = 2000  # keys an and_rows.lua call takes (a few ms of the server's time)
 MAX_ROWS = 200  # breakdown values whose filtered visitors are counted (the most visitors first)
 
 
@@ -398,33 +400,28 @@ def breakdown(
         segment = segments.build(r, site, filters, days, tmp)
         live = [day for day in days if day not in segment.stored]  # (the others: expired.stored_breakdown())
         present = segments.present(r, site, live, dimension, candidates)
-        pipe = r.pipeline(transaction=False)
-        at, estimated, daily, sized = {}, [], {}, {}
-        for n, value in enumerate(candidates):
+        calls: list[tuple[list, list]] = []
+        counted: list[str] = []  # (the values with a bitmap some day, in the calls' order)
+        estimated = []
+        for value in candidates:
             name = dimensions.field(dimension, value)
             with_bitmap = [day for day in live if name in segment.bitmapped[day]]
-            parts = [
-                segments.queue_and(pipe, segment, day, keys.dimension_bitmap(site.id, day, name), f"row:{n}:{day}")
-                for day in with_bitmap
-            ]
-            if parts:
-                daily[value] = len(pipe)
-                for part in parts:
-                    pipe.bitcount(part)
-                dest = tmp.key(f"row:{n}")
-                queue_union(pipe, dest, parts)
-                at[value] = len(pipe)
-                pipe.bitcount(dest)
-                pipe.unlink(dest, *parts)
-                sized[value] = len(parts)
+            if with_bitmap:
+                if not calls or len(calls[-1][0]) + 2 * len(with_bitmap) > ROW_CALL_KEYS:
+                    calls.append(([tmp.key("and-part"), tmp.key("and-acc")], []))
+                for day in with_bitmap:
+                    calls[-1][0].extend((segment.keys[day], keys.dimension_bitmap(site.id, day, name)))
+                calls[-1][1].append(len(with_bitmap))
+                counted.append(value)
             hidden = any(
                 value in present[day] or dimensions.OTHER in present[day] for day in live if day not in with_bitmap
             )
             if live and (hidden or segment.estimate_over(live)):
                 estimated.append(value)
-        answers = pipe.execute()
+        # (one script call a few dozen rows: the ANDs, their OR and the counts in the server)
+        found = dict(zip(counted, (row for answer in AND_ROWS.run_many(r, calls) for row in answer)))
         rows: dict[str, dict[str, Any]] = {
-            value: {"value": value, "visitors": int(answers[at[value]]) if value in at else 0, "estimate": False}
+            value: {"value": value, "visitors": int(found[value][0]) if value in found else 0, "estimate": False}
             for value in candidates
         }
         if estimated:
@@ -435,17 +432,13 @@ def breakdown(
                 row = rows[value]
                 if guess > row["visitors"]:  # (a lower bound counted from bitmaps stays, when larger)
                     row["visitors"], row["estimate"] = guess, True
-                row["estimate"] = row["estimate"] or value not in at
+                row["estimate"] = row["estimate"] or value not in found
         if segment.stored:
             for value, late in expired.stored_breakdown(site, segment, dimension, candidates).items():
                 if late:
-                    counted = (
-                        sum(int(n) for n in answers[daily[value] : daily[value] + sized[value]])
-                        if value in daily
-                        else 0
-                    )
+                    daily = [int(n) for n in found[value][1]] if value in found else []
                     union = expired.union_estimate(
-                        site, days, rows[value]["visitors"], counted, sized.get(value, 0), late, segment.ratios
+                        site, days, rows[value]["visitors"], sum(daily), len(daily), late, segment.ratios
                     )
                     rows[value]["visitors"], rows[value]["estimate"] = union, True
     ranked = sorted(

@@ -144,6 +144,7 @@ COMPACT = Script("compact")
 SCREEN_VISITORS = Script("screen_visitors")
 EXPIRE_KEYS = Script("expire_keys")
 COUNT_KEYS = Script("count_keys")
+AND_ROWS = Script("and_rows")
 
 
 def _as_full(error: Exception) -> Exception:
