@@ -159,7 +159,9 @@ def test_it_counts_filtered_visitor_metrics_exactly(world, r, text):
     assert not estimated
 
 
-def test_a_breakdown_under_a_filter_is_exact_per_day(world, r):
+@pytest.mark.parametrize("call_bytes", [filtered.ROW_CALL_BYTES, 1])  # (1: a row a script call)
+def test_a_breakdown_under_a_filter_is_exact_per_day(world, r, monkeypatch, call_bytes):
+    monkeypatch.setattr(filtered, "ROW_CALL_BYTES", call_bytes)
     site, brute, days = world
     filters = segments.parse("source==Google")
     rows, estimated = filtered.breakdown(r, site, filters, days[0], days[-1], "country", COUNTRIES)

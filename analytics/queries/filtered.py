@@ -17,7 +17,7 @@ guessed.
 """
 
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -84,7 +84,12 @@ def marked(estimates: dict, metric: str) -> dict:
     return {"estimate": estimates[metric]} if metric in estimates else {}
 
 
-ROW_CALL_KEYS = 2000  # keys an and_rows.lua call takes (a few ms of the server's time)
+# An and_rows.lua call blocks the server while it runs: it takes at most ROW_CALL_KEYS
+# keys and about ROW_CALL_BYTES of bitmaps (each day's pair read, ANDed and ORed: four
+# times a bitmap's size), a few ms whatever the site's size (a bitmap is visitors-ever / 8);
+# one row (its days) always goes in one call.
+ROW_CALL_KEYS = 2000
+ROW_CALL_BYTES = 16 << 20
 MAX_ROWS = 200  # breakdown values whose filtered visitors are counted (the most visitors first)
 
 
@@ -402,12 +407,14 @@ def breakdown(
         present = segments.present(r, site, live, dimension, candidates)
         calls: list[tuple[list, list]] = []
         counted: list[str] = []  # (the values with a bitmap some day, in the calls' order)
+        width = max(1, int(cast(int, r.strlen(keys.active(site.id, live[-1])))) if live else 1)
+        call_keys = max(2, min(ROW_CALL_KEYS, 2 * (ROW_CALL_BYTES // (4 * width))))
         estimated = []
         for value in candidates:
             name = dimensions.field(dimension, value)
             with_bitmap = [day for day in live if name in segment.bitmapped[day]]
             if with_bitmap:
-                if not calls or len(calls[-1][0]) + 2 * len(with_bitmap) > ROW_CALL_KEYS:
+                if not calls or len(calls[-1][0]) + 2 * len(with_bitmap) > call_keys:
                     calls.append(([tmp.key("and-part"), tmp.key("and-acc")], []))
                 for day in with_bitmap:
                     calls[-1][0].extend((segment.keys[day], keys.dimension_bitmap(site.id, day, name)))
