@@ -25,9 +25,10 @@ def test_counts_are_the_commands_answers_in_order(r, monkeypatch, call_keys):
     counts.pfcount(name("missing"))
     counts.bitcount(name("missing"))
     counts.get(name("missing"))
+    counts.exists(name("h1"), name("missing"), name("b2"))
     want = []
     for n in range(6):
         want += [r.pfcount(name(f"h{n}")), r.bitcount(name(f"b{n}")), 11 * n]
-    want += [r.pfcount(*(name(f"h{n}") for n in range(6))), 0, 0, 0]
+    want += [r.pfcount(*(name(f"h{n}") for n in range(6))), 0, 0, 0, 2]
     assert counts.run(r) == want
     assert many.Counts().run(r) == []

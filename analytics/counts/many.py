@@ -34,6 +34,9 @@ class Counts:
     def pfcount(self, *keys: str) -> int:
         return self._add("h", list(keys))
 
+    def exists(self, *keys: str) -> int:
+        return self._add("e", list(keys))
+
     def bitcount(self, key: str) -> int:
         return self._add("b", [key])
 

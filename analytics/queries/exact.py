@@ -23,6 +23,7 @@ from datetime import date
 import redis
 
 from ..counts.dimensions import day_visitors, queue_day_visitors
+from ..counts.many import Counts
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import queue_union, scratch
@@ -50,14 +51,14 @@ def exact_visitors(
         return {}
     # Which of them had visitors on a day without a bitmap (one EXISTS each: all the keys
     # are in the site's slot), or a bitmap that misses some.
-    pipe = r.pipeline(transaction=False)
+    counting = Counts()  # (a count a day a field: ~10 us each through a pipeline, ~3 in counts/many.py)
     for f, on in with_bitmaps.items():
         without = [keys.field_visitors(sid, day, f) for day in days if day not in on]
         if without and present is None:
-            pipe.exists(*without)
+            counting.exists(*without)
         for day in on:
-            queue_day_visitors(pipe, sid, day, f, bitmapped=True)
-    answers = iter(pipe.execute())
+            queue_day_visitors(counting, sid, day, f, bitmapped=True)
+    answers = iter(counting.run(r))
     for f, on in list(with_bitmaps.items()):
         if present is not None:
             missing: bool | int = not present.get(f, set()) <= set(on)

@@ -1,7 +1,8 @@
 -- count_keys.lua: count many keys of one site (one hash slot) in one call.
 -- KEYS: the keys, in the order the counts are read.
 -- ARGV: one op per count, each naming how many keys it takes: "h<n>" PFCOUNT of the next
---   n keys (their union), "b1" BITCOUNT, "g1" GET as an integer (0 when missing).
+--   n keys (their union), "e<n>" EXISTS of the next n keys (how many exist), "b1"
+--   BITCOUNT, "g1" GET as an integer (0 when missing).
 -- Returns the counts, one per op. Used by analytics/counts/many.py.
 --
 -- Why Lua: no atomicity; a rollup of 60 days counts ~80,000 keys (every page's and visit
@@ -13,6 +14,8 @@ for i = 1, #ARGV do
   local op, n = string.sub(ARGV[i], 1, 1), tonumber(string.sub(ARGV[i], 2))
   if op == 'h' then
     out[i] = redis.call('PFCOUNT', unpack(KEYS, at, at + n - 1))
+  elseif op == 'e' then
+    out[i] = redis.call('EXISTS', unpack(KEYS, at, at + n - 1))
   elseif op == 'b' then
     out[i] = redis.call('BITCOUNT', KEYS[at])
   else
