@@ -64,7 +64,8 @@ def test_the_keys_the_scripts_name_are_keys_pys(r):
     from analytics.store.scripts.keynames import FAMILIES
 
     day = date(2026, 11, 26)
-    values = {"n": 7, "bucket": 3, "day": day, "field": "source\x1fGoogle"}
+    values = {"n": 7, "bucket": 3, "day": day, "field": "source\x1fGoogle", "path": "/a b/é", "name": "Signup"}
+    values["group"] = "Signup\x1fplan\x1fpro"
     for family, builders in FAMILIES.items():
         for builder in builders:
             names = [p for p in inspect.signature(builder).parameters if p != "site_id"]

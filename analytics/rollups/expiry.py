@@ -38,7 +38,7 @@ from ..counts import fold
 from ..models import DailyMetrics, PageDaily, Site
 from ..periods import day_number, monday, month_start, period_days, policy_expiry
 from ..store import keys
-from ..store.scripts import EXPIRE_KEYS, MERGE_PAGES
+from ..store.scripts import EXPIRE_DAY, MERGE_PAGES
 from .sketching import SKETCH_AHEAD, sketch
 
 MAX_LOOKBACK_DAYS = 800
@@ -74,17 +74,7 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
     changed = []
     for start in range(0, len(days), 31):
         chunk = days[start : start + 31]
-        pipe = r.pipeline(transaction=False)
-        for day in chunk:
-            pipe.smembers(keys.pages_index(sid, day))
-            pipe.smembers(keys.events_index(sid, day))
-            pipe.smembers(keys.props_index(sid, day))
-            pipe.smembers(keys.dimension_fields(sid, day))
-            pipe.smembers(keys.dimension_bitmapped(sid, day))
-            pipe.exists(keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day))
-        listed = iter(pipe.execute())
-        pipe = r.pipeline(transaction=False)
-        expiries = _Expiries()
+        calls, merging = [], []
         due: dict[date, set[str]] = {}
         for day in chunk:
             row = rows.get(day)
@@ -122,62 +112,61 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
                 assert row is not None
                 row.keys_until, row.page_keys_until, row.segment_keys_until = daily_until, page_until, segment_until
                 changed.append(row)
+                if not late[1] and _periods_first(day, page_until):  # (its page keys' expiry was set or moved now)
+                    merging.append((day, page_until))
             daily_at, page_at = (
                 _at(max(until, now + grace()) if was else until) for until, was in zip((daily_until, page_until), late)
             )
-            pages, events, props = next(listed), next(listed), next(listed)
-            for key in keys.daily_family(sid, day):
-                expiries.expireat(key, daily_at)
-            for name in events:
-                name = name.decode()
-                expiries.expireat(keys.event_count(sid, day, name), daily_at)
-                expiries.expireat(keys.event_visitors(sid, day, name), daily_at)
-            for group in props:
-                group = group.decode()
-                expiries.expireat(keys.prop_count(sid, day, group), daily_at)
-                expiries.expireat(keys.prop_visitors(sid, day, group), daily_at)
-            expiries.expireat(keys.pages_index(sid, day), page_at)
-            if moved and not late[1]:  # (its page keys' expiry was set or moved now)
-                _merge_before_expiry(pipe, site, day, pages, page_until)
-            for path in pages:
-                path = path.decode()
-                expiries.expireat(keys.page_visitors(sid, day, path), page_at)
-                expiries.expireat(keys.page_pageviews(sid, day, path), page_at)
-            for key in (
-                keys.dimension_counts(sid, day),
-                keys.dimension_fields(sid, day),
-                keys.dimension_sizes(sid, day),
-            ):
-                expiries.expireat(key, daily_at)
-            for field in next(listed):
-                expiries.expireat(keys.dimension_visitors(sid, day, field.decode()), daily_at)
-            bitmapped, unfolded = next(listed), next(listed)
-            for key in (keys.dimension_bitmap_only(sid, day), keys.dimension_folding(sid, day)):
-                expiries.expireat(key, daily_at)
-            if unfolded and segment_until < daily_until:  # (kept until folded: fold_due())
-                _expire_segments(expiries, sid, day, bitmapped, daily_at)
-                pipe.zadd(keys.fold_due(sid), {day.isoformat(): day_number(day)})
-            else:
-                _expire_segments(expiries, sid, day, bitmapped, _at(segment_until))
+            # (values whose bitmap stands in for their HLL keep their bitmaps until folded: fold_due())
+            segment_first = "1" if segment_until < daily_until else "0"
+            calls.append(
+                (
+                    [
+                        keys.site_prefix(sid),
+                        keys.dimensions_prefix(sid),
+                        keys.fold_due(sid),
+                        *keys.daily_family(sid, day),
+                    ],
+                    [day.isoformat(), daily_at, page_at, _at(segment_until), segment_first, day_number(day)],
+                )
+            )
         sketch(r, site, due)  # (before the expiries are set: an expiry in the past drops the keys at once)
-        pipe.execute()
-        EXPIRE_KEYS.run_many(r, expiries.calls())
+        _merge_before_expiry(r, site, merging)
+        EXPIRE_DAY.run_many(r, calls)
     DailyMetrics.objects.bulk_update(changed, ["keys_until", "page_keys_until", "segment_keys_until"], batch_size=500)
 
 
 PERIOD_SLACK = timedelta(days=7)  # (nights a period's final rollup may come late)
 
 
-def _merge_before_expiry(pipe, site: Site, day: date, pages, page_until: datetime):
-    """PFMERGE a day's page HLLs into its week and month keys if they go before the
-    period's final rollup would merge them (rollups/periods.py merges a period once it
-    has ended): a keep_page_days shorter than the period, or lowered since."""
-    for unit, start in (("week", monday(day)), ("month", month_start(day))):
-        if page_until <= policy_expiry(period_days(unit, start)[-1], 0) + PERIOD_SLACK:
-            for path in pages:
+def _periods_first(day: date, page_until: datetime) -> list[tuple[str, date]]:
+    """The week and month of a day whose final rollup comes after its page keys go (a
+    keep_page_days shorter than the period, or lowered since): rollups/periods.py merges a
+    period once it has ended, too late for those."""
+    return [
+        (unit, start)
+        for unit, start in (("week", monday(day)), ("month", month_start(day)))
+        if page_until <= policy_expiry(period_days(unit, start)[-1], 0) + PERIOD_SLACK
+    ]
+
+
+def _merge_before_expiry(r: redis.Redis, site: Site, merging: list[tuple[date, datetime]]):
+    """PFMERGE these days' page HLLs into the week and month keys _periods_first() names."""
+    if not merging:
+        return
+    pipe = r.pipeline(transaction=False)
+    for day, _ in merging:
+        pipe.smembers(keys.pages_index(site.pk, day))
+    listed = pipe.execute()
+    pipe = r.pipeline(transaction=False)
+    for (day, page_until), pages in zip(merging, listed):
+        for unit, start in _periods_first(day, page_until):
+            until = period_expiry(site, unit, start)
+            for path in cast(set[bytes], pages):
                 period_key = keys.period_visitors(site.pk, unit, start, path.decode())
                 pipe.pfmerge(period_key, keys.page_visitors(site.pk, day, path.decode()))
-                pipe.expireat(period_key, period_expiry(site, unit, start))
+                pipe.expireat(period_key, until)
+    pipe.execute()
 
 
 def period_expiry(site: Site, unit: str, start: date) -> int:
@@ -201,30 +190,11 @@ def _until(recorded: datetime | None, wanted: datetime, now: datetime) -> dateti
 
 def _expire_segments(pipe, sid: int, day: date, bitmapped, at: int):
     """Queue the day's visitor bitmaps' expiry (pages' and events' too: filters on older
-    days are estimated), on a pipeline or an _Expiries."""
+    days are estimated), on a pipeline."""
     for key in (keys.dimension_bitmapped(sid, day), keys.dimension_bitmap_sizes(sid, day)):
         pipe.expireat(key, at)
     for field in bitmapped:
         pipe.expireat(keys.dimension_bitmap(sid, day, field.decode()), at)
-
-
-class _Expiries:
-    """EXPIREATs gathered by time, sent as expire_keys.lua calls of up to CHUNK keys."""
-
-    CHUNK = 5000
-
-    def __init__(self):
-        self.by_time: dict[int, list[str]] = {}
-
-    def expireat(self, key: str, at: int):
-        self.by_time.setdefault(at, []).append(key)
-
-    def calls(self) -> list[tuple[list, list]]:
-        return [
-            (names[n : n + self.CHUNK], [at])
-            for at, names in self.by_time.items()
-            for n in range(0, len(names), self.CHUNK)
-        ]
 
 
 def fold_due(r: redis.Redis, site: Site, today: date) -> int:

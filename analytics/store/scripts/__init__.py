@@ -142,8 +142,8 @@ INBOX_CLAIM = Script("inbox_claim")
 INBOX_RELEASE = Script("inbox_release")
 COMPACT = Script("compact")
 SCREEN_VISITORS = Script("screen_visitors")
-EXPIRE_KEYS = Script("expire_keys")
 COUNT_KEYS = Script("count_keys")
+EXPIRE_DAY = Script("expire_day")
 AND_ROWS = Script("and_rows")
 
 

@@ -45,6 +45,17 @@ FAMILIES = {
         keys.visitor_id_narrow,
     ),
     keys.first_days: (keys.first_days_runs, keys.first_days_moved),
+    keys.site_prefix: (  # (a day's page, custom event and property keys: scripts/expire_day.lua)
+        keys.pages_index,
+        keys.events_index,
+        keys.props_index,
+        keys.page_visitors,
+        keys.page_pageviews,
+        keys.event_count,
+        keys.event_visitors,
+        keys.prop_count,
+        keys.prop_visitors,
+    ),
     keys.dimensions_prefix: (  # (the day is an argument, as in keys.py)
         keys.dimension_counts,
         keys.dimension_fields,
@@ -54,6 +65,7 @@ FAMILIES = {
         keys.dimension_bitmapped,
         keys.dimension_bitmap_sizes,
         keys.dimension_bitmap_only,
+        keys.dimension_folding,
     ),
 }
 _MARK = "\0"
