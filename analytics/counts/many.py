@@ -17,7 +17,7 @@ class Counts:
         self.keys: list[str] = []
         self.ops: list[str] = []
         self._calls: list[tuple[list, list]] = []
-        self._start = 0  # (the first key of the call being filled)
+        self._start = self._op_start = 0  # (the first key and op of the call being filled)
 
     def _add(self, op: str, keys: list[str]) -> int:
         if len(self.keys) - self._start + len(keys) > CALL_KEYS and len(self.keys) > self._start:
@@ -27,9 +27,8 @@ class Counts:
         return len(self.ops) - 1
 
     def _cut(self):
-        done = sum(len(args) for _, args in self._calls)
-        self._calls.append((self.keys[self._start :], self.ops[done:]))
-        self._start = len(self.keys)
+        self._calls.append((self.keys[self._start :], self.ops[self._op_start :]))
+        self._start, self._op_start = len(self.keys), len(self.ops)
 
     def pfcount(self, *keys: str) -> int:
         return self._add("h", list(keys))

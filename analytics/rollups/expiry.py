@@ -103,17 +103,17 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
                 }
                 if families:
                     due[day] = families
-            moved = row is not None and (row.keys_until, row.page_keys_until, row.segment_keys_until) != (
+            if row is not None and (row.keys_until, row.page_keys_until, row.segment_keys_until) != (
                 daily_until,
                 page_until,
                 segment_until,
-            )
-            if moved:
-                assert row is not None
+            ):
+                # (page keys whose expiry moved, a policy lowered since, may now go before their
+                # periods' final rollup; their first expiry's case is merge_periods()')
+                if row.page_keys_until not in (None, page_until) and not late[1] and periods_first(day, page_until):
+                    merging.append((day, page_until))
                 row.keys_until, row.page_keys_until, row.segment_keys_until = daily_until, page_until, segment_until
                 changed.append(row)
-                if not late[1] and _periods_first(day, page_until):  # (its page keys' expiry was set or moved now)
-                    merging.append((day, page_until))
             daily_at, page_at = (
                 _at(max(until, now + grace()) if was else until) for until, was in zip((daily_until, page_until), late)
             )
@@ -139,7 +139,7 @@ def apply(r: redis.Redis, site: Site, days: list[date], now: datetime | None = N
 PERIOD_SLACK = timedelta(days=7)  # (nights a period's final rollup may come late)
 
 
-def _periods_first(day: date, page_until: datetime) -> list[tuple[str, date]]:
+def periods_first(day: date, page_until: datetime) -> list[tuple[str, date]]:
     """The week and month of a day whose final rollup comes after its page keys go (a
     keep_page_days shorter than the period, or lowered since): rollups/periods.py merges a
     period once it has ended, too late for those."""
@@ -151,7 +151,7 @@ def _periods_first(day: date, page_until: datetime) -> list[tuple[str, date]]:
 
 
 def _merge_before_expiry(r: redis.Redis, site: Site, merging: list[tuple[date, datetime]]):
-    """PFMERGE these days' page HLLs into the week and month keys _periods_first() names."""
+    """PFMERGE these days' page HLLs into the week and month keys periods_first() names."""
     if not merging:
         return
     pipe = r.pipeline(transaction=False)
@@ -160,7 +160,7 @@ def _merge_before_expiry(r: redis.Redis, site: Site, merging: list[tuple[date, d
     listed = pipe.execute()
     pipe = r.pipeline(transaction=False)
     for (day, page_until), pages in zip(merging, listed):
-        for unit, start in _periods_first(day, page_until):
+        for unit, start in periods_first(day, page_until):
             until = period_expiry(site, unit, start)
             for path in cast(set[bytes], pages):
                 period_key = keys.period_visitors(site.pk, unit, start, path.decode())

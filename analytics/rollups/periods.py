@@ -7,18 +7,18 @@ default): a page's visitors over an older range are read from its week and month
 10,000 dense pages kept 400 days as day HLLs would be ~48 GB; as 35 days plus ~66 week
 and month HLLs, about a quarter of that (make bench prints the model)."""
 
-from datetime import date, timedelta
+from datetime import date
 from typing import cast
 
 import redis
 
 from ..counts.unions import range_visitors
 from ..models import PagePeriod, PeriodVisitors, Site
-from ..periods import monday, month_start, period_days
+from ..periods import monday, month_start, period_days, policy_expiry
 from ..sites import SiteInfo, sealed_days
 from ..store import keys
 from ..store.scratch import Scratch
-from .expiry import PERIOD_SLACK, period_expiry
+from .expiry import period_expiry, periods_first
 from .rows import upsert
 
 
@@ -56,7 +56,15 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
         # far, every page, every night (31 sources a page; half of a one-day rollup's time).
         # A day whose page keys go before its period ends (keep_page_days shorter than a
         # month) is merged as it is rolled up; PFMERGE keeps what the key holds.
-        page_days = present if final else [d for d in present if d in rolled and _goes_first(site, d, last)]
+        page_days = (
+            present
+            if final
+            else [
+                d
+                for d in present
+                if d in rolled and (unit, start) in periods_first(d, policy_expiry(d, site.keep_page_days))
+            ]
+        )
         if page_days:
             members = r.sunion(
                 *(keys.pages_index(sid, d) for d in page_days)  # type: ignore[arg-type]  # (stubs: a list; args work)
@@ -80,11 +88,6 @@ def merge_periods(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], 
         update_fields=["visitors", "final", "updated"],
     )
     return rows
-
-
-def _goes_first(site: Site, day: date, last: date) -> bool:
-    """Do a day's page keys expire before its period's last day is rolled up, nights late?"""
-    return day + timedelta(days=site.keep_page_days) <= last + PERIOD_SLACK
 
 
 def _store_page_periods(site: Site, unit: str, start: date, counts: dict[str, int]):
