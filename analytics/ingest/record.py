@@ -385,6 +385,7 @@ def _script_call(
             "live_tick": keys.live_tick(sid),
             "first_days": keys.first_days(sid),
             "dirty_days": keys.dirty_days(sid),
+            "closed_epoch": keys.closed_epoch(sid),
             "applied": mark_key,
             "page_rank": keys.page_rank(sid),
             "latest_first_day": keys.latest_first_day(sid),
@@ -397,6 +398,7 @@ def _script_call(
         day=day.isoformat(),
         new_visitors_prefix=keys.new_visitors_prefix(sid),
         dirty=1 if dirty else 0,
+        closed=1 if day < now.astimezone(site.tz).date() else 0,
         digests=b"".join(chunk.visitors),
         pageviews=chunk.pageviews,
     )

@@ -37,6 +37,14 @@ def exact_visitors(
     Which days those are: `present[field]` where the caller knows (a page's day HLLs expire
     before its stored rows: keep_page_days), else the days its day HLL exists. Three round
     trips at most, whatever the numbers of days and fields."""
+    return count_unions(r, site.id, exact_sources(r, site, days, fields, present))
+
+
+def exact_sources(
+    r: redis.Redis, site: SiteInfo, days: list[date], fields: list[str], present: dict[str, set[date]] | None = None
+) -> dict[str, list[str]]:
+    """{field: its day bitmaps} for those of `fields` whose bitmaps hold every visitor it
+    had over the days (exact_visitors() counts their union); two round trips."""
     days = sorted(set(days))
     if not days or not fields or (site.daily_salt and len(days) > 1):
         return {}
@@ -67,20 +75,24 @@ def exact_visitors(
         exact_days = [day_visitors(answers, bitmapped=True)[1] for _ in on]  # (a list: every answer is read)
         if missing or not all(exact_days):
             del with_bitmaps[f]
-    if not with_bitmaps:
+    return {f: [keys.dimension_bitmap(sid, day, f) for day in on] for f, on in with_bitmaps.items()}
+
+
+def count_unions(r: redis.Redis, site_id: int, sources: dict[str, list[str]]) -> dict[str, int]:
+    """{name: the bits set in the OR of its bitmaps}: one round trip."""
+    if not sources:
         return {}
-    with scratch(r, sid) as tmp:
+    with scratch(r, site_id) as tmp:
         pipe = r.pipeline(transaction=False)
         at = {}
-        for n, (f, on) in enumerate(with_bitmaps.items()):
-            sources = [keys.dimension_bitmap(sid, day, f) for day in on]
-            if len(sources) == 1:
-                at[f] = len(pipe)
-                pipe.bitcount(sources[0])
+        for n, (name, bitmaps) in enumerate(sources.items()):
+            if len(bitmaps) == 1:
+                at[name] = len(pipe)
+                pipe.bitcount(bitmaps[0])
             else:
                 union = tmp.key(f"exact:{n}")
-                queue_union(pipe, union, sources)
-                at[f] = len(pipe)
+                queue_union(pipe, union, bitmaps)
+                at[name] = len(pipe)
                 pipe.bitcount(union)
         counted = pipe.execute()
-    return {f: int(counted[i]) for f, i in at.items()}
+    return {name: int(counted[i]) for name, i in at.items()}

@@ -44,6 +44,7 @@ class DayTotals:
     pages_sealed: bool = False
     segments_sealed: bool = False  # (its filter bitmaps expired: any there now hold late events alone)
     imported: bool = False  # (its rows are another product's daily totals: analytics.imports.plausible)
+    imported_log: int | None = None  # (which import's: ImportedLog)
 
 
 def day_totals(site: SiteInfo, days: list[date]) -> dict[date, DayTotals]:
@@ -62,6 +63,7 @@ def day_totals(site: SiteInfo, days: list[date]) -> dict[date, DayTotals]:
             pages_sealed,
             row.segments_sealed(policy, now),
             row.imported_id is not None,
+            row.imported_id,
         )
     return result
 

@@ -121,6 +121,8 @@ active-week:<monday>     bitmap  BITOP OR of the week's active bitmaps
 new-week:<monday>        bitmap  BITOP OR of the week's new-visitor bitmaps
 lock:<job>               string  a job's lock (store/locks.py)
 tmp:<token>:<name>       any     scratch results of BITOP/PFMERGE, with a short TTL
+closed-epoch             string  moves when a day before yesterday may count otherwise
+kept:<token>:<name>      any     breakdown parts kept ready over closed days (an hour)
 =======================  ======  =========================================================
 """
 
@@ -631,6 +633,21 @@ def page_merge(site_id: int, day: date) -> str:
     """Staging hash of a sealed day's new page keys, between their removal from Redis and
     their addition to the stored page rows (scripts/merge_pages.lua)."""
     return f"{PREFIX}:{{{site_id}}}:page-merge:{day.isoformat()}"
+
+
+def closed_epoch(site_id: int) -> str:
+    """A counter that moves whenever what a day before yesterday counts may change: an event
+    of a day before the writer's today (record_batch.lua), the end of a rollup of such a
+    day. The breakdown parts kept ready name it (queries/kept.py)."""
+    return f"{PREFIX}:{{{site_id}}}:closed-epoch"
+
+
+def kept(site_id: int, token: str, name: str) -> str:
+    """A breakdown part kept ready over closed days (queries/kept.py): "sums:<dimension>"
+    (hash: value -> its summed counts), "exact" (hash: field -> "1" where its bitmaps are
+    complete), "u:<field>" (HLL: its visitors), "b:<field>" (bitmap: the same, exact).
+    `token` names the days, their state and the epoch; each key has a TTL."""
+    return f"{PREFIX}:{{{site_id}}}:kept:{token}:{name}"
 
 
 def dirty_days(site_id: int) -> str:

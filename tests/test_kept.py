@@ -1,0 +1,126 @@
+"""Breakdown parts kept ready over a range's closed days (queries/kept.py): the first view,
+the later views and the same breakdown read day by day give the same rows, against brute
+force, on days inside and past every expiry; a late event or a rollup is seen at once."""
+
+import io
+from datetime import UTC, datetime, time, timedelta
+
+import pytest
+from django.core.management import call_command
+
+from analytics.models import DailyMetrics
+from analytics.queries import kept
+from analytics.queries.breakdown import breakdown
+from analytics.queries.stored import day_totals
+from analytics.rollups import expiry
+from analytics.rollups.jobs import roll_recent
+from analytics.sites import SiteInfo
+from analytics.store import keys
+from tests.hll import hll_tolerance
+from tests.test_segments import COUNTRIES, SOURCES, history, send
+
+DIMENSIONS = ["source", "country"]
+
+
+def rows(r, info, dimension, start, end, monkeypatch, keep=True):
+    """{value: row} of a breakdown, with or without kept parts."""
+    monkeypatch.setattr(kept, "MIN_DAYS", 3 if keep else 10**6)
+    found, total = breakdown(r, info, start, end, dimension, limit=100)
+    assert total == len(found)
+    return {row[dimension]: row for row in found}
+
+
+def truth(brute, dimension, values, days):
+    return {
+        value: len(set().union(*(brute.by[day, dimension, value] for day in days)))
+        for value in values
+        if any(brute.by[day, dimension, value] for day in days)
+    }
+
+
+def _rolled(r, site, days):
+    call_command("rollup", "--from", days[0].isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
+    return SiteInfo.from_model(site)
+
+
+def _part(r, info, start, end):
+    span = [start + timedelta(days=n) for n in range((end - start).days + 1)]
+    return kept.Part(r, info, kept.closed_head(info, span), day_totals(info, span))
+
+
+@pytest.mark.parametrize("dimension", DIMENSIONS)
+def test_kept_rows_are_the_day_by_day_rows_and_the_truth(site, r, monkeypatch, dimension):
+    info, brute, days = history(r, site, 5, visitors=120)
+    info = _rolled(r, site, days)
+    end = info.today() - timedelta(days=1)  # (the range ends yesterday: its last two days are read as they are)
+    values = SOURCES if dimension == "source" else COUNTRIES
+    for start in (days[0], days[4], days[-3]):
+        day_by_day = rows(r, info, dimension, start, end, monkeypatch, keep=False)
+        first = rows(r, info, dimension, start, end, monkeypatch)
+        later = rows(r, info, dimension, start, end, monkeypatch)
+        assert first == later == day_by_day, start
+        want = truth(brute, dimension, values, [d for d in days if d >= start])
+        assert set(first) == set(want)
+        for value, n in want.items():
+            assert abs(first[value]["visitors"] - n) <= hll_tolerance(n), (start, value)
+    part = _part(r, info, days[0], end)
+    made = [keys.kept(info.id, part.token, name) for name in (f"sums:{dimension}", "exact")]
+    assert all(0 < r.pttl(key) <= kept.KEEP_MS for key in made)  # (kept, for a while)
+
+
+def test_a_late_event_is_counted_at_once(site, r, monkeypatch):
+    """A late event changes a closed day's keys at once (its value's visitors), and its
+    rows once the recent rollup has taken the dirty day (a new value's row)."""
+    info, brute, days = history(r, site, 6, visitors=80)
+    info = _rolled(r, site, days)
+    end = info.today() - timedelta(days=1)
+    before = rows(r, info, "country", days[0], end, monkeypatch)
+    token = _part(r, info, days[0], end).token
+    late = datetime.combine(days[3], time(12), tzinfo=UTC)
+    send(r, site, [(late, 10_001, "p", "/", "Google", "JP"), (late, 10_002, "p", "/", "Google", "DE")])
+    assert _part(r, info, days[0], end).token != token  # (the day was closed: the epoch moved)
+    after = rows(r, info, "country", days[0], end, monkeypatch)
+    assert after["DE"]["visitors"] == before["DE"]["visitors"] + 1
+    assert after["US"] == before["US"]
+    assert after == rows(r, info, "country", days[0], end, monkeypatch, keep=False)
+    roll_recent(r, site)
+    rolled = rows(r, info, "country", days[0], end, monkeypatch)
+    assert rolled["JP"]["visitors"] == 1 and rolled["JP"]["pageviews"] == 1
+    assert rolled["DE"]["pageviews"] == before["DE"]["pageviews"] + 1
+    assert rolled == rows(r, info, "country", days[0], end, monkeypatch, keep=False)
+
+
+def test_a_rollup_of_closed_days_moves_the_epoch_and_today_does_not(site, r, monkeypatch):
+    info, _, days = history(r, site, 7, visitors=40)
+    info = _rolled(r, site, days)
+    end = info.today() - timedelta(days=1)
+    token = _part(r, info, days[0], end).token
+    send(r, site, [(datetime.now(UTC), 10_003, "p", "/", "Google", "US")])  # (today's event: no closed day moved)
+    assert _part(r, info, days[0], end).token == token
+    _rolled(r, site, days[-2:])
+    assert _part(r, info, days[0], end).token != token
+
+
+def test_past_every_expiry_kept_rows_are_the_day_by_day_rows(site, r, monkeypatch):
+    """keep_page_days, keep_segment_days and keep_daily_days passed for some of the days:
+    the kept part unions the gone days' sketches as the day-by-day read does."""
+    info, brute, days = history(r, site, 11, visitors=160)
+    _rolled(r, site, days)
+    for day in days:  # (as if each day had been rolled up the night after it: no import's grace)
+        DailyMetrics.objects.filter(site=site, date=day).update(
+            updated=datetime.combine(day + timedelta(days=1), time(1), tzinfo=UTC)
+        )
+    site.keep_page_days, site.keep_segment_days, site.keep_daily_days = 3, 6, 9
+    site.save()
+    expiry.apply_all(r, site, datetime.now(UTC).date())
+    info = SiteInfo.from_model(site)
+    end = info.today() - timedelta(days=1)
+    part = _part(r, info, days[0], end)
+    assert part.gone  # (some days' raw keys are gone: their sketches count)
+    for dimension in DIMENSIONS:
+        day_by_day = rows(r, info, dimension, days[0], end, monkeypatch, keep=False)
+        assert rows(r, info, dimension, days[0], end, monkeypatch) == day_by_day
+        assert rows(r, info, dimension, days[0], end, monkeypatch) == day_by_day
+        values = SOURCES if dimension == "source" else COUNTRIES
+        for value, n in truth(brute, dimension, values, days).items():
+            assert abs(day_by_day[value]["visitors"] - n) <= max(2, 0.03 * n), (dimension, value)
