@@ -11,13 +11,14 @@ from django.core.management import call_command
 from analytics.models import DailyMetrics
 from analytics.queries import kept
 from analytics.queries.breakdown import breakdown
+from analytics.queries.pages import candidate_pages, ranked_pages
 from analytics.queries.stored import day_totals
 from analytics.rollups import expiry
 from analytics.rollups.jobs import roll_recent
 from analytics.sites import SiteInfo
 from analytics.store import keys
 from tests.hll import hll_tolerance
-from tests.test_segments import COUNTRIES, SOURCES, history, send
+from tests.test_segments import COUNTRIES, PAGES, SOURCES, history, send
 
 DIMENSIONS = ["source", "country"]
 
@@ -28,6 +29,15 @@ def rows(r, info, dimension, start, end, monkeypatch, keep=True):
     found, total = breakdown(r, info, start, end, dimension, limit=100)
     assert total == len(found)
     return {row[dimension]: row for row in found}
+
+
+def pages(r, info, start, end, monkeypatch, keep=True, search=""):
+    """{path: row} of the top pages, with or without kept parts, and the candidates a
+    filtered breakdown would count."""
+    monkeypatch.setattr(kept, "MIN_DAYS", 3 if keep else 10**6)
+    found, total = ranked_pages(r, info, start, end, 100, search)
+    assert total == len(found)
+    return {row["page"]: row for row in found}, candidate_pages(r, info, start, end, 100, search)
 
 
 def truth(brute, dimension, values, days):
@@ -63,6 +73,12 @@ def test_kept_rows_are_the_day_by_day_rows_and_the_truth(site, r, monkeypatch, d
         assert set(first) == set(want)
         for value, n in want.items():
             assert abs(first[value]["visitors"] - n) <= hll_tolerance(n), (start, value)
+    for start, search in ((days[0], ""), (days[4], "blog")):
+        day_by_day = pages(r, info, start, end, monkeypatch, keep=False, search=search)
+        assert pages(r, info, start, end, monkeypatch, search=search) == day_by_day, start
+        assert pages(r, info, start, end, monkeypatch, search=search) == day_by_day, start
+        want = truth(brute, "page", [p for p in PAGES if search in p], [d for d in days if d >= start])
+        assert {path: row["visitors"] for path, row in day_by_day[0].items()} == want  # (pages with bitmaps: exact)
     part = _part(r, info, days[0], end)
     made = [keys.kept(info.id, part.token, name) for name in (f"sums:{dimension}", "exact")]
     assert all(0 < r.pttl(key) <= kept.KEEP_MS for key in made)  # (kept, for a while)
@@ -75,19 +91,26 @@ def test_a_late_event_is_counted_at_once(site, r, monkeypatch):
     info = _rolled(r, site, days)
     end = info.today() - timedelta(days=1)
     before = rows(r, info, "country", days[0], end, monkeypatch)
+    pages_before = pages(r, info, days[0], end, monkeypatch)[0]
     token = _part(r, info, days[0], end).token
     late = datetime.combine(days[3], time(12), tzinfo=UTC)
-    send(r, site, [(late, 10_001, "p", "/", "Google", "JP"), (late, 10_002, "p", "/", "Google", "DE")])
+    send(r, site, [(late, 10_001, "p", "/", "Google", "JP"), (late, 10_002, "p", "/new", "Google", "DE")])
     assert _part(r, info, days[0], end).token != token  # (the day was closed: the epoch moved)
     after = rows(r, info, "country", days[0], end, monkeypatch)
     assert after["DE"]["visitors"] == before["DE"]["visitors"] + 1
     assert after["US"] == before["US"]
     assert after == rows(r, info, "country", days[0], end, monkeypatch, keep=False)
+    pages_after = pages(r, info, days[0], end, monkeypatch)
+    assert pages_after[0]["/"]["visitors"] == pages_before["/"]["visitors"] + 1
+    assert pages_after == pages(r, info, days[0], end, monkeypatch, keep=False)
     roll_recent(r, site)
     rolled = rows(r, info, "country", days[0], end, monkeypatch)
     assert rolled["JP"]["visitors"] == 1 and rolled["JP"]["pageviews"] == 1
     assert rolled["DE"]["pageviews"] == before["DE"]["pageviews"] + 1
     assert rolled == rows(r, info, "country", days[0], end, monkeypatch, keep=False)
+    pages_rolled = pages(r, info, days[0], end, monkeypatch)
+    assert pages_rolled[0]["/new"]["visitors"] == 1
+    assert pages_rolled == pages(r, info, days[0], end, monkeypatch, keep=False)
 
 
 def test_a_rollup_of_closed_days_moves_the_epoch_and_today_does_not(site, r, monkeypatch):
@@ -124,3 +147,6 @@ def test_past_every_expiry_kept_rows_are_the_day_by_day_rows(site, r, monkeypatc
         values = SOURCES if dimension == "source" else COUNTRIES
         for value, n in truth(brute, dimension, values, days).items():
             assert abs(day_by_day[value]["visitors"] - n) <= max(2, 0.03 * n), (dimension, value)
+    day_by_day_pages = pages(r, info, days[0], end, monkeypatch, keep=False)
+    assert pages(r, info, days[0], end, monkeypatch) == day_by_day_pages
+    assert pages(r, info, days[0], end, monkeypatch) == day_by_day_pages

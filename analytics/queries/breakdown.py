@@ -51,7 +51,23 @@ def candidate_values(
     """The values a filtered breakdown counts, the most visitor-days first: breakdown()'s
     ranking before it counts any union (a filtered row's visitors come from bitmaps, so
     the unfiltered unions would be paid for nothing)."""
-    return _ranked(_sums(r, site, start, end, dimension, search))[:limit]
+    span = days_between(start, end)
+    return _ranked(_range_sums(r, site, span, dimension, search, day_totals(site, span))[0])[:limit]
+
+
+def _range_sums(r: redis.Redis, site: SiteInfo, span: list[date], dimension: str, search: str, totals):
+    """_sums() over the span, its closed head's kept (queries/kept.py) where it has one:
+    (sums, the Part or None, the head's sums, the open days' sums)."""
+    head = kept.closed_head(site, span)
+    if len(head) < kept.MIN_DAYS:
+        return _sums(r, site, span[0], span[-1], dimension, search), None, {}, {}
+    part = kept.Part(r, site, head, totals)
+    open_from = head[-1] + timedelta(days=1)
+    open_sums = _sums(r, site, open_from, span[-1], dimension, search) if open_from <= span[-1] else {}
+    head_sums = part.sums(dimension, lambda: _sums(r, site, head[0], head[-1], dimension, ""))
+    needle = search.lower()  # (the head's sums are kept whole: the search applies here)
+    sums = _joined([{v: s for v, s in head_sums.items() if needle in v.lower()}, open_sums])
+    return sums, part, head_sums, open_sums
 
 
 def _ranked(sums: dict[str, dict]) -> list[str]:
@@ -80,14 +96,8 @@ def breakdown(
         raise ValueError(f"unknown dimension: {dimension}")
     span = days_between(start, end)
     totals = day_totals(site, span)
-    head = kept.closed_head(site, span)
-    part = kept.Part(r, site, head, totals) if len(head) >= kept.MIN_DAYS else None
-    open_from = head[-1] + timedelta(days=1) if part else start
-    sums = _sums(r, site, open_from, end, dimension, search) if open_from <= end else {}
-    if part:  # (the closed head's sums kept, with no search: the search applies here)
-        head_sums = part.sums(dimension, lambda: _sums(r, site, start, head[-1], dimension, ""))
-        needle = search.lower()
-        open_sums, sums = sums, _joined([{v: s for v, s in head_sums.items() if needle in v.lower()}, sums])
+    sums, part, head_sums, open_sums = _range_sums(r, site, span, dimension, search, totals)
+    open_from = part.last + timedelta(days=1) if part else start
     if dimension == dimensions.EXIT:
         rows: list[dict[str, Any]] = [{dimension: v, "visits": s["visits"]} for v, s in sums.items() if s["visits"] > 0]
         rows.sort(key=lambda row: (-row["visits"], row[dimension]))

@@ -11,7 +11,7 @@ a few.
 
 Never stale: everything a part keeps is named by a token of its days, their state
 (imported by which import; gone: their raw keys expired, their sketches count; their
-bitmaps expired) and the
+bitmaps or page keys expired) and the
 site's closed epoch (keys.closed_epoch). The epoch moves whenever what a closed day counts
 may change: record_batch.lua on an event of a day before the writer's today (readers keep
 only days before yesterday: one day of margin, so a writer and a reader on either side of
@@ -39,7 +39,7 @@ from .stored import DayTotals
 KEEP_MS = 3600 * 1000  # a part's keys live an hour after they are made
 MIN_DAYS = 3  # a range with fewer closed days reads them as they are
 COUNTS = ("visitors", "pageviews", "visits", "bounces", "duration", "peak", "imported")  # breakdown._sums()'s
-PACKED = struct.Struct(f"<{len(COUNTS)}q")
+NONE = DayTotals(0, 0, 0, None)  # (a day with no stored row)
 MADE = b"\x00"  # a sums hash's own field (no value is this): made, even when no value had a visit
 
 
@@ -58,9 +58,12 @@ class Part:
         imported = {day: totals[day].imported_log for day in head if day in totals and totals[day].imported}
         self.gone = [d for d in head if d not in imported and d in totals and totals[d].sealed and totals[d].dau]
         self.days = [day for day in head if day not in imported and day not in self.gone]
+        self.imported = set(imported)
         epoch = cast(bytes, r.get(keys.closed_epoch(site.id)) or b"0").decode()
-        bitmaps_gone = {day for day in head if day in totals and totals[day].segments_sealed}
-        state = ",".join(f"{day:%Y%m%d}:{imported.get(day, '')}:{int(day in bitmaps_gone)}" for day in head)
+        state = ",".join(
+            f"{day:%Y%m%d}:{imported.get(day, '')}:{int(t.segments_sealed)}{int(t.pages_sealed)}"
+            for day, t in ((day, totals.get(day, NONE)) for day in head)
+        )
         gone = ",".join(f"{day:%Y%m%d}" for day in self.gone)
         self.token = hashlib.sha1(f"{epoch}|{state}|{gone}".encode()).hexdigest()[:20]
 
@@ -69,31 +72,48 @@ class Part:
 
     def sums(self, dimension: str, make: Callable[[], dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
         """breakdown._sums() over the head with no search: kept, or made by `make` and kept."""
-        key = self._key(f"sums:{dimension}")
+        return self.table(f"sums:{dimension}", COUNTS, make)
+
+    def table(
+        self, name: str, columns: tuple[str, ...], make: Callable[[], dict[str, dict[str, int]]]
+    ) -> dict[str, dict[str, int]]:
+        """{value: {column: a whole number}} over the head: kept, or made by `make` and kept."""
+        key, packing = self._key(name), struct.Struct(f"<{len(columns)}q")
         found = cast(dict[bytes, bytes], self.r.hgetall(key))
         if MADE in found:
             del found[MADE]
-            return {value.decode(): dict(zip(COUNTS, PACKED.unpack(packed))) for value, packed in found.items()}
-        sums = make()
+            return {value.decode(): dict(zip(columns, packing.unpack(packed))) for value, packed in found.items()}
+        made = make()
         pipe = self.r.pipeline(transaction=False)
-        items = [(value, PACKED.pack(*(s[c] for c in COUNTS))) for value, s in sums.items()]
+        items = [(value, packing.pack(*(row[c] for c in columns))) for value, row in made.items()]
         pipe.hset(key, MADE, b"")
         for start in range(0, len(items), 1000):
             pipe.hset(key, mapping=dict(items[start : start + 1000]))
         pipe.pexpire(key, KEEP_MS)
         pipe.execute()
-        return sums
+        return made
 
-    def bitmaps(self, fields: list[str]) -> dict[str, str]:
+    def bitmaps(
+        self,
+        fields: list[str],
+        days: list[date] | None = None,
+        present: Callable[[list[str]], dict[str, set[date]]] | None = None,
+    ) -> dict[str, str]:
         """{field: the OR of its head's day bitmaps} for those of `fields` whose bitmaps hold
         every visitor it had over the head (queries/exact.py); the others are left to
-        unions(). Made where missing, its answer kept for each field."""
+        unions(). Made where missing, its answer kept for each field. A visit value's
+        days are the head's `days` (a gone day's sketch makes it an estimate); a page's are
+        the head's days not imported, `present` saying which it had visitors on (its day
+        HLLs expire before its rows)."""
         flags = self._key("exact")
         known = dict(zip(fields, self.r.hmget(flags, fields))) if fields else {}
         ask = [f for f, flag in known.items() if flag is None]
         if ask:
-            sources = exact_sources(self.r, self.site, self.days, ask)
-            if self.gone and sources:  # (a field with a sketch on a gone day is counted from HLLs)
+            if present is not None:
+                sources = exact_sources(self.r, self.site, days or [], ask, present(ask))
+            else:
+                sources = exact_sources(self.r, self.site, self.days, ask)
+            if present is None and self.gone and sources:  # (a sketch on a gone day: counted from HLLs)
                 with scratch(self.r, self.site.id) as tmp:
                     frozen = sketches.thaw(self.r, self.site.id, [(d, f) for f in sources for d in self.gone], tmp)
                 for _, f in frozen:
@@ -111,23 +131,34 @@ class Part:
             known.update({f: b"1" if f in sources else b"0" for f in ask})
         return {f: self._key(f"b:{f}") for f, flag in known.items() if flag == b"1"}
 
-    def unions(self, fields: list[str]) -> dict[str, str]:
-        """{field: an HLL of its visitors over the head} (its day HLLs and, for gone days,
-        its sketches, merged), made where missing."""
-        union = {f: self._key(f"u:{f}") for f in fields}
+    def unions(
+        self, fields: list[str], parts: Callable[[str], list[str]] | None = None, name: str = "u"
+    ) -> dict[str, str]:
+        """{field: an HLL of its visitors over the head}, made where missing: a visit
+        value's day HLLs and, for gone days, its sketches, merged; or the keys `parts`
+        names (a page's cover: queries/pages.py), under `name`."""
+        union = {f: self._key(f"{name}:{f}") for f in fields}
         pipe = self.r.pipeline(transaction=False)
         for key in union.values():
             pipe.exists(key)
         missing = [f for f, there in zip(fields, pipe.execute()) if not there]
-        if missing:
-            fold.ensure_hlls(self.r, self.site.id, [(day, f) for f in missing for day in self.days])
-            with scratch(self.r, self.site.id) as tmp:
-                thawed = sketches.thaw(self.r, self.site.id, [(d, f) for f in missing for d in self.gone], tmp)
-                pipe = self.r.pipeline(transaction=False)
-                for f in missing:
-                    parts = [keys.dimension_visitors(self.site.id, day, f) for day in self.days]
-                    parts += [key for (_, name), key in thawed.items() if name == f]
-                    pipe.pfmerge(union[f], *parts)
-                    pipe.pexpire(union[f], KEEP_MS)
-                pipe.execute()
+        if not missing:
+            return union
+        if parts is not None:
+            pipe = self.r.pipeline(transaction=False)
+            for f in missing:
+                pipe.pfmerge(union[f], *parts(f))
+                pipe.pexpire(union[f], KEEP_MS)
+            pipe.execute()
+            return union
+        fold.ensure_hlls(self.r, self.site.id, [(day, f) for f in missing for day in self.days])
+        with scratch(self.r, self.site.id) as tmp:
+            thawed = sketches.thaw(self.r, self.site.id, [(d, f) for f in missing for d in self.gone], tmp)
+            pipe = self.r.pipeline(transaction=False)
+            for f in missing:
+                merged = [keys.dimension_visitors(self.site.id, day, f) for day in self.days]
+                merged += [key for (_, field), key in thawed.items() if field == f]
+                pipe.pfmerge(union[f], *merged)
+                pipe.pexpire(union[f], KEEP_MS)
+            pipe.execute()
         return union

@@ -1,6 +1,7 @@
 """Pages: the top pages of a range by visitors (all, or those whose path contains a text), one
 page's days, prefix search of paths."""
 
+import hashlib
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, NamedTuple, cast
@@ -16,8 +17,9 @@ from ..periods import days_between, monday, period_days, policy_expiry
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import scratch
-from .exact import exact_visitors
-from .stored import imported_days, visitors_over
+from . import kept
+from .exact import count_unions, exact_sources, exact_visitors
+from .stored import day_totals, imported_days, visitors_over
 
 # Pages ranked by visitors: at most this many candidates get their visitors counted (a
 # multi-key PFCOUNT each); see top_pages().
@@ -49,15 +51,17 @@ def ranked_pages(
     2 x limit + 5 candidates the ranking stops there (a page with many one-day visitors
     far down the visitor-days order is the only thing that could be missed)."""
     days = days_between(start, end)
-    totals = _page_totals(r, site, start, end)
-    final, imported, live = totals.final, totals.imported, totals.live
+    view = _kept_view(r, site, days)
+    totals = view.totals if view else _page_totals(r, site, start, end)
     pageviews, visitor_days, peak, added = totals.pageviews, totals.visitor_days, totals.peak, totals.added
     ranked = _by_visitor_days(totals, search)
-    cover = page_cover(site, start, end)
+    cover: Any = view.cover if view else page_cover(site, start, end)
     visitors: dict[str, int] = {}
     wanted, budget = limit + 5, min(2 * limit + 5, MAX_PAGE_CANDIDATES)
     while True:
         batch = [path for path in ranked[:wanted] if path not in visitors]
+        if view:  # (each page's head as one key: its union, kept)
+            view.unions(batch)
         pipe = r.pipeline(transaction=False)
         asked = [path for path in batch if cover(path)]  # (a range of gone periods alone has no key left)
         for path in asked:
@@ -85,19 +89,116 @@ def ranked_pages(
     # them, so that the cut is made on exact numbers where the estimates are close (the
     # top 3 is then the top 3 of the top 30).
     fields = {dimensions.field("page", p["page"]): p for p in shown}
-    present: dict[str, set[date]] = {f: set() for f in fields}
-    for path, day in PageDaily.objects.filter(
-        site_id=site.id, date__in=final - imported, path__in=[p["page"] for p in shown]
-    ).values_list("path", "date"):
-        present[dimensions.field("page", path)].add(day)
-    for day, paths in live.items():
-        for f, p in fields.items():
-            if p["page"] in paths:
-                present[f].add(day)
-    native = [day for day in days if day not in imported]
-    for f, n in exact_visitors(r, site, native, list(fields), present).items():
+    counts = view.exact(list(fields)) if view else _exact_pages(r, site, days, totals, list(fields))
+    for f, n in counts.items():
         fields[f]["visitors"] = n + added[fields[f]["page"]]
     return sorted(shown, key=order)[:limit], len(ranked)
+
+
+def _present(site: SiteInfo, totals: "_Totals", fields: list[str]) -> dict[str, set[date]]:
+    """{page field: the days it had visitors}, from its stored rows and its live days."""
+    present: dict[str, set[date]] = {f: set() for f in fields}
+    paths = {dimensions.split(f)[1]: f for f in fields}
+    for path, day in PageDaily.objects.filter(
+        site_id=site.id, date__in=totals.final - totals.imported, path__in=list(paths)
+    ).values_list("path", "date"):
+        present[paths[path]].add(day)
+    for day, day_paths in totals.live.items():
+        for path, f in paths.items():
+            if path in day_paths:
+                present[f].add(day)
+    return present
+
+
+def _exact_pages(r: redis.Redis, site: SiteInfo, days: list[date], totals: "_Totals", fields: list[str]):
+    """{page field: its visitors over the days} where its bitmaps hold them all."""
+    native = [day for day in days if day not in totals.imported]
+    return exact_visitors(r, site, native, fields, _present(site, totals, fields))
+
+
+class _KeptView:
+    """ranked_pages()'s reads where the range has a closed head kept (queries/kept.py):
+    the head's totals and each page's union over it, kept; the open days as they are."""
+
+    def __init__(self, r: redis.Redis, site: SiteInfo, part: kept.Part, head: list[date], rest: list[date]):
+        self.r, self.site, self.part, self.head, self.rest = r, site, part, head, rest
+        self.kept = part.table("pages", PAGE_COLUMNS, lambda: _as_table(_page_totals(r, site, head[0], head[-1])))
+        self.open = _page_totals(r, site, rest[0], rest[-1]) if rest else _Totals(set(), set(), {}, {}, {}, {}, {})
+        pageviews, visitor_days = dict(self.open.pageviews), dict(self.open.visitor_days)
+        peak, added = dict(self.open.peak), defaultdict(int, self.open.added)
+        for path, row in self.kept.items():
+            pageviews[path] = pageviews.get(path, 0) + row["pageviews"]
+            visitor_days[path] = visitor_days.get(path, 0) + row["visitor_days"]
+            peak[path] = max(peak.get(path, 0), row["peak"])
+            added[path] += row["added"]
+        self.totals = _Totals(self.open.final, self.open.imported, self.open.live, pageviews, visitor_days, peak, added)
+        self.head_cover = page_cover(site, head[0], head[-1])
+        self.open_cover = page_cover(site, rest[0], rest[-1]) if rest else _no_cover
+        self.shape = hashlib.sha1(repr(self.head_cover.shape).encode()).hexdigest()[:12]
+        self.merged: dict[str, str] = {}
+
+        def cover(path: str) -> list[str]:
+            return [*([self.merged[path]] if path in self.merged else []), *self.open_cover(path)]
+
+        cover.gone = []  # type: ignore[attr-defined]  # (a gone head makes no view: _kept_view())
+        self.cover = cover
+
+    def unions(self, paths: list[str]):
+        """Make sure each page's head union is kept (one key each, in cover())."""
+        if not paths:
+            return
+        fields = {dimensions.field("page", path): path for path in paths}
+        made = self.part.unions(list(fields), parts=lambda f: self.head_cover(fields[f]), name=f"pu:{self.shape}")
+        self.merged.update((fields[f], key) for f, key in made.items())
+
+    def exact(self, fields: list[str]) -> dict[str, int]:
+        """{page field: its visitors over the range} where its bitmaps hold them all, the
+        head's OR kept."""
+        totals = self.kept
+        head_days = [day for day in self.head if day not in self.part.imported]
+        head = self.part.bitmaps(fields, head_days, present=lambda ask: _present(self.site, self._head_totals(), ask))
+        open_days = [day for day in self.rest if day not in self.open.imported]
+        open_exact = exact_sources(self.r, self.site, open_days, fields, _present(self.site, self.open, fields))
+        sources = {}
+        for f in fields:
+            path = dimensions.split(f)[1]
+            in_head = path in totals and totals[path]["visitor_days"] > totals[path]["added"]
+            in_open = self.open.visitor_days.get(path, 0) > self.open.added.get(path, 0)
+            if (f in head or not in_head) and (f in open_exact or not in_open) and (in_head or in_open):
+                sources[f] = [*([head[f]] if f in head else []), *open_exact.get(f, [])]
+        return count_unions(self.r, self.site.id, sources)
+
+    def _head_totals(self) -> "_Totals":
+        return _page_totals(self.r, self.site, self.head[0], self.head[-1])
+
+
+def _no_cover(path: str) -> list[str]:
+    return []
+
+
+PAGE_COLUMNS = ("pageviews", "visitor_days", "peak", "added")
+
+
+def _as_table(totals: "_Totals") -> dict[str, dict[str, int]]:
+    return {
+        path: {
+            "pageviews": totals.pageviews[path],
+            "visitor_days": totals.visitor_days[path],
+            "peak": totals.peak.get(path, 0),
+            "added": totals.added.get(path, 0),
+        }
+        for path in totals.pageviews
+    }
+
+
+def _kept_view(r: redis.Redis, site: SiteInfo, days: list[date]) -> _KeptView | None:
+    """The range's kept view, or None: too few closed days, or a head whose merged period
+    keys the policy let go (page_unions() reads those from rows)."""
+    head = kept.closed_head(site, days)
+    if len(head) < kept.MIN_DAYS:
+        return None
+    view = _KeptView(r, site, kept.Part(r, site, head, day_totals(site, days)), head, days[len(head) :])
+    return None if view.head_cover.gone else view
 
 
 class _Totals(NamedTuple):
@@ -162,7 +263,8 @@ def candidate_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limi
     """The pages a filtered breakdown counts, most visitor-days first: the ranking before
     ranked_pages() counts any union (a filtered row's visitors are counted from bitmaps
     anyway, so the unfiltered unions would be paid for nothing)."""
-    return _by_visitor_days(_page_totals(r, site, start, end), search)[:limit]
+    view = _kept_view(r, site, days_between(start, end))
+    return _by_visitor_days(view.totals if view else _page_totals(r, site, start, end), search)[:limit]
 
 
 def page_cover(site: SiteInfo, start: date, end: date):
@@ -206,6 +308,7 @@ def page_cover(site: SiteInfo, start: date, end: date):
         ] + [keys.page_visitors(site.id, day, path) for day in rest]
 
     keys_of.gone = gone  # type: ignore[attr-defined]  # (a function's attributes: read by page_unions())
+    keys_of.shape = (parts, rest)  # type: ignore[attr-defined]  # (which keys: queries/kept.py names its unions by it)
     keys_of.live_days = [  # type: ignore[attr-defined]  # (likewise)
         day for day in days_between(start, end) if not any(day in period_days(*part) for part in gone)
     ]
