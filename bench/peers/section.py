@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from . import stream
 from .clickhouse import ClickHousePeer
 from .tally import TallyPeer, prepare_site
-from .truth import FUNNEL, Truth, questions
+from .truth import FUNNEL, Question, Truth, questions
 
 WARM = 5
 SPAN = 30  # days the questions ask about (the dashboard's default period)
@@ -47,7 +47,9 @@ def run(r, redis_url: str, say, start_server, n_events: int) -> dict:
         tally_load = tally.load(_batches(one))
         rollup(r, site, first_day, first_day)  # (as the first night does: its top values pinned for the next days)
         pins.sync(r, site.pk)
+        cpu = _server_cpu(r)
         tally_load += tally.load(_batches(rest))
+        server_cpu = _server_cpu(r) - cpu  # (Valkey's own CPU seconds over the rest of the stream)
     finally:
         process.terminate()
         process.wait(10)
@@ -69,10 +71,13 @@ def run(r, redis_url: str, say, start_server, n_events: int) -> dict:
     with ClickHousePeer() as clickhouse:
         say(f"peers: ClickHouse, {events:,} events enriched in Python, INSERTs of 10,000")
         ch_load = clickhouse.load(batches, seen)
+        clickhouse_enrich = clickhouse.seconds["enrich"]
         ch_merge = clickhouse.merge()
         ch_bytes = clickhouse.bytes_on_disk()
         truth = Truth(seen)
         say("peers: the questions, of both engines and the brute force")
+        span = questions(last_day, SPAN)[0].args
+        floor = _timed(tally.floor, Question("floor", "floor", span, {}))[1]
         reads = []
         for q in questions(last_day, SPAN):
             want = getattr(truth, q.method)(*q.args, **q.kwargs)
@@ -89,6 +94,7 @@ def run(r, redis_url: str, say, start_server, n_events: int) -> dict:
                     f"{c_first:.1f}",
                     f"{c_median:.1f}",
                     f"{t_median / c_median:.2f}",
+                    f"{floor / c_median:.2f}",
                     error(tally_want, t_answer) + (" (visits)" if q.args[:1] == ("exit_page",) else ""),
                     error(want, c_answer),
                 )
@@ -100,10 +106,23 @@ def run(r, redis_url: str, say, start_server, n_events: int) -> dict:
          f"{tally_rollup:.1f}", f"{ch_merge:.1f}", f"{tally_rollup / ch_merge:.1f}" if ch_merge else ""),
         (f"nightly rollup of the last day ({night_visitors:,} visitors; a {last_day:%A}), median of 3, s",
          f"{statistics.median(nights):.3f}", "", ""),
+        ("CPU µs per event: Valkey's (Tally) / the enrichment both run (ClickHouse's column)",
+         f"{1e6 * server_cpu / len(rest):.0f}", f"{1e6 * clickhouse_enrich / events:.0f}", ""),
         ("bytes per event: Redis used_memory, visits closed (Tally) / on disk (ClickHouse)",
          f"{tally_bytes / events:.0f}", f"{ch_bytes / events:.0f}", f"{tally_bytes / ch_bytes:.2f}"),
     ]  # fmt: skip
-    return {"events": events, "visitors": len({e.user_id for e in seen}), "reads": reads, "writes": writes}
+    return {
+        "events": events,
+        "visitors": len({e.user_id for e in seen}),
+        "reads": reads,
+        "writes": writes,
+        "floor": floor,
+    }
+
+
+def _server_cpu(r) -> float:
+    cpu = r.info("cpu")
+    return float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"])
 
 
 def _batches(events: list[dict], size: int = 1000) -> list[list[dict]]:

@@ -105,6 +105,11 @@ class TallyPeer:
         """The funnel of these steps, saved on the site by funnel_of() (Tally asks by name)."""
         return [step["visitors"] for step in self._get("funnel", start, end, funnel=FUNNEL_NAME)["steps"]]
 
+    def floor(self, start: date, end: date) -> list:
+        """A breakdown of a property no event has: the read API's whole way (auth, the
+        parameters, the runner, the stored days, the JSON) with nothing to count."""
+        return self._get("breakdown", start, end, property="event:props:peers-floor")["results"]
+
 
 FUNNEL_NAME = "peers"
 
