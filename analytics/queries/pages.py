@@ -169,7 +169,14 @@ class _KeptView:
         return count_unions(self.r, self.site.id, sources)
 
     def _head_totals(self) -> "_Totals":
-        return _page_totals(self.r, self.site, self.head[0], self.head[-1])
+        """The head's days as _present() reads them (which are stored, imported, live)."""
+        final = set(
+            DailyMetrics.objects.filter(site_id=self.site.id, final=True, date__in=self.head).values_list(
+                "date", flat=True
+            )
+        )
+        live = page_days(self.r, self.site.id, [day for day in self.head if day not in final])
+        return _Totals(final, self.part.imported, live, {}, {}, {}, {})
 
 
 def _no_cover(path: str) -> list[str]:
