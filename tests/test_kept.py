@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 
 from analytics.models import DailyMetrics
-from analytics.queries import kept
-from analytics.queries.breakdown import breakdown
+from analytics.queries import filtered, kept, segments
+from analytics.queries.breakdown import breakdown, candidate_values
 from analytics.queries.pages import candidate_pages, ranked_pages
 from analytics.queries.stored import day_totals
 from analytics.rollups import expiry
@@ -82,6 +82,37 @@ def test_kept_rows_are_the_day_by_day_rows_and_the_truth(site, r, monkeypatch, d
     part = _part(r, info, days[0], end)
     made = [keys.kept(info.id, part.token, name) for name in (f"sums:{dimension}", "exact")]
     assert all(0 < r.pttl(key) <= kept.KEEP_MS for key in made)  # (kept, for a while)
+
+
+def filtered_rows(r, info, text, dimension, start, end, monkeypatch, keep=True):
+    """A filtered breakdown's rows (and whether any is estimated), with or without kept parts."""
+    monkeypatch.setattr(kept, "MIN_DAYS", 3 if keep else 10**6)
+    span = (start, end)
+    candidates = (
+        candidate_pages(r, info, *span, 200)
+        if dimension == "page"
+        else candidate_values(r, info, *span, dimension, 200)
+    )
+    return filtered.breakdown(r, info, segments.parse(text), *span, dimension, candidates)
+
+
+@pytest.mark.parametrize("text", ["country==DE", "source==Google;country!=FR", "page==/pricing"])
+def test_filtered_rows_are_the_day_by_day_rows(site, r, monkeypatch, text):
+    info, brute, days = history(r, site, 9, visitors=150)
+    info = _rolled(r, site, days)
+    end = info.today() - timedelta(days=1)
+    for dimension in ("page", "source", "country"):
+        for start in (days[0], days[-4]):
+            day_by_day = filtered_rows(r, info, text, dimension, start, end, monkeypatch, keep=False)
+            assert filtered_rows(r, info, text, dimension, start, end, monkeypatch) == day_by_day, (dimension, start)
+            assert filtered_rows(r, info, text, dimension, start, end, monkeypatch) == day_by_day, (dimension, start)
+            filters = segments.parse(text)
+            for row in day_by_day[0]:
+                if not row["estimate"]:
+                    truth = set().union(
+                        *(brute.segment(d, filters) & brute.by[d, dimension, row["value"]] for d in days if d >= start)
+                    )
+                    assert row["visitors"] == len(truth), (dimension, row)
 
 
 def test_a_late_event_is_counted_at_once(site, r, monkeypatch):

@@ -34,7 +34,7 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import OR_CHUNK, scratch
 from .exact import exact_sources
-from .stored import DayTotals
+from .stored import DayTotals, day_totals
 
 KEEP_MS = 3600 * 1000  # a part's keys live an hour after they are made
 MIN_DAYS = 3  # a range with fewer closed days reads them as they are
@@ -47,6 +47,14 @@ def closed_head(site: SiteInfo, days: list[date]) -> list[date]:
     """The days of a range that a part may keep: those before yesterday."""
     last = site.today() - timedelta(days=2)
     return [day for day in days if day <= last]
+
+
+def part_of(r: redis.Redis, site: SiteInfo, span: list[date], totals: dict[date, DayTotals] | None = None):
+    """The span's closed head as a Part, or None when it has fewer than MIN_DAYS days."""
+    head = closed_head(site, span)
+    if len(head) < MIN_DAYS:
+        return None
+    return Part(r, site, head, totals if totals is not None else day_totals(site, span))
 
 
 class Part:
@@ -105,10 +113,8 @@ class Part:
         days are the head's `days` (a gone day's sketch makes it an estimate); a page's are
         the head's days not imported, `present` saying which it had visitors on (its day
         HLLs expire before its rows)."""
-        flags = self._key("exact")
-        known = dict(zip(fields, self.r.hmget(flags, fields))) if fields else {}
-        ask = [f for f, flag in known.items() if flag is None]
-        if ask:
+
+        def made(ask: list[str]) -> set[str]:
             if present is not None:
                 sources = exact_sources(self.r, self.site, days or [], ask, present(ask))
             else:
@@ -125,17 +131,32 @@ class Part:
                 for i in range(OR_CHUNK, len(bitmaps), OR_CHUNK - 1):
                     pipe.bitop("OR", dest, dest, *bitmaps[i : i + OR_CHUNK - 1])
                 pipe.pexpire(dest, KEEP_MS)
-            pipe.hset(flags, mapping={f: b"1" if f in sources else b"0" for f in ask})
-            pipe.pexpire(flags, KEEP_MS)
             pipe.execute()
-            known.update({f: b"1" if f in sources else b"0" for f in ask})
-        return {f: self._key(f"b:{f}") for f, flag in known.items() if flag == b"1"}
+            return set(sources)
+
+        return {f: self._key(f"b:{f}") for f in self.flags("exact", fields, made)}
+
+    def flags(self, name: str, fields: list[str], make: Callable[[list[str]], set[str]]) -> set[str]:
+        """Those of `fields` for which a yes/no over the head holds (`make` says which of
+        the fields asked it holds for), kept under `name`."""
+        key = self._key(name)
+        known = dict(zip(fields, self.r.hmget(key, fields))) if fields else {}
+        ask = [f for f, flag in known.items() if flag is None]
+        if ask:
+            yes = make(ask)
+            pipe = self.r.pipeline(transaction=False)
+            pipe.hset(key, mapping={f: b"1" if f in yes else b"0" for f in ask})
+            pipe.pexpire(key, KEEP_MS)
+            pipe.execute()
+            known.update({f: b"1" if f in yes else b"0" for f in ask})
+        return {f for f, flag in known.items() if flag == b"1"}
 
     def unions(
         self, fields: list[str], parts: Callable[[str], list[str]] | None = None, name: str = "u"
     ) -> dict[str, str]:
-        """{field: an HLL of its visitors over the head}, made where missing: a visit
-        value's day HLLs and, for gone days, its sketches, merged; or the keys `parts`
+        """{field: an HLL of its visitors over the head}, made where missing: a field's day
+        HLLs (a visit value's, a page's, an event's) and, for gone days, its sketches,
+        merged; or the keys `parts`
         names (a page's cover: queries/pages.py), under `name`."""
         union = {f: self._key(f"{name}:{f}") for f in fields}
         pipe = self.r.pipeline(transaction=False)
@@ -156,7 +177,7 @@ class Part:
             thawed = sketches.thaw(self.r, self.site.id, [(d, f) for f in missing for d in self.gone], tmp)
             pipe = self.r.pipeline(transaction=False)
             for f in missing:
-                merged = [keys.dimension_visitors(self.site.id, day, f) for day in self.days]
+                merged = [keys.field_visitors(self.site.id, day, f) for day in self.days]
                 merged += [key for (_, field), key in thawed.items() if field == f]
                 pipe.pfmerge(union[f], *merged)
                 pipe.pexpire(union[f], KEEP_MS)
