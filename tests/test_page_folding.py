@@ -86,3 +86,39 @@ def test_a_week_is_merged_from_every_day_once_it_has_ended_not_each_night(make_s
     assert abs(r.pfcount(week_key) - len(people)) <= hll_tolerance(len(people))
     rows = top_pages(r, info, monday, week[-1], 10)
     assert abs(rows[0]["visitors"] - len(people)) <= hll_tolerance(len(people))
+
+
+def test_a_week_past_the_default_keep_page_days_reads_its_merged_key(make_site, r, monkeypatch):
+    """Under the default keep_page_days (35), a week's day keys outlive its final merge; 35
+    days on they expire, and its ranges read the week's key: the whole week within an HLL's
+    bound of brute force, a part of it never below its largest day nor above its days'
+    sum (the week key over-covers it), kept or read day by day."""
+    from analytics.queries import kept
+    from analytics.rollups import jobs
+    from analytics.sites import SiteInfo as Info
+
+    site, _ = make_site()
+    assert site.keep_page_days == 35
+    info = SiteInfo.from_model(site)
+    today = info.today()
+    monday = today - timedelta(days=today.weekday() + 14)
+    week = [monday + timedelta(days=n) for n in range(7)]
+    daily: dict = {}
+    for n, day in enumerate(week):
+        daily[day] = set(range(40 * n, 40 * n + 60))
+        hits = [Hit(at(day, 12), "/a", "pageview", identity_source(None, f"v{v}", None, None)) for v in daily[day]]
+        record(r, info, hits)
+    for day in week:  # (each night rolls up the day before)
+        jobs.rollup(r, site, day, day, today=day + timedelta(days=1))
+    later = today + timedelta(days=30)  # (35 days after the week: its day keys have expired)
+    monkeypatch.setattr(Info, "today", lambda self: later)
+    for day in week:
+        r.delete(keys.page_visitors(site.id, day, "/a"))
+    people = set().union(*daily.values())
+    for min_days in (3, 10**6):
+        monkeypatch.setattr(kept, "MIN_DAYS", min_days)
+        (row,) = top_pages(r, info, monday, week[-1], 10)
+        assert abs(row["visitors"] - len(people)) <= hll_tolerance(len(people)), min_days
+        (part,) = top_pages(r, info, week[1], week[3], 10)
+        assert max(len(daily[d]) for d in week[1:4]) <= part["visitors"] <= sum(len(daily[d]) for d in week[1:4])
+        assert part["visitors"] > 0
