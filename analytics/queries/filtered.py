@@ -30,7 +30,7 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import SCRATCH_TTL_MS, queue_union, scratch
 from ..store.scripts import AND_ROWS
-from . import expired, kept, segments, stored, visit_pages
+from . import expired, segments, stored, visit_pages
 from .breakdown import COUNTS, field_days, rates_over
 from .days import UNION_DAILY_SALT as DAILY_SALT
 from .days import VISIT_METRICS, percent_change, previous
@@ -404,23 +404,7 @@ def breakdown(
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
         live = [day for day in days if day not in segment.stored]  # (the others: expired.stored_breakdown())
-        # Where the range's closed head is whole (no day of it stored, imported or gone),
-        # what does not depend on the filters is kept (queries/kept.py): which values had
-        # visitors there on a day without their bitmap, and their unfiltered unions.
-        part = kept.part_of(r, site, days)
-        if part and (part.gone or part.imported or [day for day in live if day <= part.last] != part.days):
-            part = None
-        tail = [day for day in live if not part or day > part.last]
-        present = segments.present(r, site, tail, dimension, candidates)
-        hidden_head = (
-            part.flags(
-                f"hidden:{dimension}",
-                [dimensions.field(dimension, value) for value in candidates],
-                lambda ask: _hidden(r, site, segment, part.days, dimension, ask),
-            )
-            if part
-            else set()
-        )
+        present = segments.present(r, site, live, dimension, candidates)
         calls: list[tuple[list, list]] = []
         counted: list[str] = []  # (the values with a bitmap some day, in the calls' order)
         width = max(1, int(cast(int, r.strlen(keys.active(site.id, live[-1])))) if live else 1)
@@ -436,8 +420,8 @@ def breakdown(
                     calls[-1][0].extend((segment.keys[day], keys.dimension_bitmap(site.id, day, name)))
                 calls[-1][1].append(len(with_bitmap))
                 counted.append(value)
-            hidden = name in hidden_head or any(
-                value in present[day] or dimensions.OTHER in present[day] for day in tail if day not in with_bitmap
+            hidden = any(
+                value in present[day] or dimensions.OTHER in present[day] for day in live if day not in with_bitmap
             )
             if live and (hidden or segment.estimate_over(live)):
                 estimated.append(value)
@@ -449,7 +433,7 @@ def breakdown(
         }
         if estimated:
             share = _share(r, site, segment, live)
-            hll = _value_visitors(r, site, live, dimension, estimated, part)
+            hll = _value_visitors(r, site, live, dimension, estimated)
             for value in estimated:
                 guess = round(hll[value] * share)
                 row = rows[value]
@@ -686,36 +670,15 @@ def _share(r: redis.Redis, site: SiteInfo, segment: segments.Segment, days: list
 
 
 def _value_visitors(
-    r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, values: list[str], part=None
+    r: redis.Redis, site: SiteInfo, days: list[date], dimension: str, values: list[str]
 ) -> dict[str, int]:
-    """Each value's visitors over the range, unfiltered (HLL unions); with `part`, the
-    days of its head as one kept key each (queries/kept.py)."""
-    names = {value: dimensions.field(dimension, value) for value in values}
-    heads = part.unions(list(names.values())) if part else {}
-    days = [day for day in days if not part or day > part.last]
-    fold.ensure_hlls(r, site.id, [(day, name) for name in names.values() for day in days])
+    """Each value's visitors over the range, unfiltered (HLL unions)."""
+    fold.ensure_hlls(r, site.id, [(day, dimensions.field(dimension, value)) for value in values for day in days])
     pipe = r.pipeline(transaction=False)
     for value in values:
-        name = names[value]
-        pipe.pfcount(
-            *([heads[name]] if name in heads else []), *(keys.field_visitors(site.id, day, name) for day in days)
-        )
+        name = dimensions.field(dimension, value)
+        pipe.pfcount(*(keys.field_visitors(site.id, day, name) for day in days))
     return dict(zip(values, pipe.execute()))
-
-
-def _hidden(r: redis.Redis, site: SiteInfo, segment, days: list[date], dimension: str, fields: list[str]) -> set[str]:
-    """The fields that had visitors on some of these days without a bitmap that day (or may
-    have, under the day's "(other)"): their filtered rows are estimates."""
-    values = {dimensions.split(name)[1]: name for name in fields}
-    present = segments.present(r, site, days, dimension, list(values))
-    return {
-        name
-        for value, name in values.items()
-        if any(
-            (value in present[day] or dimensions.OTHER in present[day]) and name not in segment.bitmapped[day]
-            for day in days
-        )
-    }
 
 
 def _first(reasons: dict[date, str], days) -> str:

@@ -34,7 +34,7 @@ from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import OR_CHUNK, scratch
 from .exact import exact_sources
-from .stored import DayTotals, day_totals
+from .stored import DayTotals
 
 KEEP_MS = 3600 * 1000  # a part's keys live an hour after they are made
 MIN_DAYS = 3  # a range with fewer closed days reads them as they are
@@ -47,14 +47,6 @@ def closed_head(site: SiteInfo, days: list[date]) -> list[date]:
     """The days of a range that a part may keep: those before yesterday."""
     last = site.today() - timedelta(days=2)
     return [day for day in days if day <= last]
-
-
-def part_of(r: redis.Redis, site: SiteInfo, span: list[date], totals: dict[date, DayTotals] | None = None):
-    """The span's closed head as a Part, or None when it has fewer than MIN_DAYS days."""
-    head = closed_head(site, span)
-    if len(head) < MIN_DAYS:
-        return None
-    return Part(r, site, head, totals if totals is not None else day_totals(site, span))
 
 
 class Part:
