@@ -13,6 +13,7 @@ from django.core.management import call_command
 
 from analytics import queries
 from analytics.dropped import EXCLUSION, PATTERN, REASONS, REFERRER_SPAM, USER_AGENT
+from analytics.ingest.patterns import WINDOW
 from analytics.models import ApiKey, DailyMetrics, Exclusion
 from analytics.periods import days_between
 from analytics.sites import SiteInfo
@@ -121,7 +122,9 @@ def test_the_rate_is_a_site_setting_and_zero_switches_it_off(client, site, r):
     assert batch(client, site, flood)["accepted"] == 400
     site.pattern_pageviews = 10
     site.save()
-    more = [{"url": f"https://example.com/{n}", "visitor": "y", "ts": (now - timedelta(seconds=n)).isoformat()}
+    # (one whole window: the last 15 seconds straddled two of them once in 40 runs)
+    start = datetime.fromtimestamp((int(now.timestamp()) // WINDOW - 1) * WINDOW, UTC)
+    more = [{"url": f"https://example.com/{n}", "visitor": "y", "ts": (start + timedelta(seconds=n)).isoformat()}
             for n in range(15)]  # fmt: skip
     assert batch(client, site, more)["dropped"] == {PATTERN: 5}
 
