@@ -301,7 +301,7 @@ def prepare(
         for n, chunk in enumerate(chunks[day]):
             chunk_mark = (mark.key, mark.chunk(len(calls)), mark.ttl) if mark else None
             dirty = day < dirty_before and n == 0
-            calls.append(_script_call(site, day, chunk, dirty, chunk_mark, now, limits if single else ()))
+            calls.append(_script_call(site, day, chunk, dirty, day < today, chunk_mark, now, limits if single else ()))
     not_counted = sum(sum(counts.values()) for counts in dropped.values())
     recorded = Recorded(accepted=len(hits) - not_counted, bots=not_counted)
     return Prepared(site, calls, seen_pages, recorded, list(limits) if limits and not single else [])
@@ -359,6 +359,7 @@ def _script_call(
     day: date,
     chunk: _Chunk,
     dirty: bool,
+    closed: bool,
     mark: tuple | None,
     now: datetime,
     limits: Sequence[Bucket] = (),
@@ -398,7 +399,7 @@ def _script_call(
         day=day.isoformat(),
         new_visitors_prefix=keys.new_visitors_prefix(sid),
         dirty=1 if dirty else 0,
-        closed=1 if day < now.astimezone(site.tz).date() else 0,
+        closed=1 if closed else 0,
         digests=b"".join(chunk.visitors),
         pageviews=chunk.pageviews,
     )

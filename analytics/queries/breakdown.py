@@ -35,6 +35,7 @@ from .stored import day_totals, imported_days
 METRICS = ("visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "views_per_visit")
 MAX_UNION_VALUES = 2000  # values whose visitors are counted as a union (the most visitor-days first)
 COUNTS = ("visitors", "pageviews", "visits", "bounces", "duration")
+SUMS = (*COUNTS, "peak", "imported")  # (what _sums() gives a value)
 
 
 def visit_totals(r: redis.Redis, site: SiteInfo, start: date, end: date) -> dict:
@@ -64,7 +65,7 @@ def _range_sums(r: redis.Redis, site: SiteInfo, span: list[date], dimension: str
     part = kept.Part(r, site, head, totals)
     open_from = head[-1] + timedelta(days=1)
     open_sums = _sums(r, site, open_from, span[-1], dimension, search) if open_from <= span[-1] else {}
-    head_sums = part.sums(dimension, lambda: _sums(r, site, head[0], head[-1], dimension, ""))
+    head_sums = part.table(f"sums:{dimension}", SUMS, lambda: _sums(r, site, head[0], head[-1], dimension, ""))
     needle = search.lower()  # (the head's sums are kept whole: the search applies here)
     sums = _joined([{v: s for v, s in head_sums.items() if needle in v.lower()}, open_sums])
     return sums, part, head_sums, open_sums
@@ -276,7 +277,7 @@ def _sums(
             query = query.filter(Q(value__icontains=search))
         found = query.values("value").annotate(peak=Max("visitors")).annotate(**{c: Sum(c) for c in COUNTS})
         for stored in cast(Iterable[Mapping[str, Any]], found):  # (the plugin's rows lack annotate(**...)'s sums)
-            row = sums.setdefault(stored["value"], dict.fromkeys((*COUNTS, "peak", "imported"), 0))
+            row = sums.setdefault(stored["value"], dict.fromkeys(SUMS, 0))
             for c in COUNTS:
                 row[c] += stored[c] or 0
             if added:  # (imported days' visitors are summed: queries/stored.imported_days())
@@ -293,7 +294,7 @@ def _sums(
             value = name[len(prefix) :]
             if needle and needle not in value.lower():
                 continue
-            row = sums.setdefault(value, dict.fromkeys((*COUNTS, "peak", "imported"), 0))
+            row = sums.setdefault(value, dict.fromkeys(SUMS, 0))
             row["visitors"] += n["visitors"]
             row["peak"] = max(row["peak"], n["visitors"])
             row["pageviews"] += n["pageviews"]

@@ -33,13 +33,12 @@ import redis
 from ..counts import fold, sketches
 from ..sites import SiteInfo
 from ..store import keys
-from ..store.scratch import OR_CHUNK, scratch
+from ..store.scratch import queue_union, scratch
 from .exact import exact_sources
 from .stored import DayTotals
 
 KEEP_MS = 3600 * 1000  # a part's keys live an hour after they are made
 MIN_DAYS = 3  # a range with fewer closed days reads them as they are
-COUNTS = ("visitors", "pageviews", "visits", "bounces", "duration", "peak", "imported")  # breakdown._sums()'s
 NONE = DayTotals(0, 0, 0, None)  # (a day with no stored row)
 MADE = b"\x00"  # a sums hash's own field (no value is this): made, even when no value had a visit
 
@@ -55,7 +54,7 @@ class Part:
     them imported or gone: their keys count), `gone` (their sketches count)."""
 
     def __init__(self, r: redis.Redis, site: SiteInfo, head: list[date], totals: dict[date, DayTotals]):
-        self.r, self.site, self.first, self.last = r, site, head[0], head[-1]
+        self.r, self.site, self.last = r, site, head[-1]
         imported = {day: totals[day].imported_log for day in head if day in totals and totals[day].imported}
         self.gone = [d for d in head if d not in imported and d in totals and totals[d].sealed and totals[d].dau]
         self.days = [day for day in head if day not in imported and day not in self.gone]
@@ -70,10 +69,6 @@ class Part:
 
     def _key(self, name: str) -> str:
         return keys.kept(self.site.id, self.token, name)
-
-    def sums(self, dimension: str, make: Callable[[], dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
-        """breakdown._sums() over the head with no search: kept, or made by `make` and kept."""
-        return self.table(f"sums:{dimension}", COUNTS, make)
 
     def table(
         self, name: str, columns: tuple[str, ...], make: Callable[[], dict[str, dict[str, int]]]
@@ -119,11 +114,7 @@ class Part:
                     sources.pop(f, None)
             pipe = self.r.pipeline(transaction=False)
             for f, bitmaps in sources.items():
-                dest = self._key(f"b:{f}")
-                pipe.bitop("OR", dest, *bitmaps[:OR_CHUNK])
-                for i in range(OR_CHUNK, len(bitmaps), OR_CHUNK - 1):
-                    pipe.bitop("OR", dest, dest, *bitmaps[i : i + OR_CHUNK - 1])
-                pipe.pexpire(dest, KEEP_MS)
+                queue_union(pipe, self._key(f"b:{f}"), bitmaps, KEEP_MS)
             pipe.execute()
             return set(sources)
 
