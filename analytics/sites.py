@@ -104,9 +104,24 @@ def sealed_days(site, days, pages: bool = False) -> set[date]:
     return {row.date for row in rows if row.sealed(site, now)[1 if pages else 0]}
 
 
+REFUSE_AHEAD = timedelta(minutes=10)
+
+
+def refused_days(site, days) -> set[date]:
+    """The days among these that ingest refuses: sealed (sealed_days()), or whose raw keys
+    expire within REFUSE_AHEAD. An event checked just before the expiry and written just
+    after it would make new keys on a sealed day, which no rollup reads again (its rows are
+    the record): acknowledged and never counted. With the margin, an accepted event's write
+    has minutes to land, not the milliseconds between the check and the script."""
+    now = datetime.now(UTC) + REFUSE_AHEAD
+    rows = DailyMetrics.objects.filter(site_id=site.id if isinstance(site, SiteInfo) else site.pk, date__in=set(days))
+    return {row.date for row in rows if row.sealed(site, now)[0]}
+
+
 def sealed_reason(day: date) -> str:
     return (
-        f"ts: {day} was rolled up and its raw keys have expired since (the site's keep_daily_days): "
+        f"ts: {day} was rolled up and its raw keys have expired since, or expire within minutes (the site's "
+        "keep_daily_days): "
         "its stored numbers are final and events can no longer be added to it"
     )
 

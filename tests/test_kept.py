@@ -5,6 +5,7 @@ force, on days inside and past every expiry; a late event or a rollup is seen at
 import io
 from datetime import UTC, datetime, time, timedelta
 
+import orjson
 import pytest
 from django.core.management import call_command
 
@@ -230,11 +231,57 @@ def test_a_backfill_past_an_expiry_reads_kept_as_day_by_day(site, r, monkeypatch
         assert countries["JP"]["visitors"] == 1 and top["/backfilled"]["visitors"] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a day rolled up and sealed (its raw keys expired) is never rolled up again: rollups/jobs.py "
-    "_rollable(); an event backfilled to it is accepted but reaches none of its stored rows",
-)
-def test_a_backfill_past_keep_daily_days_is_counted(site, r, monkeypatch):
-    countries, top = _aged_backfill(site, r, monkeypatch, 14)
-    assert countries.get("JP", {}).get("visitors") == 1 and top.get("/backfilled", {}).get("visitors") == 1
+def test_a_backfill_to_a_sealed_day_is_refused_by_name_and_moves_nothing(client, site, r, monkeypatch):
+    """Past keep_daily_days a rolled-up day's keys are gone and its rows are the record:
+    the batch API refuses an event for it by name (rollups never read that day's keys
+    again, so accepting it would count it nowhere), counts the good event beside it, and
+    the kept rows, like the day-by-day ones, stay as they were."""
+    info, _, days = history(r, site, 12, visitors=120)
+    _rolled(r, site, days)
+    for day in days:
+        DailyMetrics.objects.filter(site=site, date=day).update(
+            updated=datetime.combine(day + timedelta(days=1), time(1), tzinfo=UTC)
+        )
+    site.keep_page_days, site.keep_segment_days, site.keep_daily_days = 3, 6, 9
+    site.save()
+    expiry.apply_all(r, site, datetime.now(UTC).date())
+    info = SiteInfo.from_model(site)
+    end = info.today() - timedelta(days=1)
+    before = rows(r, info, "country", days[0], end, monkeypatch)
+    late = info.today() - timedelta(days=14)
+    body = [
+        {"url": "https://example.com/backfilled", "visitor": "v20001", "ts": f"{late}T12:00:00Z"},
+        {"url": "https://example.com/", "visitor": "v20002"},
+    ]
+    answer = client.post(
+        "/api/v1/events",
+        orjson.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {site.create_api_key('backfill')}",
+    ).json()
+    assert answer["accepted"] == 1 and [row["index"] for row in answer["rejected"]] == [0]
+    assert (
+        f"{late} was rolled up" in answer["rejected"][0]["error"]
+        and "keep_daily_days" in answer["rejected"][0]["error"]
+    )
+    roll_recent(r, site)
+    assert rows(r, info, "country", days[0], end, monkeypatch) == before
+    assert rows(r, info, "country", days[0], end, monkeypatch, keep=False) == before
+
+
+def test_a_day_whose_keys_expire_within_minutes_is_refused_before_they_go(client, make_site, r):
+    """An event checked a moment before its day's keys expire, written a moment after,
+    would be acknowledged and land on a sealed day: the batch API refuses days whose keys
+    go within sites.REFUSE_AHEAD, and takes a day whose keys stay longer."""
+    from analytics import sites
+
+    site, key = make_site()
+    now = datetime.now(UTC)
+    soon, later = ((now - timedelta(days=n)).date() for n in (40, 41))
+    for day, until in ((soon, now + sites.REFUSE_AHEAD / 2), (later, now + sites.REFUSE_AHEAD * 2)):
+        DailyMetrics.objects.create(site=site, date=day, dau=1, visitors=1, pageviews=1, final=True, keys_until=until)
+    body = [{"url": "https://example.com/", "visitor": "v1", "ts": f"{day}T12:00:00Z"} for day in (soon, later)]
+    answer = client.post(
+        "/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    ).json()
+    assert answer["accepted"] == 1 and [row["index"] for row in answer["rejected"]] == [0]

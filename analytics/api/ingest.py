@@ -161,9 +161,9 @@ def events(request):
 
     items, rejected = _parse_batch(body)
     parsed = batch_hits(site, items, now, rejected, keep_bots)
-    # Any day from 2000 on counts, but a day sealed since its rollup (analytics.sites.sealed_days).
+    # Any day from 2000 on counts, but a day sealed since its rollup, or about to be (sites.refused_days).
     today = site.today()  # (today cannot have been sealed)
-    sealed = sites.sealed_days(
+    sealed = sites.refused_days(
         site,
         {day for _, hit in parsed if hit.ts is not None for day in [hit.ts.astimezone(site.tz).date()] if day < today},
     )

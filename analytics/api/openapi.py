@@ -85,7 +85,8 @@ BATCH_EVENT = _with_words(
     {
         "ts": {
             "description": "ISO-8601; no offset means UTC; default now. Any day from 2000 on, however old, but a "
-            "day sealed since its rollup (its raw keys expired), which is rejected by name."
+            "day sealed since its rollup (its raw keys expired, or expire within ten minutes), which is "
+            "rejected by name."
         },
         "ip": {"description": "An IPv4 or IPv6 address: identity and country; never stored."},
         "name": {"default": "pageview"},

@@ -165,7 +165,7 @@ def _accepted(hits: Iterable[Hit], site: SiteInfo, summary: Summary, span: list[
             summary.skip("too_old")
             continue
         if day not in sealed:
-            sealed[day] = bool(sites.sealed_days(site, [day]))
+            sealed[day] = bool(sites.refused_days(site, [day]))
         if sealed[day]:
             summary.skip("sealed")
             continue
