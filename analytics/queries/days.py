@@ -138,9 +138,7 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
     last = values[min(end, site.today())] if start <= site.today() else rows[-1]
     average_dau = sum(row["dau"] for row in rows) / len(rows)
     dau = int(average_dau + 0.5)  # an average of people: whole people (half up)
-    with scratch(r, site.id) as tmp:
-        unions, expired = visitors_over(r, site, {"period": days}, tmp)
-    visitors = unions["period"]
+    visitors, expired = period_visitors(r, site, days)
     if expired:
         estimates = {"visitors": {"sketches": UNION_SKETCHED, "imported": UNION_IMPORTED}.get(expired, UNION_STORED)}
     elif site.daily_salt and len(days) > 1:
@@ -157,6 +155,15 @@ def summary(r: redis.Redis, site: SiteInfo, start: date, end: date, values: dict
         "stickiness": round(average_dau / last["mau"], 4) if last["mau"] else 0.0,  # (not the rounded DAU)
         "new_visitors": _new_visitors(site, rows),
     }
+
+
+def period_visitors(r: redis.Redis, site: SiteInfo, days: list[date]) -> tuple[int, str]:
+    """(the days' unique visitors, why they are an estimate: stored.visitors_over()):
+    summary()'s visitors, for a caller that wants no other number (a conversion rate's
+    denominator need not read every day's pageviews, WAU and MAU)."""
+    with scratch(r, site.id) as tmp:
+        unions, expired = visitors_over(r, site, {"period": days}, tmp)
+    return unions["period"], expired
 
 
 def _new_visitors(site: SiteInfo, rows) -> int | None:

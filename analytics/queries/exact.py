@@ -49,11 +49,12 @@ def exact_sources(
     if not days or not fields or (site.daily_salt and len(days) > 1):
         return {}
     sid = site.id
+    fields = list(dict.fromkeys(fields))
     pipe = r.pipeline(transaction=False)
-    for day in days:
-        pipe.smembers(keys.dimension_bitmapped(sid, day))
-    bitmapped = {day: {m.decode() for m in members} for day, members in zip(days, pipe.execute())}
-    with_bitmaps = {f: [day for day in days if f in bitmapped[day]] for f in dict.fromkeys(fields)}
+    for day in days:  # (SMISMEMBER: a flag a field, not the day's whole set of bitmapped values to decode)
+        pipe.smismember(keys.dimension_bitmapped(sid, day), fields)
+    flags = pipe.execute()
+    with_bitmaps = {f: [day for day, on in zip(days, flags) if on[n]] for n, f in enumerate(fields)}
     with_bitmaps = {f: on for f, on in with_bitmaps.items() if on}
     if not with_bitmaps:
         return {}

@@ -21,6 +21,7 @@ from datetime import date
 import redis
 
 from .. import dimensions
+from ..periods import days_between
 from ..sites import SiteInfo
 from . import filtered, segments
 from .breakdown import breakdown as visit_breakdown
@@ -32,8 +33,8 @@ from .days import (
     UNION_IMPORTED,
     aggregate,
     daily_values,
+    period_visitors,
     previous,
-    summary,
     timeseries,
 )
 from .dropped import dropped
@@ -230,7 +231,7 @@ def _visitors(r: redis.Redis, q: Query, memo: Memo) -> int:
         if q.filters:
             memo[key] = filtered.summary(r, q.site, q.filters, q.start, q.end)[0]["visitors"] or 0
         else:
-            memo[key] = summary(r, q.site, q.start, q.end)["visitors"] or 0
+            memo[key] = period_visitors(r, q.site, days_between(q.start, q.end))[0] or 0
     return memo[key]
 
 
