@@ -85,6 +85,12 @@ def test_values_with_a_bitmap_from_their_first_visitor_keep_no_day_hll(site, r):
                 assert got[field(SOURCE, value)]["visitors"] == len(people)  # (the bitmap: exact)
             elif people:
                 assert abs(got[field(SOURCE, value)]["visitors"] - len(people)) <= hll_tolerance(len(people))
+    # (pages and custom events keep their day HLLs, bitmap or not: fold.ensure_hlls skips them)
+    for day in days:
+        bitmapped = {m.decode() for m in r.smembers(keys.dimension_bitmapped(site.pk, day))}
+        kept = [f for f in bitmapped if f.startswith(fold.KEEP_HLLS)]
+        assert kept and not any(f.startswith(fold.KEEP_HLLS) for f in only[day])
+        assert all(r.exists(keys.field_visitors(site.pk, day, f)) for f in kept), day
 
 
 @pytest.mark.parametrize("final", [False, True])

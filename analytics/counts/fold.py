@@ -45,12 +45,19 @@ def bitmap_only(r: redis.Redis, site_id: int, days: Iterable[date]) -> dict[date
     return {day: {m.decode() for m in next(answers) | next(answers)} for day in days}
 
 
+# Fields that always keep their day HLL (lib/segments.lua: their week and month unions read
+# them), so never need a fold: pages, custom events and their property groups.
+KEEP_HLLS = tuple(f"{kind}{keys.FIELD_VALUE_SEP}" for kind in ("page", "event", "prop"))
+
+
 def ensure_hlls(r: redis.Redis, site_id: int, pairs: Iterable[tuple[date, str]]) -> int:
     """Make sure each (day, field) that has visitors has its day HLL, folding the bitmap-only
-    ones; returns how many were folded. One round trip when none is."""
+    ones; returns how many were folded. One round trip when some may be, none for fields
+    that always keep their HLLs (KEEP_HLLS: a filtered page breakdown asks for thousands)."""
     by_day: dict[date, set[str]] = {}
     for day, field in pairs:
-        by_day.setdefault(day, set()).add(field)
+        if not field.startswith(KEEP_HLLS):
+            by_day.setdefault(day, set()).add(field)
     if not by_day:
         return 0
     only = bitmap_only(r, site_id, by_day)
