@@ -285,3 +285,41 @@ def test_a_day_whose_keys_expire_within_minutes_is_refused_before_they_go(client
         "/api/v1/events", orjson.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
     ).json()
     assert answer["accepted"] == 1 and [row["index"] for row in answer["rejected"]] == [0]
+
+
+@pytest.mark.parametrize("text", ["country==DE", "source==Google;country!=FR", "page==/pricing"])
+def test_rows_out_of_reach_of_the_page_shown_leave_it_and_the_total_as_they_were(site, r, monkeypatch, text):
+    """With the rows shown and the candidates' bounds, a filtered breakdown skips the
+    unions of estimated rows that cannot reach them: the rows shown, their number, and
+    whether the answer has an estimate are what counting every union gives."""
+    info, _, days = history(r, site, 9, visitors=160, segment_values=2)  # (two bitmaps a dimension a day)
+    tail = [  # (a long tail: 24 values of each dimension, 8 new visitors each a day, never given a bitmap)
+        (datetime.combine(day, time(10 + j % 8), tzinfo=UTC), 20_000 + n * 1000 + k * 10 + j, "p", f"/tail/{k}")
+        + (f"tail {k}", f"T{k}")
+        for n, day in enumerate(days)
+        for k in range(24)
+        for j in range(8)
+    ]
+    send(r, site, tail)
+    info = _rolled(r, site, days)
+    end = info.today() - timedelta(days=1)
+    skipped = []
+    out_of_reach = filtered._out_of_reach
+    monkeypatch.setattr(filtered, "_out_of_reach", lambda *a: skipped.append(out_of_reach(*a)) or skipped[-1])
+    filters = segments.parse(text)
+    for dimension in ("page", "source", "country"):
+        for start in (days[0], days[-5]):
+            bounds: dict = {}
+            candidates = (
+                candidate_pages(r, info, start, end, 200, bounds=bounds)
+                if dimension == "page"
+                else candidate_values(r, info, start, end, dimension, 200, bounds=bounds)
+            )
+            every, estimate = filtered.breakdown(r, info, filters, start, end, dimension, candidates)
+            for shown in (1, 2, 3):
+                cut, cut_estimate = filtered.breakdown(
+                    r, info, filters, start, end, dimension, candidates, bounds=bounds, shown=shown
+                )
+                assert cut[:shown] == every[:shown], (dimension, start, shown)
+                assert len(cut) == len(every) and cut_estimate == estimate, (dimension, start, shown)
+    assert any(skipped)  # (some rows were out of reach: the check above was not of nothing)

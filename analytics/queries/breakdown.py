@@ -47,13 +47,25 @@ def visit_totals(r: redis.Redis, site: SiteInfo, start: date, end: date) -> dict
 
 
 def candidate_values(
-    r: redis.Redis, site: SiteInfo, start: date, end: date, dimension: str, limit: int, search: str = ""
+    r: redis.Redis,
+    site: SiteInfo,
+    start: date,
+    end: date,
+    dimension: str,
+    limit: int,
+    search: str = "",
+    bounds: dict | None = None,
 ) -> list[str]:
     """The values a filtered breakdown counts, the most visitor-days first: breakdown()'s
     ranking before it counts any union (a filtered row's visitors come from bitmaps, so
-    the unfiltered unions would be paid for nothing)."""
+    the unfiltered unions would be paid for nothing). `bounds`, when given, gets each
+    one's (visitor-days, largest day's visitors), as candidate_pages() gives them."""
     span = days_between(start, end)
-    return _ranked(_range_sums(r, site, span, dimension, search, day_totals(site, span))[0])[:limit]
+    sums = _range_sums(r, site, span, dimension, search, day_totals(site, span))[0]
+    ranked = _ranked(sums)[:limit]
+    if bounds is not None:
+        bounds.update((v, (sums[v]["visitors"], sums[v]["peak"])) for v in ranked)
+    return ranked
 
 
 def _range_sums(r: redis.Redis, site: SiteInfo, span: list[date], dimension: str, search: str, totals):

@@ -16,6 +16,7 @@ pageviews. Under anything else (`!=` a page, event goals, two filters) they are 
 guessed.
 """
 
+import math
 from datetime import date, timedelta
 from typing import Any, cast
 
@@ -388,7 +389,15 @@ def aggregate(
 
 
 def breakdown(
-    r: redis.Redis, site: SiteInfo, filters, start: date, end: date, dimension: str, candidates: list[str]
+    r: redis.Redis,
+    site: SiteInfo,
+    filters,
+    start: date,
+    end: date,
+    dimension: str,
+    candidates: list[str],
+    bounds: dict[str, tuple[int, int]] | None = None,
+    shown: int | None = None,
 ) -> tuple[list[dict], bool]:
     """The filtered visitors of each candidate value of `dimension` ("page", "event" or a
     visit dimension), most first, values with nobody left out: [{"value", "visitors",
@@ -396,7 +405,12 @@ def breakdown(
     day bitmap AND the segment's); a value without a bitmap on some day it had visitors
     is estimated: its visitors scaled by the share of the site's visitors in the segment.
     A filter on the same dimension also picks the rows: under source==Google the sources
-    list Google alone, not the other sources its visitors also came from that day."""
+    list Google alone, not the other sources its visitors also came from that day.
+
+    With `shown` (the first rows the caller shows) and the candidates' `bounds`
+    ({value: (visitor-days, largest day's visitors)}: candidate_pages(), candidate_values()),
+    an estimated row that cannot reach the first `shown` keeps its lower bound instead of
+    its union (_out_of_reach()): the rows shown, and which rows have visitors, are the same."""
     days = days_between(start, end)
     candidates = [value for value in candidates if all(f.admits(value) for f in filters if f.prop == dimension)][
         :MAX_ROWS
@@ -433,8 +447,16 @@ def breakdown(
         }
         if estimated:
             share = _share(r, site, segment, live)
-            hll = _value_visitors(r, site, live, dimension, estimated)
+            skip = (
+                _out_of_reach(rows, estimated, share, bounds, shown)
+                if bounds is not None and shown is not None and len(live) == len(days)
+                else set()
+            )
+            hll = _value_visitors(r, site, live, dimension, [value for value in estimated if value not in skip])
             for value in estimated:
+                if value in skip:  # (it has visitors, fewer than the last row shown: never on the page)
+                    rows[value]["visitors"], rows[value]["estimate"] = 1, True
+                    continue
                 guess = round(hll[value] * share)
                 row = rows[value]
                 if guess > row["visitors"]:  # (a lower bound counted from bitmaps stays, when larger)
@@ -667,6 +689,36 @@ def _share(r: redis.Redis, site: SiteInfo, segment: segments.Segment, days: list
     pipe.pfcount(*(keys.site_visitors(site.id, day) for day in days))
     everyone = pipe.execute()[0]
     return min(1.0, inside / everyone) if everyone else 0.0
+
+
+HLL_MARGIN = 0.1  # (twelve standard errors of an HLL estimate, either way: a bound, not a guess)
+
+
+def _out_of_reach(
+    rows: dict[str, dict], estimated: list[str], share: float, bounds: dict[str, tuple[int, int]], shown: int
+) -> set[str]:
+    """The estimated values whose union breakdown() need not count: whatever it is, the
+    row stays below the first `shown` rows and has visitors. Every row's visitors are at
+    least what its bitmaps counted (`rows` now), so `shown` rows reach the threshold, the
+    `shown`-th largest of those; an estimated row is at most its visitor-days (more than
+    its union by an HLL's error) times the share, and has visitors when its largest day
+    alone gives one after the share. Only values no bitmap counted are left out (their
+    rows are estimates whatever their union: the answer's marks stay). The bounds come from
+    each day's stored visitors, HLL estimates on some days: HLL_MARGIN covers their error."""
+    lower = sorted((row["visitors"] for row in rows.values()), reverse=True)
+    if len(lower) < shown or lower[shown - 1] < 1:
+        return set()
+    threshold = lower[shown - 1]
+    skip = set()
+    for value in estimated:
+        if value not in bounds:
+            continue
+        visitor_days, peak = bounds[value]
+        most = math.ceil((visitor_days * (1 + HLL_MARGIN) + 2) * share)
+        has_visitors = (peak * (1 - HLL_MARGIN) - 2) * share >= 0.5
+        if rows[value]["visitors"] == 0 and most < threshold and has_visitors:
+            skip.add(value)
+    return skip
 
 
 def _value_visitors(

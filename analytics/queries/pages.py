@@ -266,12 +266,20 @@ def _by_visitor_days(totals: _Totals, search: str = "") -> list[str]:
     return sorted((p for p in visitor_days if needle in p.lower()), key=lambda p: (-visitor_days[p], -pageviews[p], p))
 
 
-def candidate_pages(r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int, search: str = "") -> list[str]:
+def candidate_pages(
+    r: redis.Redis, site: SiteInfo, start: date, end: date, limit: int, search: str = "", bounds: dict | None = None
+) -> list[str]:
     """The pages a filtered breakdown counts, most visitor-days first: the ranking before
     ranked_pages() counts any union (a filtered row's visitors are counted from bitmaps
-    anyway, so the unfiltered unions would be paid for nothing)."""
+    anyway, so the unfiltered unions would be paid for nothing). `bounds`, when given,
+    gets each one's (visitor-days, largest day's visitors): filtered.breakdown() skips the
+    unions of rows that cannot reach the page shown."""
     view = _kept_view(r, site, days_between(start, end))
-    return _by_visitor_days(view.totals if view else _page_totals(r, site, start, end), search)[:limit]
+    totals = view.totals if view else _page_totals(r, site, start, end)
+    ranked = _by_visitor_days(totals, search)[:limit]
+    if bounds is not None:
+        bounds.update((path, (totals.visitor_days[path], totals.peak.get(path, 0))) for path in ranked)
+    return ranked
 
 
 def page_cover(site: SiteInfo, start: date, end: date):

@@ -213,11 +213,16 @@ def _filtered_rows(r: redis.Redis, q: Query, memo: Memo) -> tuple[list[dict], bo
         raise ValueError(f"filters: not available with {q.dimension} (its rows count events or visits, not visitors)")
     if q.dimension == "goal":
         return filtered.goals(r, q.site, q.filters, q.start, q.end, _visitors(r, q, memo), q.search)
+    bounds: dict = {}
     if q.dimension == "page":
-        candidates = candidate_pages(r, q.site, q.start, q.end, max(filtered.MAX_ROWS, q.limit * q.page), q.search)
+        candidates = candidate_pages(
+            r, q.site, q.start, q.end, max(filtered.MAX_ROWS, q.limit * q.page), q.search, bounds
+        )
     else:
-        candidates = candidate_values(r, q.site, q.start, q.end, q.dimension, filtered.MAX_ROWS, q.search)
-    rows, estimate = filtered.breakdown(r, q.site, q.filters, q.start, q.end, q.dimension, candidates)
+        candidates = candidate_values(r, q.site, q.start, q.end, q.dimension, filtered.MAX_ROWS, q.search, bounds)
+    rows, estimate = filtered.breakdown(
+        r, q.site, q.filters, q.start, q.end, q.dimension, candidates, bounds=bounds, shown=q.limit * q.page
+    )
     return [
         {q.dimension: row["value"], "visitors": row["visitors"], **({"estimate": True} if row["estimate"] else {})}
         for row in rows
