@@ -187,12 +187,11 @@ def test_past_every_expiry_kept_rows_are_the_day_by_day_rows(site, r, monkeypatc
         assert filtered_rows(r, info, text, "source", days[0], end, monkeypatch) == day_by_day_filtered, text
 
 
-def _aged_backfill(site, r, monkeypatch, age):
-    """A history past every expiry (keep_page_days 3, keep_segment_days 6, keep_daily_days
-    9), then one new visitor's pageview sent to the day `age` days ago: (info, end, the
-    kept country rows before, and the kept country rows and pages at once and after the
-    recent rollup, each checked against the day-by-day read)."""
-    info, _, days = history(r, site, 12, visitors=120)
+def _past_every_expiry(r, site):
+    """12 days of history rolled up as each night would have (no import's grace), then the
+    policy lowered past every expiry (keep_page_days 3, keep_segment_days 6,
+    keep_daily_days 9) and applied: (SiteInfo, the days, yesterday)."""
+    _, _, days = history(r, site, 12, visitors=120)
     _rolled(r, site, days)
     for day in days:
         DailyMetrics.objects.filter(site=site, date=day).update(
@@ -203,6 +202,15 @@ def _aged_backfill(site, r, monkeypatch, age):
     expiry.apply_all(r, site, datetime.now(UTC).date())
     info = SiteInfo.from_model(site)
     end = info.today() - timedelta(days=1)
+    return info, days, end
+
+
+def _aged_backfill(site, r, monkeypatch, age):
+    """A history past every expiry (keep_page_days 3, keep_segment_days 6, keep_daily_days
+    9), then one new visitor's pageview sent to the day `age` days ago: (info, end, the
+    kept country rows before, and the kept country rows and pages at once and after the
+    recent rollup, each checked against the day-by-day read)."""
+    info, days, end = _past_every_expiry(r, site)
     before = rows(r, info, "country", days[0], end, monkeypatch)
     late = datetime.combine(info.today() - timedelta(days=age), time(12), tzinfo=UTC)
     send(r, site, [(late, 20_001, "p", "/backfilled", "Google", "JP")])
@@ -236,17 +244,7 @@ def test_a_backfill_to_a_sealed_day_is_refused_by_name_and_moves_nothing(client,
     the batch API refuses an event for it by name (rollups never read that day's keys
     again, so accepting it would count it nowhere), counts the good event beside it, and
     the kept rows, like the day-by-day ones, stay as they were."""
-    info, _, days = history(r, site, 12, visitors=120)
-    _rolled(r, site, days)
-    for day in days:
-        DailyMetrics.objects.filter(site=site, date=day).update(
-            updated=datetime.combine(day + timedelta(days=1), time(1), tzinfo=UTC)
-        )
-    site.keep_page_days, site.keep_segment_days, site.keep_daily_days = 3, 6, 9
-    site.save()
-    expiry.apply_all(r, site, datetime.now(UTC).date())
-    info = SiteInfo.from_model(site)
-    end = info.today() - timedelta(days=1)
+    info, days, end = _past_every_expiry(r, site)
     before = rows(r, info, "country", days[0], end, monkeypatch)
     late = info.today() - timedelta(days=14)
     body = [
