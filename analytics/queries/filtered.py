@@ -418,7 +418,20 @@ def breakdown(
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
         live = [day for day in days if day not in segment.stored]  # (the others: expired.stored_breakdown())
-        present = segments.present(r, site, live, dimension, candidates)
+        bitmapped = {
+            value: [day for day in live if name in segment.bitmapped[day]]
+            for value in candidates
+            for name in [dimensions.field(dimension, value)]
+        }
+        # A value with a day of visitors in the range (its bounds' largest day, of days
+        # counted here, not imported) and no bitmap on any day of it had visitors on a day
+        # without one: no need to ask the days which values they had.
+        unbitmapped = (
+            {v for v in candidates if not bitmapped[v] and v in bounds and bounds[v][1] > 0}
+            if bounds is not None and len(live) == len(days)
+            else set()
+        )
+        present = segments.present(r, site, live, dimension, [v for v in candidates if v not in unbitmapped])
         calls: list[tuple[list, list]] = []
         counted: list[str] = []  # (the values with a bitmap some day, in the calls' order)
         width = max(1, int(cast(int, r.strlen(keys.active(site.id, live[-1])))) if live else 1)
@@ -426,7 +439,7 @@ def breakdown(
         estimated = []
         for value in candidates:
             name = dimensions.field(dimension, value)
-            with_bitmap = [day for day in live if name in segment.bitmapped[day]]
+            with_bitmap = bitmapped[value]
             if with_bitmap:
                 if not calls or len(calls[-1][0]) + 2 * len(with_bitmap) > call_keys:
                     calls.append(([tmp.key("and-part"), tmp.key("and-acc")], []))
@@ -434,7 +447,7 @@ def breakdown(
                     calls[-1][0].extend((segment.keys[day], keys.dimension_bitmap(site.id, day, name)))
                 calls[-1][1].append(len(with_bitmap))
                 counted.append(value)
-            hidden = any(
+            hidden = value in unbitmapped or any(
                 value in present[day] or dimensions.OTHER in present[day] for day in live if day not in with_bitmap
             )
             if live and (hidden or segment.estimate_over(live)):
