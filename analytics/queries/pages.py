@@ -1,6 +1,7 @@
 """Pages: the top pages of a range by visitors (all, or those whose path contains a text), one
 page's days, prefix search of paths."""
 
+import functools
 import hashlib
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
@@ -132,16 +133,28 @@ class _KeptView:
             peak[path] = max(peak.get(path, 0), row["peak"])
             added[path] += row["added"]
         self.totals = _Totals(self.open.final, self.open.imported, self.open.live, pageviews, visitor_days, peak, added)
-        self.head_cover = page_cover(site, head[0], head[-1])
-        self.open_cover = page_cover(site, rest[0], rest[-1]) if rest else _no_cover
-        self.shape = hashlib.sha1(repr(self.head_cover.shape).encode()).hexdigest()[:12]
         self.merged: dict[str, str] = {}
 
+    # (the covers are read on the first union: a filtered breakdown's candidates need none)
+    @functools.cached_property
+    def head_cover(self):
+        return page_cover(self.site, self.head[0], self.head[-1])
+
+    @functools.cached_property
+    def open_cover(self):
+        return page_cover(self.site, self.rest[0], self.rest[-1]) if self.rest else _no_cover
+
+    @functools.cached_property
+    def shape(self) -> str:
+        return hashlib.sha1(repr(self.head_cover.shape).encode()).hexdigest()[:12]
+
+    @functools.cached_property
+    def cover(self):
         def cover(path: str) -> list[str]:
             return [*([self.merged[path]] if path in self.merged else []), *self.open_cover(path)]
 
         cover.gone = []  # type: ignore[attr-defined]  # (a gone head makes no view: _kept_view())
-        self.cover = cover
+        return cover
 
     def unions(self, paths: list[str]):
         """Make sure each page's head union is kept (one key each, in cover())."""
@@ -198,14 +211,15 @@ def _as_table(totals: "_Totals") -> dict[str, dict[str, int]]:
     }
 
 
-def _kept_view(r: redis.Redis, site: SiteInfo, days: list[date]) -> _KeptView | None:
-    """The range's kept view, or None: too few closed days, or a head whose merged period
-    keys the policy let go (page_unions() reads those from rows)."""
+def _kept_view(r: redis.Redis, site: SiteInfo, days: list[date], unions: bool = True) -> _KeptView | None:
+    """The range's kept view, or None: too few closed days, or, for a caller that counts
+    `unions`, a head whose merged period keys the policy let go (page_unions() reads those
+    from rows; the totals need no cover)."""
     head = kept.closed_head(site, days)
     if len(head) < kept.MIN_DAYS:
         return None
     view = _KeptView(r, site, kept.Part(r, site, head, day_totals(site, days)), head, days[len(head) :])
-    return None if view.head_cover.gone else view
+    return None if unions and view.head_cover.gone else view
 
 
 class _Totals(NamedTuple):
@@ -274,7 +288,7 @@ def candidate_pages(
     anyway, so the unfiltered unions would be paid for nothing). `bounds`, when given,
     gets each one's (visitor-days, largest day's visitors): filtered.breakdown() skips the
     unions of rows that cannot reach the page shown."""
-    view = _kept_view(r, site, days_between(start, end))
+    view = _kept_view(r, site, days_between(start, end), unions=False)
     totals = view.totals if view else _page_totals(r, site, start, end)
     ranked = _by_visitor_days(totals, search)[:limit]
     if bounds is not None:
