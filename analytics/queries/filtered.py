@@ -418,6 +418,11 @@ def breakdown(
     with scratch(r, site.id) as tmp:
         segment = segments.build(r, site, filters, days, tmp)
         live = [day for day in days if day not in segment.stored]  # (the others: expired.stored_breakdown())
+        # The bounds are the stored rows' numbers: they speak for the keys only while every
+        # day's keys live (a page's go before the day's: keep_page_days).
+        keyed = len(live) == len(days) and (
+            dimension != "page" or days[0] > site.today() - timedelta(days=site.keep_page_days - 1)
+        )
         bitmapped = {
             value: [day for day in live if name in segment.bitmapped[day]]
             for value in candidates
@@ -428,7 +433,7 @@ def breakdown(
         # without one: no need to ask the days which values they had.
         unbitmapped = (
             {v for v in candidates if not bitmapped[v] and v in bounds and bounds[v][1] > 0}
-            if bounds is not None and len(live) == len(days)
+            if bounds is not None and keyed
             else set()
         )
         present = segments.present(r, site, live, dimension, [v for v in candidates if v not in unbitmapped])
@@ -462,7 +467,7 @@ def breakdown(
             share = _share(r, site, segment, live)
             skip = (
                 _out_of_reach(rows, estimated, share, bounds, shown)
-                if bounds is not None and shown is not None and len(live) == len(days)
+                if bounds is not None and shown is not None and keyed
                 else set()
             )
             hll = _value_visitors(r, site, live, dimension, [value for value in estimated if value not in skip])
