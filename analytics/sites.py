@@ -94,12 +94,12 @@ class SiteInfo:
         return self.today() - timedelta(days=self.keep_daily_days - 1)
 
 
-def sealed_days(site, days, pages: bool = False) -> set[date]:
+def sealed_days(site, days, pages: bool = False, ahead: timedelta = timedelta(0)) -> set[date]:
     """The days among these whose raw keys (with `pages`, their page keys) have expired
-    after their rollup stored them: their rows are the record, and events for them can no
-    longer be added (their new keys would hold them alone; analytics.rollups.expiry).
-    `site`: a Site or a SiteInfo (both name the policy's days)."""
-    now = datetime.now(UTC)
+    after their rollup stored them (or will within `ahead`): their rows are the record, and
+    events for them can no longer be added (their new keys would hold them alone;
+    analytics.rollups.expiry). `site`: a Site or a SiteInfo (both name the policy's days)."""
+    now = datetime.now(UTC) + ahead
     rows = DailyMetrics.objects.filter(site_id=site.id if isinstance(site, SiteInfo) else site.pk, date__in=set(days))
     return {row.date for row in rows if row.sealed(site, now)[1 if pages else 0]}
 
@@ -113,9 +113,7 @@ def refused_days(site, days) -> set[date]:
     after it would make new keys on a sealed day, which no rollup reads again (its rows are
     the record): acknowledged and never counted. With the margin, an accepted event's write
     has minutes to land, not the milliseconds between the check and the script."""
-    now = datetime.now(UTC) + REFUSE_AHEAD
-    rows = DailyMetrics.objects.filter(site_id=site.id if isinstance(site, SiteInfo) else site.pk, date__in=set(days))
-    return {row.date for row in rows if row.sealed(site, now)[0]}
+    return sealed_days(site, days, ahead=REFUSE_AHEAD)
 
 
 def sealed_reason(day: date) -> str:
