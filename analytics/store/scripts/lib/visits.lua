@@ -10,7 +10,8 @@
 -- first event's path, its exit page its last pageview's (a pageview that arrives late,
 -- earlier than the visit's latest event, is counted but does not move the exit). A visit
 -- carries the dimension fields of its first event (source, device, location... and
--- "entry_page"), and every count of the visit goes under each of them:
+-- "entry_page"; an earlier event counted late takes them over: enter_earlier), and every
+-- count of the visit goes under each of them:
 --   pageviews, visitors (HLL)   on the day of the event
 --   visits, bounces, duration   on the day the visit started (a visit that crosses
 --                               midnight goes on adding to that day, marked dirty)
@@ -377,6 +378,34 @@ local function count_visitor(c, s, vi)
   end
 end
 
+-- A visit's earliest event counted after a later one (batches sent side by side, a log
+-- replayed out of order): the visit's fields are its first event's, so what it has counted
+-- so far moves from the fields it had to the earlier event's (its visit, bounce, duration
+-- so far and pageviews; the exits and the visit's pages are not under its fields), and
+-- the visitor is counted under the fields it did not have. Only while the whole visit is on
+-- this call's day (its pageviews are all that day's): one that crossed midnight keeps the
+-- fields it began with. The visitor stays counted under the fields it leaves: a day's HLL
+-- cannot forget a visitor, and the visitor may have had another visit under them that day.
+local function enter_earlier(c, st, a, pi, vi, counted)
+  local ids = a == '' and c.entries[pi] or a .. ',' .. c.entries[pi]
+  if ids == st.ids or st.start_day ~= c.day or st.seen_day ~= c.day then return end
+  local day, old = c.day, st.ids
+  add(c, day, 'visits', old, -1); add(c, day, 'visits', ids, 1)
+  if st.bounce == 1 then add(c, day, 'bounces', old, -1); add(c, day, 'bounces', ids, 1) end
+  if counted ~= 0 then add(c, day, 'duration', old, -counted); add(c, day, 'duration', ids, counted) end
+  if st.pv > 0 then add(c, day, 'pageviews', old, -st.pv); add(c, day, 'pageviews', ids, st.pv) end
+  local had, seen_by_id = {}, c.seen_by_id
+  for _, id in ipairs(ids_of(c, old)) do had[id] = true end
+  local list = ids_of(c, ids)
+  for i = 1, #list - 1 do  -- (not TOTAL_ID, the last)
+    if not had[list[i]] then
+      local into = child(seen_by_id, list[i])
+      into[#into + 1] = vi
+    end
+  end
+  st.ids = ids
+end
+
 -- One event of a visitor whose visit (or none) is `st`: returns the visit it belongs to.
 local function step(c, st, e, vi, ts, kind, pi)
   local day, path = c.day, c.paths[pi]
@@ -397,6 +426,7 @@ local function step(c, st, e, vi, ts, kind, pi)
       st.last = ts
     elseif ts < st.start then  -- (an earlier event of the visit, late: the visit began then)
       st.start = ts
+      enter_earlier(c, st, c.attrs[c.ev_attrs[e]], pi, vi, counted)
     end
     if st.bounce == 1 and (kind == INTERACTIVE or (kind == PAGEVIEW and st.pv >= 1)) then
       st.bounce = 0
