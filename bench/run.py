@@ -53,7 +53,7 @@ ONLY = {part.strip() for part in os.environ.get("BENCH_ONLY", "").split(",") if 
 
 
 def want(section: str) -> bool:
-    """BENCH_ONLY=ingest,bots,peers,rollup,dashboard,bloom,import,quota,dimensions runs just those sections."""
+    """BENCH_ONLY=ingest,bots,peers,size,rollup,dashboard,bloom,import,quota,dimensions runs just those sections."""
     return not ONLY or section in ONLY
 
 
@@ -570,7 +570,7 @@ def main():
 
         engine_rows, http_results, rollup_rows, dashboard_rows, bloom_rows, import_rows = {}, {}, [], [], [], []
         quota_rows, draw_rows, dimension_rows, model_rows, segment_rows = [], [], [], [], []
-        junk_rows, bot_rows, eval_rows, peers = [], [], [], {}
+        junk_rows, bot_rows, eval_rows, peers, size_rows = [], [], [], {}, []
         if want("ingest"):
             say(f"engine: {EVENTS:,} events in {BATCH:,}-event batches, two page mixes")
             bodies_for_http = None
@@ -607,6 +607,10 @@ def main():
             from bench.peers import section
 
             peers = section.run(r, server.url, say, start_server, PEERS_EVENTS)
+        if want("size"):
+            import size_bench
+
+            size_rows = size_bench.run(r, say)
         if want("rollup"):
             r.execute_command("FLUSHALL", "SYNC")
             rollup_rows = rollup_section(r)
@@ -688,6 +692,22 @@ def main():
             f"Peers: writes, rollup and storage on the same events, {on}",
             ("what", "Tally", "ClickHouse", "Tally ÷ CH"),
             peers["writes"],
+        )
+    if size_rows:
+        table(
+            f"Writes and memory against the site's size: the peers' stream ({size_bench.EVENTS:,} events, "
+            f"{size_bench.DAYS} days) into a site whose id map already holds that many visitors (bench/size_bench.py), "
+            f"through the batch API in this process, {on}",
+            (
+                "visitors-ever",
+                "events/s",
+                "÷ empty site",
+                "server CPU µs/event",
+                "server MB after",
+                "bytes/event the stream added",
+                "of them: day bitmaps",
+            ),
+            size_rows,
         )
     if eval_rows:
         table(

@@ -220,3 +220,30 @@ def test_tally_answers_as_the_brute_force_does_where_it_counts_the_same_thing(ev
             assert abs(got["visit_duration"] - want["visit_duration"]) <= 1, q.label
         else:  # (HLL unions: 2%; where Tally says ≈, a filter value without a bitmap some day, 10%: see below)
             _assert_close(got, getattr(truth, q.method)(*q.args, **q.kwargs), q.label, 0.20 if tally.estimate else 0.02)
+
+
+def test_the_size_curve_seeds_the_id_map_through_the_maps_own_code(events, db, client, r, monkeypatch):
+    """bench/size_bench.py: a site of `ever` visitors-ever is a map holding ids 0..ever-1
+    (several seeding calls, the map's buckets split as ingest splits them), their first
+    day recorded; the stream's visitors then get the ids after them, the seeded ones kept."""
+    from analytics.models import Site
+    from analytics.store import idmap, keys
+    from bench import size_bench
+    from bench.peers.tally import prepare_site
+
+    monkeypatch.setattr(size_bench, "SEED_CALL", 700)
+    key = prepare_site(stream.DOMAIN, FUNNEL)
+    site = Site.objects.get(domain=stream.DOMAIN)
+    size_bench.seed(r, site.pk, 2_000, datetime(2026, 9, 1, tzinfo=UTC))
+    seeded = idmap.all_ids(r, site.pk)
+    assert sorted(seeded.values()) == list(range(2_000))
+    assert int(r.get(keys.visitor_id_buckets(site.pk))) > 1
+    assert r.zrange(keys.first_days_runs(site.pk), 0, -1) == [
+        f"0:{(date(2026, 9, 1) - date(2000, 1, 1)).days}".encode()
+    ]
+    batch = events[: stream.BATCH]
+    answer = client.post("/api/v1/events", batch, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert answer.json()["accepted"] == len(batch)
+    after = idmap.all_ids(r, site.pk)
+    assert {d: after[d] for d in seeded} == seeded
+    assert len(after) > len(seeded) and min(i for d, i in after.items() if d not in seeded) == 2_000
