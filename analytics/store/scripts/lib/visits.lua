@@ -23,9 +23,10 @@
 -- reaches later takes the visit's counts so far, then follows it). That is what a page or goal filter's visit metrics are (Plausible's: the
 -- visits that include a matching event); these are not visit dimensions (no visitors, no
 -- bitmaps: the page's and the event's own are in record_batch.lua).
--- Events more than `timeout` before the visit we hold for their visitor (an old day
--- backfilled while newer events exist) make visits of their own by the same rules, within
--- one call, and leave the held visit alone.
+-- Events before the visit we hold for their visitor join it when they lead into it with
+-- no gap over `timeout` (follow_events); older ones (an old day backfilled while newer
+-- events exist) make visits of their own by the same rules, within one call, and leave the
+-- held visit alone.
 --
 -- Parts: a visit's fields come in parts (its source fields, its device fields, its
 -- location, its screen, its entry page), each a text of fields joined by FIELD_SEP, each
@@ -455,16 +456,26 @@ local function step(c, st, e, vi, ts, kind, pi)
   return st
 end
 
--- Every event in time order. Events older than the visit held for their visitor (a
--- backfill beside newer traffic) make visits of their own, followed in `past` for this
--- call only: the held visit stays.
+-- Every event in time order. An event before the visit held for its visitor is the
+-- visit's when this call's events lead from it to the visit's first with no gap over
+-- `timeout` (batches posted side by side, the earlier counted second: the earliest takes
+-- the visit over, enter_earlier); older ones (a backfill beside newer traffic) make visits
+-- of their own, followed in `past` for this call only, and the held visit stays.
 local function follow_events(c, states)
   local ev_visitor, ev_time, ev_kind, ev_path, timeout = c.ev_visitor, c.ev_time, c.ev_kind, c.ev_path, c.timeout
+  local joins, cut = {}, {}  -- (visitor -> the earliest time whose events lead into the held visit; whether a gap ends it)
+  for e = c.ne, 1, -1 do
+    local vi, ts = ev_visitor[e], ev_time[e]
+    local st = states[vi]
+    if st and ts < st.start and not cut[vi] then
+      if (joins[vi] or st.start) - ts <= timeout then joins[vi] = ts else cut[vi] = true end
+    end
+  end
   local past = {}
   for e = 1, c.ne do
     local vi, ts = ev_visitor[e], ev_time[e]
     local st = states[vi]
-    if st and ts < st.last - timeout then
+    if st and ts < (joins[vi] or st.start) then
       past[vi] = step(c, past[vi], e, vi, ts, ev_kind[e], ev_path[e])
     else
       states[vi] = step(c, st, e, vi, ts, ev_kind[e], ev_path[e])
@@ -656,11 +667,12 @@ local function remake(c, over, remade, id)
   return to
 end
 
--- The visits kept open: not one begun and ended in this call `timeout` before its newest
--- event (a backfill's: no later event can continue it but one sent out of order), and
--- with them the parts sent for them, not every part the call sent (a path's entry-page
--- part, say). A visit held before is saved as it is now, whatever its age (its state is
--- there already: a stale one must not stay).
+-- The visits kept open: those an event of another call may continue. Not one begun and
+-- ended in this call's middle, `timeout` after its oldest event and before its newest (a
+-- backfill's: the next call goes on from its newest, and an earlier one sent after it,
+-- out of order, from its oldest); and with them the parts sent for them, not every part
+-- the call sent (a path's entry-page part, say). A visit held before is saved as it is
+-- now, whatever its age (its state is there already: a stale one must not stay).
 -- Why after the quotas (`over`: the day's fields renamed to "(other)"): a visit begun
 -- today under a value that went to "(other)" keeps a part whose text says "(other)" (id:
 -- its text's hash), not the value's own text. Its later events count there anyway (it is
@@ -670,12 +682,16 @@ end
 -- "(other)" too, not under the value the next day might have had room for.
 local function save_states(c, held, over, dense_ids, keep_ids)
   local remade = {}
-  local newest = 0
-  for e = 1, c.ne do if c.ev_time[e] > newest then newest = c.ev_time[e] end end
+  local newest, oldest = 0, math.huge
+  for e = 1, c.ne do
+    local ts = c.ev_time[e]
+    if ts > newest then newest = ts end
+    if ts < oldest then oldest = ts end
+  end
   local save, s, needed = {}, 0, {}
   for k, vi in ipairs(held.order) do
     local st = held.states[vi]
-    if held.raw[k] or st.last + c.timeout >= newest then
+    if held.raw[k] or st.last + c.timeout >= newest or st.start - c.timeout <= oldest then
       if over and next(over) and st.start_day == c.day then
         local list, again, changed = ids_of(c, st.ids), {}, false
         for i = 1, #list - 1 do  -- (not TOTAL_ID, the last)
