@@ -74,12 +74,13 @@ def seed(r, site_id: int, ever: int, first_day: datetime) -> float:
 
     from analytics.store import keys
 
-    pool = r.connection_pool  # (the same server, no socket timeout: a call takes seconds)
-    r = redis.Redis(
-        connection_pool=redis.ConnectionPool(
-            connection_class=pool.connection_class, **{**pool.connection_kwargs, "socket_timeout": None}
+    pool = getattr(r, "connection_pool", None)  # (the same server, no socket timeout: a call takes seconds;
+    if pool is not None:  # a cluster's client, in the tests, keeps its own: small calls)
+        r = redis.Redis(
+            connection_pool=redis.ConnectionPool(
+                connection_class=pool.connection_class, **{**pool.connection_kwargs, "socket_timeout": None}
+            )
         )
-    )
     sha = r.script_load(_seed_script())
     rng = random.Random(ever)
     day = (first_day.date() - datetime(2000, 1, 1).date()).days
