@@ -371,11 +371,14 @@ local function add_exit(c, on, path, n)
   local f = 'exit_page' .. SEP .. path
   t[f] = (t[f] or 0) + n
 end
-local function count_visitor(c, s, vi)
+-- The visitor counted under a visit's parts (`had`: the part ids to leave out, counted already).
+local function count_visitor(c, s, vi, had)
   local list, seen_by_id = ids_of(c, s), c.seen_by_id
   for i = 1, #list - 1 do  -- (not TOTAL_ID, the last: the site's visitors are its own HLL)
-    local into = child(seen_by_id, list[i])
-    into[#into + 1] = vi
+    if not (had and had[list[i]]) then
+      local into = child(seen_by_id, list[i])
+      into[#into + 1] = vi
+    end
   end
 end
 
@@ -390,20 +393,13 @@ end
 local function enter_earlier(c, st, a, pi, vi, counted)
   local ids = a == '' and c.entries[pi] or a .. ',' .. c.entries[pi]
   if ids == st.ids or st.start_day ~= c.day or st.seen_day ~= c.day then return end
-  local day, old = c.day, st.ids
-  add(c, day, 'visits', old, -1); add(c, day, 'visits', ids, 1)
-  if st.bounce == 1 then add(c, day, 'bounces', old, -1); add(c, day, 'bounces', ids, 1) end
-  if counted ~= 0 then add(c, day, 'duration', old, -counted); add(c, day, 'duration', ids, counted) end
-  if st.pv > 0 then add(c, day, 'pageviews', old, -st.pv); add(c, day, 'pageviews', ids, st.pv) end
-  local had, seen_by_id = {}, c.seen_by_id
-  for _, id in ipairs(ids_of(c, old)) do had[id] = true end
-  local list = ids_of(c, ids)
-  for i = 1, #list - 1 do  -- (not TOTAL_ID, the last)
-    if not had[list[i]] then
-      local into = child(seen_by_id, list[i])
-      into[#into + 1] = vi
-    end
+  local old = st.ids
+  for tbl, n in pairs({visits = 1, bounces = st.bounce, duration = counted, pageviews = st.pv}) do
+    if n ~= 0 then add(c, c.day, tbl, old, -n); add(c, c.day, tbl, ids, n) end
   end
+  local had = {}
+  for _, id in ipairs(ids_of(c, old)) do had[id] = true end
+  count_visitor(c, ids, vi, had)
   st.ids = ids
 end
 
@@ -682,12 +678,7 @@ end
 -- "(other)" too, not under the value the next day might have had room for.
 local function save_states(c, held, over, dense_ids, keep_ids)
   local remade = {}
-  local newest, oldest = 0, math.huge
-  for e = 1, c.ne do
-    local ts = c.ev_time[e]
-    if ts > newest then newest = ts end
-    if ts < oldest then oldest = ts end
-  end
+  local oldest, newest = c.ev_time[1], c.ev_time[c.ne]  -- (the events come in time order)
   local save, s, needed = {}, 0, {}
   for k, vi in ipairs(held.order) do
     local st = held.states[vi]
