@@ -54,25 +54,13 @@ return first + m
 )
 
 
-def _seed_script() -> str:
-    """SEED after the libraries it calls, pasted as analytics/store/scripts pastes them."""
-    from pathlib import Path
-
-    from analytics.store import scripts
-
-    here = Path(scripts.__file__).parent
-    libs = [
-        f"local {lib} = (function()\n{(here / 'lib' / f'{lib}.lua').read_text()}\nend)()"
-        for lib in ("idmap", "firstdays")
-    ]
-    return "\n".join([scripts.PRELUDE, *libs, SEED])
-
-
 def seed(r, site_id: int, ever: int, first_day: datetime) -> float:
     """Hand out `ever` ids of random visitors through the map's own code; seconds it took."""
     import redis
 
+    from analytics.periods import day_number
     from analytics.store import keys
+    from analytics.store.scripts import Script
 
     pool = getattr(r, "connection_pool", None)  # (the same server, no socket timeout: a call takes seconds;
     if pool is not None:  # a cluster's client, in the tests, keeps its own: small calls)
@@ -81,20 +69,16 @@ def seed(r, site_id: int, ever: int, first_day: datetime) -> float:
                 connection_class=pool.connection_class, **{**pool.connection_kwargs, "socket_timeout": None}
             )
         )
-    sha = r.script_load(_seed_script())
+    script = Script("seed_idmap", libs=("idmap", "firstdays"), body=SEED)
     rng = random.Random(ever)
-    day = (first_day.date() - datetime(2000, 1, 1).date()).days
+    day = day_number(first_day.date())
     start = time.perf_counter()
     for done in range(0, ever, SEED_CALL):
         m = min(SEED_CALL, ever - done)
-        r.evalsha(
-            sha,
-            3,
-            keys.visitor_ids(site_id),
-            keys.visitor_id_counter(site_id),
-            keys.first_days(site_id),
-            rng.randbytes(DIGEST * m),
-            day,
+        script.run(
+            r,
+            [keys.visitor_ids(site_id), keys.visitor_id_counter(site_id), keys.first_days(site_id)],
+            [rng.randbytes(DIGEST * m), day],
         )
     return time.perf_counter() - start
 
@@ -104,7 +88,7 @@ def _bitmap_bytes(r, site_id: int) -> int:
     from analytics.store import keys
 
     total = 0
-    pattern = keys.dimension_visitors(site_id, datetime.now(UTC).date(), "").split(":dim:")[0] + ":dim:*:b:*"
+    pattern = keys.dimensions_prefix(site_id) + "*:b:*"
     for name in r.scan_iter(match=pattern, count=1000):
         total += r.memory_usage(name, samples=0) or 0
     return total

@@ -27,14 +27,15 @@ class Script:
     function), all after the protocol's one-line prelude (store/protocol.py: the constants
     Python shares with them)."""
 
-    def __init__(self, name: str, libs: tuple[str, ...] = ()):
+    def __init__(self, name: str, libs: tuple[str, ...] = (), body: str | None = None):
+        """`body`: the script's own text, when it is not a file here (the bench's)."""
         here = Path(__file__).parent
         files = [
             "(generated prelude: protocol.py, scripts/keynames.py)",
             *(f"lib/{lib}.lua" for lib in libs),
             f"{name}.lua",
         ]
-        texts = [PRELUDE, *((here / file).read_text() for file in files[1:])]
+        texts = [PRELUDE, *((here / file).read_text() for file in files[1:-1]), body or (here / files[-1]).read_text()]
         # Each library is a module: its text runs inside a function of its own (its locals
         # are that function's, not the script's: Lua allows 200 a function) and returns
         # the table of what it exports, which the script names after the library.
