@@ -13,6 +13,7 @@ from . import keybrowser, rollups
 from .capture import inbox, spool
 from .imports import run
 from .models import ImportJob, Site
+from .queries import warm
 from .reports import exports
 from .rollups import expiry
 from .sites import SiteInfo
@@ -48,8 +49,11 @@ def rollup_site(site_id: int, job: str):
     site = Site.objects.filter(pk=site_id).first()
     if site is not None:
         r = get_redis()
-        inbox.flush(r, SiteInfo.from_model(site))  # (single events a stopped web process left waiting)
-        JOBS[job](r, site)
+        info = SiteInfo.from_model(site)
+        inbox.flush(r, info)  # (single events a stopped web process left waiting)
+        summary = JOBS[job](r, site)
+        if job == "closed" and summary is not None and summary.days:  # (the night's rollup: the new day's heads)
+            warm.warm(r, info)
 
 
 @shared_task(ignore_result=True)

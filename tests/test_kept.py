@@ -82,7 +82,14 @@ def test_kept_rows_are_the_day_by_day_rows_and_the_truth(site, r, monkeypatch, d
         assert {path: row["visitors"] for path, row in day_by_day[0].items()} == want  # (pages with bitmaps: exact)
     part = _part(r, info, days[0], end)
     made = [keys.kept(info.id, part.token, name) for name in (f"sums:{dimension}", "exact")]
-    assert all(0 < r.pttl(key) <= kept.KEEP_MS for key in made)  # (kept, for a while)
+    longest = max(kept.KEEP_MS, _until_midnight(info)) + 1000  # (a second: the server's clock and ours)
+    assert all(0 < r.pttl(key) <= longest for key in made)  # (kept, for a while)
+
+
+def _until_midnight(info):
+    """Milliseconds to the site's next midnight."""
+    midnight = datetime.combine(info.today() + timedelta(days=1), time(0), tzinfo=info.tz)
+    return int((midnight - datetime.now(info.tz)).total_seconds() * 1000)
 
 
 def filtered_rows(r, info, text, dimension, start, end, monkeypatch, keep=True):
@@ -156,6 +163,76 @@ def test_a_rollup_of_closed_days_moves_the_epoch_and_today_does_not(site, r, mon
     assert _part(r, info, days[0], end).token != token
 
 
+def test_yesterdays_late_event_leaves_the_parts_and_an_older_days_moves_only_its_own(site, r):
+    """Each day has its own epoch: an event of yesterday (no part holds it: heads end the
+    day before) changes no token, one of an older day changes the tokens of the heads
+    that hold that day only."""
+    info, _, days = history(r, site, 6, visitors=60)
+    info = _rolled(r, site, days)
+    today = info.today()
+    to_today, earlier = _part(r, info, days[0], today), _part(r, info, days[0], days[-3])
+    yesterday = datetime.combine(today - timedelta(days=1), time(12), tzinfo=UTC)
+    send(r, site, [(yesterday, 10_004, "p", "/", "Google", "US")])
+    assert _part(r, info, days[0], today).token == to_today.token
+    assert _part(r, info, days[0], days[-3]).token == earlier.token
+    send(r, site, [(datetime.combine(days[-2], time(12), tzinfo=UTC), 10_005, "p", "/", "Google", "US")])
+    assert _part(r, info, days[0], today).token != to_today.token  # (days[-2] is in its head)
+    assert _part(r, info, days[0], days[-3]).token == earlier.token  # (not in this one's)
+
+
+def test_parts_of_ranges_ending_today_live_until_midnight_a_few_heads_a_day(site, r, monkeypatch):
+    """A head ending the day before yesterday (a range ending today or yesterday) is kept
+    until the site's midnight, LONG_HEADS of them a day; the next ones, and heads ending
+    earlier, for KEEP_MS; the reads of the long ones are noted for the warm-up."""
+    info, _, days = history(r, site, 6, visitors=60)
+    info = _rolled(r, site, days)
+    monkeypatch.setattr(kept, "KEEP_MS", 1000)  # (so that midnight is further away than it, but in its last second)
+    monkeypatch.setattr(kept, "LONG_HEADS", 2)
+    today = info.today()
+
+    def ttl(start, end):
+        rows(r, info, "country", start, end, monkeypatch)
+        return r.pttl(keys.kept(info.id, _part(r, info, start, end).token, "sums:country"))
+
+    long_ttls = [ttl(start, today) for start in days[:3]]
+    assert all(n > 1000 for n in long_ttls[:2]) and 0 < long_ttls[2] <= 1000
+    assert ttl(days[0], today) > 1000  # (the same head again: still one of the day's two)
+    assert 0 < ttl(days[0], days[-3]) <= 1000  # (a head ending earlier)
+    noted = {f.decode() for f in r.hgetall(keys.kept_read(info.id))}
+    assert noted == {f"{(today - start).days}:sums:country" for start in days[:3]}
+
+
+def test_the_nightly_rollup_warms_the_parts_read_lately(site, r, monkeypatch):
+    """Parts read (noted), the night's rollup (the Celery task, as beat runs it) makes
+    them again for the new heads: a view afterwards makes nothing, and reads what the
+    day-by-day read gives. Notes older than READ_DAYS, and of nothing, go."""
+    from analytics import tasks
+    from analytics.periods import day_number
+    from analytics.queries import warm
+
+    info, _, days = history(r, site, 8, visitors=100)
+    today = info.today()
+    type(site).objects.filter(pk=site.pk).update(created=datetime.combine(days[0], time(0), tzinfo=UTC))
+
+    def view():
+        return rows(r, info, "country", days[0], today, monkeypatch), pages(r, info, days[0], today, monkeypatch)[0]
+
+    view()  # (read before the rollup: noted)
+    back = (today - days[0]).days
+    assert {f.decode() for f in r.hgetall(keys.kept_read(info.id))} == {f"{back}:sums:country", f"{back}:pages"}
+    r.hset(keys.kept_read(info.id), mapping={"3:sums:source": day_number(today) - warm.READ_DAYS - 1, "x:y": 0})
+    tasks.rollup_site(site.pk, "closed")
+    assert {f.decode() for f in r.hgetall(keys.kept_read(info.id))} == {f"{back}:sums:country", f"{back}:pages"}
+    made = set(r.scan_iter(match=keys.kept(info.id, "*", "*"), count=1000))
+    token = _part(r, info, days[0], today).token
+    assert {key for key in made if token.encode() in key}  # (the new head's parts, before any view)
+    warm_view = view()
+    assert set(r.scan_iter(match=keys.kept(info.id, "*", "*"), count=1000)) == made  # (the view made nothing)
+    day_by_day = rows(r, info, "country", days[0], today, monkeypatch, keep=False)
+    assert warm_view == (day_by_day, pages(r, info, days[0], today, monkeypatch, keep=False)[0])
+    assert warm.warm(r, info) and set(r.scan_iter(match=keys.kept(info.id, "*", "*"), count=1000)) == made
+
+
 def _lower_policy(r, site, days, **keep):
     """As if each day had been rolled up the night after it (no import's grace), the
     site's expiry policy set to `keep` (keep_page_days=...) and applied: its SiteInfo."""
@@ -179,6 +256,8 @@ def test_past_every_expiry_kept_rows_are_the_day_by_day_rows(site, r, monkeypatc
     end = info.today() - timedelta(days=1)
     part = _part(r, info, days[0], end)
     assert part.gone  # (some days' raw keys are gone: their sketches count)
+    counters = {f.decode() for f in r.hkeys(keys.closed_epochs(info.id))}
+    assert counters and not counters & {day.isoformat() for day in part.gone}  # (no write reaches a sealed day)
     for dimension in DIMENSIONS:
         day_by_day = rows(r, info, dimension, days[0], end, monkeypatch, keep=False)
         assert rows(r, info, dimension, days[0], end, monkeypatch) == day_by_day

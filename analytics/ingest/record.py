@@ -386,7 +386,7 @@ def _script_call(
             "live_tick": keys.live_tick(sid),
             "first_days": keys.first_days(sid),
             "dirty_days": keys.dirty_days(sid),
-            "closed_epoch": keys.closed_epoch(sid),
+            "closed_epochs": keys.closed_epochs(sid),
             "applied": mark_key,
             "page_rank": keys.page_rank(sid),
             "latest_first_day": keys.latest_first_day(sid),

@@ -15,6 +15,8 @@ the package's surface; the dashboard reads through them and the models only.
     stored.py           days whose raw keys expired: their stored rows, the site's repeat ratio
     expired.py          a filtered audience's rows, converters and unions over such days
     runner.py           Query -> Result: the one way every reader asks for the numbers above
+    kept.py             breakdown parts kept ready over a range's closed days
+    warm.py             the nightly warm-up: the parts read lately, made again for the new day
     visit_pages.py      the visits that viewed a page: a page filter's visit metrics
     funnels.py          a funnel's steps: visitors who reached each, day by day
     places.py           visitors within some distance of a place (with a city database)

@@ -12,32 +12,46 @@ weeks and months included) and the candidates of filtered breakdowns read them. 
 pages from 39 to 17-20 warm (66 cold: the first view writes what it keeps).
 
 Never stale: everything a part keeps is named by a token of its days, their state (which
-import a day came from; whether its raw keys, page keys or bitmaps have expired) and the
-site's closed epoch (keys.closed_epoch). The epoch moves in the same atomic step as any
-write to a closed day: record_batch.lua on an event of a day before the writer's today
-(readers keep only days before yesterday: one day of margin, so a writer and a reader on
-either side of midnight cannot race), lib/visits.lua when a visit adds to an older day,
-and the end of a rollup of such a day (rows rewritten, keys folded). A day whose keys
-expire changes the token by its state (the rows' sealed times), not the epoch. A part
-whose token no longer matches is never read again; its keys expire (KEEP_MS).
+import a day came from; whether its raw keys, page keys or bitmaps have expired) and each
+day's closed epoch (keys.closed_epochs: a counter per day). A day's counter moves in the
+same atomic step as any write to it once closed: record_batch.lua on an event of a day
+before the writer's today (readers keep only days before yesterday: one day of margin, so
+a writer and a reader on either side of midnight cannot race), lib/visits.lua when a visit
+adds to an older day, and the end of a rollup of closed days (rows rewritten, keys folded).
+A day whose keys expire changes the token by its state (the rows' sealed times), not its
+counter. A part whose token no longer matches is never read again; its keys expire. A
+counter per day, not one per site: yesterday's late events (a visit across midnight, a
+tracker's queue) move only yesterday's, which no part holds, so the parts made after the
+nightly rollup stay good all day.
+
+How long a part lives: an hour (KEEP_MS), or, for a head that ends the day before yesterday
+(a range ending today or yesterday: the dashboard's 7 and 30 days, month to date...),
+until the site's next midnight, when such a range's head moves on anyway; at most
+LONG_HEADS such heads a site a day, so an afternoon of custom ranges ending today keeps no
+more than before. Those heads' reads are noted (keys.kept_read), and the nightly job makes
+their parts again for the new day right after its rollup (queries/warm.py): the first
+view of the morning is as quick as the second.
 """
 
+import functools
 import hashlib
 import struct
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import cast
 
 import redis
 
 from ..counts import fold, sketches
+from ..periods import day_number
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import queue_union, scratch
 from .exact import exact_sources
 from .stored import DayTotals
 
-KEEP_MS = 3600 * 1000  # a part's keys live an hour after they are made
+KEEP_MS = 3600 * 1000  # a part's keys live an hour after they are made (a head that ends earlier)
+LONG_HEADS = 8  # heads ending the day before yesterday kept until midnight, a site a day
 MIN_DAYS = 3  # a range with fewer closed days reads them as they are
 NONE = DayTotals(0, 0, 0, None)  # (a day with no stored row)
 MADE = b"\x00"  # a sums hash's own field (no value is this): made, even when no value had a visit
@@ -59,13 +73,36 @@ class Part:
         self.gone = [d for d in head if d not in imported and d in totals and totals[d].sealed and totals[d].dau]
         self.days = [day for day in head if day not in imported and day not in self.gone]
         self.imported = set(imported)
-        epoch = cast(bytes, r.get(keys.closed_epoch(site.id)) or b"0").decode()
-        state = ",".join(
-            f"{day:%Y%m%d}:{imported.get(day, '')}:{int(t.segments_sealed)}{int(t.pages_sealed)}"
-            for day, t in ((day, totals.get(day, NONE)) for day in head)
+        self.today = site.today()
+        # (a head ending the day before yesterday: a range ending today or yesterday, noted and kept the day)
+        self.back = (self.today - head[0]).days if head[-1] == self.today - timedelta(days=2) else None
+        epochs = cast(list[bytes | None], r.hmget(keys.closed_epochs(site.id), [day.isoformat() for day in head]))
+        state = ",".join(  # (a sealed day's epoch: no write reaches it, and rollups/expiry.py forgets it)
+            f"{day:%Y%m%d}:{imported.get(day, '')}:{int(t.segments_sealed)}{int(t.pages_sealed)}:"
+            + ("" if t.sealed else (e or b"0").decode())
+            for day, t, e in ((day, totals.get(day, NONE), e) for day, e in zip(head, epochs))
         )
         gone = ",".join(f"{day:%Y%m%d}" for day in self.gone)
-        self.token = hashlib.sha1(f"{epoch}|{state}|{gone}".encode()).hexdigest()[:20]
+        self.token = hashlib.sha1(f"{state}|{gone}".encode()).hexdigest()[:20]
+
+    @functools.cached_property
+    def keep_ms(self) -> int:
+        """How long what this part makes lives: KEEP_MS, or until the site's next midnight
+        for one of the day's first LONG_HEADS heads ending the day before yesterday."""
+        midnight = datetime.combine(self.today + timedelta(days=1), time(0), tzinfo=self.site.tz)
+        until = int((midnight - datetime.now(self.site.tz)).total_seconds() * 1000)
+        if self.back is None or until <= KEEP_MS:
+            return KEEP_MS
+        key = keys.kept_long(self.site.id, self.today)
+        pipe = self.r.pipeline(transaction=False)
+        pipe.sadd(key, self.token)
+        pipe.scard(key)
+        pipe.pexpire(key, until)
+        added, n, _ = pipe.execute()
+        if added and n > LONG_HEADS:
+            self.r.srem(key, self.token)
+            return KEEP_MS
+        return until
 
     def _key(self, name: str) -> str:
         return keys.kept(self.site.id, self.token, name)
@@ -75,7 +112,11 @@ class Part:
     ) -> dict[str, dict[str, int]]:
         """{value: {column: a whole number}} over the head: kept, or made by `make` and kept."""
         key, packing = self._key(name), struct.Struct(f"<{len(columns)}q")
-        found = cast(dict[bytes, bytes], self.r.hgetall(key))
+        pipe = self.r.pipeline(transaction=False)
+        pipe.hgetall(key)
+        if self.back is not None:  # (the nightly warm-up makes it again for tomorrow: queries/warm.py)
+            pipe.hset(keys.kept_read(self.site.id), f"{self.back}:{name}", day_number(self.today))
+        found = cast(dict[bytes, bytes], pipe.execute()[0])
         if MADE in found:
             del found[MADE]
             return {value.decode(): dict(zip(columns, packing.unpack(packed))) for value, packed in found.items()}
@@ -85,7 +126,7 @@ class Part:
         pipe.hset(key, MADE, b"")
         for start in range(0, len(items), 1000):
             pipe.hset(key, mapping=dict(items[start : start + 1000]))
-        pipe.pexpire(key, KEEP_MS)
+        pipe.pexpire(key, self.keep_ms)
         pipe.execute()
         return made
 
@@ -114,7 +155,7 @@ class Part:
                     sources.pop(f, None)
             pipe = self.r.pipeline(transaction=False)
             for f, bitmaps in sources.items():
-                queue_union(pipe, self._key(f"b:{f}"), bitmaps, KEEP_MS)
+                queue_union(pipe, self._key(f"b:{f}"), bitmaps, self.keep_ms)
             pipe.execute()
             return set(sources)
 
@@ -130,7 +171,7 @@ class Part:
             yes = make(ask)
             pipe = self.r.pipeline(transaction=False)
             pipe.hset(key, mapping={f: b"1" if f in yes else b"0" for f in ask})
-            pipe.pexpire(key, KEEP_MS)
+            pipe.pexpire(key, self.keep_ms)
             pipe.execute()
             known.update({f: b"1" if f in yes else b"0" for f in ask})
         return {f for f, flag in known.items() if flag == b"1"}
@@ -153,7 +194,7 @@ class Part:
             pipe = self.r.pipeline(transaction=False)
             for f in missing:
                 pipe.pfmerge(union[f], *parts(f))
-                pipe.pexpire(union[f], KEEP_MS)
+                pipe.pexpire(union[f], self.keep_ms)
             pipe.execute()
             return union
         fold.ensure_hlls(self.r, self.site.id, [(day, f) for f in missing for day in self.days])
@@ -164,6 +205,6 @@ class Part:
                 merged = [keys.field_visitors(self.site.id, day, f) for day in self.days]
                 merged += [key for (_, field), key in thawed.items() if field == f]
                 pipe.pfmerge(union[f], *merged)
-                pipe.pexpire(union[f], KEEP_MS)
+                pipe.pexpire(union[f], self.keep_ms)
             pipe.execute()
         return union

@@ -37,6 +37,7 @@ from django.db import transaction
 from ..counts import fold
 from ..models import DailyMetrics, PageDaily, Site
 from ..periods import day_number, monday, month_start, period_days, policy_expiry
+from ..sites import sealed_days
 from ..store import keys
 from ..store.scripts import EXPIRE_DAY, MERGE_PAGES
 from .sketching import SKETCH_AHEAD, sketch
@@ -232,7 +233,17 @@ def apply_all(r: redis.Redis, site: Site, today: date) -> int:
     )
     apply(r, site, days)
     fold_due(r, site, today)
+    forget_epochs(r, site)
     return len(days)
+
+
+def forget_epochs(r: redis.Redis, site: Site):
+    """The closed-day counters (keys.closed_epochs) of sealed days: no write reaches those
+    days, so the kept parts' tokens leave their counters out (queries/kept.py)."""
+    key = keys.closed_epochs(site.pk)
+    days = [date.fromisoformat(field.decode()) for field in cast(list[bytes], r.hkeys(key))]
+    if gone := sealed_days(site, days):
+        r.hdel(key, *(day.isoformat() for day in gone))
 
 
 def merge_sealed_pages(r: redis.Redis, site: Site, days: list[date], attempts: int = 20):

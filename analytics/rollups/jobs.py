@@ -115,8 +115,11 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
         compact_days(r, site.pk, closed)
     except redis.exceptions.ResponseError:  # (a managed Redis may refuse MEMORY: the bitmaps just keep their slack)
         log.warning("compacting the bitmaps of site %s failed", site.pk, exc_info=True)
-    if start <= today - timedelta(days=2):  # (rows of days before yesterday rewritten: their kept parts go)
-        r.incr(keys.closed_epoch(site.pk))  # (queries/kept.py)
+    if closed:  # (closed days' rows rewritten, their keys folded: the kept parts over them go, queries/kept.py)
+        pipe = r.pipeline(transaction=False)
+        for day in closed:
+            pipe.hincrby(keys.closed_epochs(site.pk), day.isoformat(), 1)
+        pipe.execute()
     return summary
 
 

@@ -121,8 +121,10 @@ active-week:<monday>     bitmap  BITOP OR of the week's active bitmaps
 new-week:<monday>        bitmap  BITOP OR of the week's new-visitor bitmaps
 lock:<job>               string  a job's lock (store/locks.py)
 tmp:<token>:<name>       any     scratch results of BITOP/PFMERGE, with a short TTL
-closed-epoch             string  moves when a day before yesterday may count otherwise
-kept:<token>:<name>      any     breakdown parts kept ready over closed days (an hour)
+closed-epochs            hash    ISO day -> a counter that moves when the day may count otherwise
+kept:<token>:<name>      any     breakdown parts kept ready over closed days
+kept-read                hash    "<days back>:<part>" -> the day it was last read (the warm-up's list)
+kept-long:<day>          set     the tokens kept until the site's midnight that day (capped)
 =======================  ======  =========================================================
 """
 
@@ -635,19 +637,34 @@ def page_merge(site_id: int, day: date) -> str:
     return f"{PREFIX}:{{{site_id}}}:page-merge:{day.isoformat()}"
 
 
-def closed_epoch(site_id: int) -> str:
-    """A counter that moves whenever what a day before yesterday counts may change: an event
-    of a day before the writer's today (record_batch.lua), the end of a rollup of such a
-    day. The breakdown parts kept ready name it (queries/kept.py)."""
-    return f"{PREFIX}:{{{site_id}}}:closed-epoch"
+def closed_epochs(site_id: int) -> str:
+    """Hash: ISO day -> a counter that moves whenever what that day counts may change after
+    it closed: an event of a day before the writer's today (record_batch.lua), a visit
+    adding to an older day (lib/visits.lua), a rollup of a closed day. The breakdown parts
+    kept ready name the counters of their days (queries/kept.py): a part over other days
+    is not touched."""
+    return f"{PREFIX}:{{{site_id}}}:closed-epochs"
 
 
 def kept(site_id: int, token: str, name: str) -> str:
     """A breakdown part kept ready over closed days (queries/kept.py): "sums:<dimension>"
     (hash: value -> its summed counts), "exact" (hash: field -> "1" where its bitmaps are
     complete), "u:<field>" (HLL: its visitors), "b:<field>" (bitmap: the same, exact).
-    `token` names the days, their state and the epoch; each key has a TTL."""
+    `token` names the days, their state and their epochs; each key has a TTL."""
     return f"{PREFIX}:{{{site_id}}}:kept:{token}:{name}"
+
+
+def kept_read(site_id: int) -> str:
+    """Hash: "<days back>:<part name>" -> the day number it was last read, for parts over a
+    head ending the day before yesterday (a range ending today or yesterday): the nightly
+    warm-up makes them again for the new day (queries/warm.py)."""
+    return f"{PREFIX}:{{{site_id}}}:kept-read"
+
+
+def kept_long(site_id: int, day: date) -> str:
+    """Set: the tokens whose parts live until the site's next midnight, made on `day`
+    (capped: queries/kept.py LONG_HEADS)."""
+    return f"{PREFIX}:{{{site_id}}}:kept-long:{day.isoformat()}"
 
 
 def dirty_days(site_id: int) -> str:

@@ -55,7 +55,7 @@ RECORD_BATCH: dict[str, Section] = {
             "day",  # ISO
             "new_visitors_prefix",  # an older day's new-visitor bitmap is this and its ISO day
             "dirty",  # "1" to mark the day dirty
-            "closed",  # "1" for a day before the writer's today: closed_epoch moves
+            "closed",  # "1" for a day before the writer's today: its closed_epochs counter moves
             "digests",  # the distinct visitors' digests, 16 bytes each, as one string
             "pageviews",
         ),
@@ -72,7 +72,7 @@ RECORD_BATCH: dict[str, Section] = {
             "live_tick",
             "first_days",
             "dirty_days",
-            "closed_epoch",
+            "closed_epochs",
             "applied",
             "page_rank",
             "latest_first_day",

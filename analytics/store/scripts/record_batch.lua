@@ -29,7 +29,7 @@
 --               new_visitors_prefix: an older day's new-visitor bitmap is this and its ISO
 --               day; dirty: "1" to mark the day dirty (it may have been rolled up
 --               already); closed: "1" for a day before the writer's today (its
---               closed_epoch moves: queries/kept.py); digests: the distinct visitors'
+--               counter in closed_epochs moves: queries/kept.py); digests: the distinct visitors'
 --               digests, 16 bytes each, as one string; pageviews: the chunk's pageviews.
 --             keys: visitor_ids (a daily-salt day's hash digest -> dense id, or the base
 --               name of the bucketed stable map, lib/idmap.lua), visitor_id_counter,
@@ -38,7 +38,7 @@
 --               (the day's sets of names), page_search (zset, paths all scored 0 for
 --               ZRANGEBYLEX, capped), live_tick (exists for a second after a publish),
 --               first_days (their base name, lib/firstdays.lua), dirty_days (set of ISO
---               days the rollups must compute again), closed_epoch (a counter),
+--               days the rollups must compute again), closed_epochs (hash: ISO day -> a counter),
 --               applied (marks of applied calls),
 --               page_rank (the paths scored by pageviews, all time: the least
 --               visited leave the search index over its cap), latest_first_day (a chunk of
@@ -87,7 +87,7 @@ for j = 1, S.dropped.n do
   redis.call('HINCRBY', K.dropped_hash, reason, count)
 end
 if V.head_dirty == '1' then redis.call('SADD', K.head_dirty_days, V.head_day) end
-if V.head_closed == '1' then redis.call('INCR', K.head_closed_epoch) end
+if V.head_closed == '1' then redis.call('HINCRBY', K.head_closed_epochs, V.head_day, 1) end
 
 -- Days since 2000-01-01 as an ISO date (the civil-from-days algorithm, proleptic
 -- Gregorian), to name an older day's keys.
@@ -502,7 +502,7 @@ local bitmap_only = elements ~= digests
 local page_kept = {}  -- (the paths within the day's page quota: a visit's pages past it are "(other)")
 for _, path in ipairs(pages) do page_kept[path] = true end
 local visit_candidates, deferred = visits.record(digests, elements, bitmap_only, ids, open, not daily_map, V.head_day, S,
-                                                 K.head_dirty_days, K.head_closed_epoch, page_kept, page_quota,
+                                                 K.head_dirty_days, K.head_closed_epochs, page_kept, page_quota,
                                                  event_names)
 for _, c in ipairs(visit_candidates) do segment_candidates[#segment_candidates + 1] = c end
 --@section segments: a bitmap per value

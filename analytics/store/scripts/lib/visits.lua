@@ -719,8 +719,8 @@ end
 -- visits (read_open_visits), `keep_ids` true to keep the dense ids in the states (the
 -- stable map's: a daily map's ids are the day's); `day` its ISO day; S the call's
 -- sections (the visits sections are above, at arguments()); `dirty_key` the set of days
--- the rollups must compute again, `epoch_key` the counter that moves with them (an older
--- day's counts change: queries/kept.py); `page_kept` the paths within the day's page quota,
+-- the rollups must compute again, `epoch_key` the hash of their counters, which move with
+-- them (an older day's counts change: queries/kept.py); `page_kept` the paths within the day's page quota,
 -- `page_quota` that quota, `event_names` the chunk's event groups' names (false past
 -- the day's quota).
 -- Returns the day's {field, visitor indexes} of the visitors counted under each field
@@ -754,8 +754,10 @@ local function record_visits(digests, elements, bitmap_only, dense_ids, open, ke
   end
   --@section visits: states saved
   save_states(c, held, renames[day], dense_ids, keep_ids)
-  for d in pairs(dirty) do redis.call('SADD', dirty_key, d) end
-  if next(dirty) then redis.call('INCR', epoch_key) end
+  for d in pairs(dirty) do
+    redis.call('SADD', dirty_key, d)
+    redis.call('HINCRBY', epoch_key, d, 1)
+  end
   return candidates, deferred
 end
 
