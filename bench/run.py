@@ -669,9 +669,11 @@ def main():
         table(
             f"Peers: Tally's read API against ClickHouse as Plausible runs it (chdb, events_v2/sessions_v2, uniq), "
             f"the same {peers['events']:,} events ({peers['visitors']:,} visitors, 60 days), 30-day questions; ms in "
-            f"this process (server time), first run and median of {section.WARM} more; error against the brute force, {on}",
+            f"this process (server time): Tally's first run with nothing kept, its first after the nightly warm-up, "
+            f"the median of {section.WARM} more; error against the brute force, {on}",
             (
                 "question",
+                "Tally cold",
                 "Tally first",
                 "Tally ms",
                 "CH first",

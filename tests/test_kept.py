@@ -231,6 +231,9 @@ def test_the_nightly_rollup_warms_the_parts_read_lately(site, r, monkeypatch):
     day_by_day = rows(r, info, "country", days[0], today, monkeypatch, keep=False)
     assert warm_view == (day_by_day, pages(r, info, days[0], today, monkeypatch, keep=False)[0])
     assert warm.warm(r, info) and set(r.scan_iter(match=keys.kept(info.id, "*", "*"), count=1000)) == made
+    out = io.StringIO()  # (an operator's rollup warms the same way)
+    call_command("rollup", "--from", days[-1].isoformat(), stdout=out, stderr=io.StringIO())
+    assert f"{site.domain}: 2 breakdowns read lately made ready" in out.getvalue()
 
 
 def _lower_policy(r, site, days, **keep):

@@ -3,8 +3,9 @@
 then every dashboard question asked of both and of the brute force, in one run.
 
 Reads are timed in this process for both engines (Tally's read API through Django's test
-client: server time, no network; chdb in-process): the first run, then the median of
-WARM more. Each answer's error is against truth.py with the definition its engine uses
+client: server time, no network; chdb in-process): Tally's first run with nothing kept,
+its first after the nightly warm-up (queries/warm.py: the parts those runs read, made
+again), then the median of WARM more. Each answer's error is against truth.py with the definition its engine uses
 (funnels: Tally counts steps by day, ClickHouse in order within the range).
 """
 
@@ -25,7 +26,10 @@ SPAN = 30  # days the questions ask about (the dashboard's default period)
 def run(r, redis_url: str, say, start_server, n_events: int) -> dict:
     from analytics import pins
     from analytics.models import DailyMetrics, Site
+    from analytics.queries import warm
     from analytics.rollups.jobs import rollup
+    from analytics.sites import SiteInfo
+    from analytics.store import keys
     from analytics.store.keys import site_prefix
 
     last_day = datetime.now(UTC).date() - timedelta(days=1)
@@ -83,6 +87,16 @@ def run(r, redis_url: str, say, start_server, n_events: int) -> dict:
         say("peers: the questions, of both engines and the brute force")
         span = questions(last_day, SPAN)[0].args
         floor = _timed(tally.floor, Question("floor", "floor", span, {}))[1]
+        # Each question once with nothing kept (yesterday's readers), then the night's
+        # warm-up, as analytics.tasks runs it after the rollup: the parts dropped (a new
+        # day's heads have none), made again from the reads noted, then the first view.
+        cold = {q.label: _once(getattr(tally, q.method), q) for q in questions(last_day, SPAN)}
+        parts = list(r.scan_iter(match=keys.kept(site.pk, "*", "*"), count=1000))
+        for at in range(0, len(parts), 1000):
+            r.unlink(*parts[at : at + 1000])
+        start = time.perf_counter()
+        warmed = warm.warm(r, SiteInfo.from_model(site))
+        warm_up = time.perf_counter() - start
         reads = []
         for q in questions(last_day, SPAN):
             want = getattr(truth, q.method)(*q.args, **q.kwargs)
@@ -94,6 +108,7 @@ def run(r, redis_url: str, say, start_server, n_events: int) -> dict:
             reads.append(
                 (
                     q.label,
+                    f"{cold[q.label]:.1f}",
                     f"{t_first:.1f}",
                     f"{t_median:.1f}",
                     f"{c_first:.1f}",
@@ -111,6 +126,8 @@ def run(r, redis_url: str, say, start_server, n_events: int) -> dict:
          f"{tally_rollup:.1f}", f"{ch_merge:.1f}", f"{tally_rollup / ch_merge:.1f}" if ch_merge else ""),
         (f"nightly rollup of the last day ({night_visitors:,} visitors; a {last_day:%A}), median of 3, s",
          f"{statistics.median(nights):.3f}", "", ""),
+        (f"nightly warm-up of the breakdowns read ({len(warmed)} parts: queries/warm.py), s",
+         f"{warm_up:.3f}", "", ""),
         ("CPU µs per event: Valkey's (Tally) / the enrichment both run (ClickHouse's column)",
          f"{1e6 * server_cpu / len(rest):.0f}", f"{1e6 * clickhouse_enrich / events:.0f}", ""),
         ("bytes per event: Redis used_memory, visits closed and bot windows gone (Tally) / on disk (ClickHouse)",
@@ -132,6 +149,13 @@ def _server_cpu(r) -> float:
 
 def _batches(events: list[dict], size: int = 1000) -> list[list[dict]]:
     return [events[i : i + size] for i in range(0, len(events), size)]
+
+
+def _once(method, q) -> float:
+    """One run, ms."""
+    start = time.perf_counter()
+    method(*q.args, **q.kwargs)
+    return (time.perf_counter() - start) * 1000
 
 
 def _timed(method, q) -> tuple[float, float, object]:
