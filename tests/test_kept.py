@@ -236,6 +236,24 @@ def test_the_nightly_rollup_warms_the_parts_read_lately(site, r, monkeypatch):
     assert f"{site.domain}: 2 breakdowns read lately made ready" in out.getvalue()
 
 
+def test_the_warm_up_takes_the_heads_read_last_no_more_than_are_kept_the_day(site, r, monkeypatch):
+    """Past kept.LONG_HEADS heads a part would live an hour: the warm-up makes the parts
+    of the heads read most recently, as many heads as are kept until midnight."""
+    from analytics.periods import day_number
+    from analytics.queries import warm
+
+    info, _, days = history(r, site, 6, visitors=40)
+    info = _rolled(r, site, days)
+    monkeypatch.setattr(kept, "LONG_HEADS", 1)
+    today, (longer, shorter) = info.today(), ((info.today() - day).days for day in days[:2])
+    read = {f"{longer}:sums:country": day_number(today), f"{longer}:pages": day_number(today)}
+    r.hset(keys.kept_read(info.id), mapping={**read, f"{shorter}:sums:source": day_number(today) - 1})
+    assert sorted((back, dimension) for back, dimension, _ in warm.warm(r, info)) == [
+        (longer, "country"),
+        (longer, "page"),
+    ]
+
+
 def _lower_policy(r, site, days, **keep):
     """As if each day had been rolled up the night after it (no import's grace), the
     site's expiry policy set to `keep` (keep_page_days=...) and applied: its SiteInfo."""

@@ -22,12 +22,13 @@ from .. import dimensions
 from ..periods import day_number
 from ..sites import SiteInfo
 from ..store import keys
+from . import kept
 from .runner import Query, run
 
 log = logging.getLogger(__name__)
 
 READ_DAYS = 8  # a part read within this many days is made again each night (a weekly reader's too)
-MOST = 40  # parts made a night for a site, the most recently read first
+MOST = 40  # parts made a night for a site, the most recently read first (of kept.LONG_HEADS heads at most)
 ROWS = 50  # rows a warm-up counts: the dashboard's panels show 10, its map every country (31)
 
 
@@ -40,9 +41,12 @@ def warm(r: redis.Redis, site: SiteInfo) -> list[tuple[int, str, float]]:
     stale = [field for field, day in notes.items() if day < oldest]
     if stale:
         r.hdel(key, *stale)
-    ran = []
-    for field in sorted((f for f in notes if f not in stale), key=lambda f: -notes[f])[:MOST]:
+    ran: list[tuple[int, str, float]] = []
+    heads: set[str] = set()  # (the days back taken: past kept.LONG_HEADS a part would live an hour)
+    for field in sorted((f for f in notes if f not in stale), key=lambda f: -notes[f]):
         back, _, name = field.partition(":")
+        if len(ran) == MOST or (back not in heads and len(heads) == kept.LONG_HEADS):
+            continue
         dimension = "page" if name == "pages" else name.removeprefix("sums:")
         if not back.isdigit() or (dimension != "page" and dimension not in dimensions.ALL):
             r.hdel(key, field)  # (a note of a part no longer made this way)
@@ -53,5 +57,6 @@ def warm(r: redis.Redis, site: SiteInfo) -> list[tuple[int, str, float]]:
         except ValueError:  # (a range past what the site keeps: the view would say so too)
             log.info("site %s: no warm-up of %s days back by %s", site.id, back, dimension, exc_info=True)
             continue
+        heads.add(back)
         ran.append((int(back), dimension, time.perf_counter() - start))
     return ran
