@@ -51,9 +51,8 @@ def rollup_site(site_id: int, job: str):
         r = get_redis()
         info = SiteInfo.from_model(site)
         inbox.flush(r, info)  # (single events a stopped web process left waiting)
-        summary = JOBS[job](r, site)
-        if job == "closed" and summary is not None and summary.days:  # (the night's rollup: the new day's heads)
-            warm.warm(r, info)
+        if JOBS[job](r, site) is not None:  # (the first after the site's midnight: the new day's heads)
+            warm.nightly(r, info)
 
 
 @shared_task(ignore_result=True)

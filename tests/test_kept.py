@@ -89,7 +89,7 @@ def test_kept_rows_are_the_day_by_day_rows_and_the_truth(site, r, monkeypatch, d
 def _until_midnight(info):
     """Milliseconds to the site's next midnight."""
     midnight = datetime.combine(info.today() + timedelta(days=1), time(0), tzinfo=info.tz)
-    return int((midnight - datetime.now(info.tz)).total_seconds() * 1000)
+    return int((midnight.timestamp() - datetime.now(UTC).timestamp()) * 1000)
 
 
 def filtered_rows(r, info, text, dimension, start, end, monkeypatch, keep=True):
@@ -180,78 +180,111 @@ def test_yesterdays_late_event_leaves_the_parts_and_an_older_days_moves_only_its
     assert _part(r, info, days[0], days[-3]).token == earlier.token  # (not in this one's)
 
 
-def test_parts_of_ranges_ending_today_live_until_midnight_a_few_heads_a_day(site, r, monkeypatch):
-    """A head ending the day before yesterday (a range ending today or yesterday) is kept
-    until the site's midnight, LONG_HEADS of them a day; the next ones, and heads ending
-    earlier, for KEEP_MS; the reads of the long ones are noted for the warm-up."""
+def test_parts_live_an_hour_and_the_warm_ups_until_midnight(site, r, monkeypatch):
+    """A view's parts live KEEP_MS; the warm-up's (kept.until_midnight()), over a head
+    ending the day before yesterday, until the site's midnight, and so do the parts a view
+    made before it that it reads; a head ending earlier keeps KEEP_MS. The reads of heads
+    ending the day before yesterday are noted for the warm-up, and only those."""
     info, _, days = history(r, site, 6, visitors=60)
     info = _rolled(r, site, days)
-    monkeypatch.setattr(kept, "KEEP_MS", 1000)  # (so that midnight is further away than it, but in its last second)
-    monkeypatch.setattr(kept, "LONG_HEADS", 2)
     today = info.today()
 
-    def ttl(start, end):
-        rows(r, info, "country", start, end, monkeypatch)
-        return r.pttl(keys.kept(info.id, _part(r, info, start, end).token, "sums:country"))
+    def ttl(start, end, lasting=False):
+        if lasting:
+            with kept.until_midnight():
+                rows(r, info, "country", start, end, monkeypatch)
+        else:
+            rows(r, info, "country", start, end, monkeypatch)
+        part = _part(r, info, start, end)
+        return [r.pttl(keys.kept(info.id, part.token, name)) for name in ("sums:country", "exact")]
 
-    long_ttls = [ttl(start, today) for start in days[:3]]
-    assert all(n > 1000 for n in long_ttls[:2]) and 0 < long_ttls[2] <= 1000
-    assert ttl(days[0], today) > 1000  # (the same head again: still one of the day's two)
-    assert 0 < ttl(days[0], days[-3]) <= 1000  # (a head ending earlier)
+    assert all(0 < n <= kept.KEEP_MS for n in ttl(days[0], today))
+    until = _until_midnight(info)
+    lasting = ttl(days[0], today, lasting=True)  # (the view's part, read by the warm-up: it lasts now)
+    assert all(min(until, kept.KEEP_MS) - 60_000 < n <= max(until, kept.KEEP_MS) + 1000 for n in lasting)
+    if until > kept.KEEP_MS + 60_000:  # (but in the hour before midnight)
+        assert all(n > kept.KEEP_MS for n in lasting)
+    assert all(0 < n <= kept.KEEP_MS for n in ttl(days[0], days[-3], lasting=True))  # (a head ending earlier)
     noted = {f.decode() for f in r.hgetall(keys.kept_read(info.id))}
-    assert noted == {f"{(today - start).days}:sums:country" for start in days[:3]}
+    assert noted == {f"{(today - days[0]).days}:sums:country"}
+    assert 0 < r.ttl(keys.kept_read(info.id)) <= kept.READ_DAYS * 86400
 
 
-def test_the_nightly_rollup_warms_the_parts_read_lately(site, r, monkeypatch):
-    """Parts read (noted), the night's rollup (the Celery task, as beat runs it) makes
-    them again for the new heads: a view afterwards makes nothing, and reads what the
-    day-by-day read gives. Notes older than READ_DAYS, and of nothing, go."""
+def test_the_first_rollup_after_midnight_warms_the_parts_read_lately(site, r, monkeypatch):
+    """Parts read (noted), the first rollup job of the day (the five-minute one, as beat
+    runs it: it rolls yesterday up as final) makes them again for the new heads, once:
+    a view afterwards makes nothing, and reads what the day-by-day read gives. Notes past
+    READ_DAYS, and of nothing, go."""
     from analytics import tasks
-    from analytics.periods import day_number
     from analytics.queries import warm
 
     info, _, days = history(r, site, 8, visitors=100)
+    info = _rolled(r, site, days)
     today = info.today()
-    type(site).objects.filter(pk=site.pk).update(created=datetime.combine(days[0], time(0), tzinfo=UTC))
 
     def view():
         return rows(r, info, "country", days[0], today, monkeypatch), pages(r, info, days[0], today, monkeypatch)[0]
 
-    view()  # (read before the rollup: noted)
+    def parts():
+        return set(r.scan_iter(match=keys.kept(info.id, "*", "*"), count=1000))
+
+    view()  # (read yesterday: noted)
     back = (today - days[0]).days
-    assert {f.decode() for f in r.hgetall(keys.kept_read(info.id))} == {f"{back}:sums:country", f"{back}:pages"}
-    r.hset(keys.kept_read(info.id), mapping={"3:sums:source": day_number(today) - warm.READ_DAYS - 1, "x:y": 0})
-    tasks.rollup_site(site.pk, "closed")
-    assert {f.decode() for f in r.hgetall(keys.kept_read(info.id))} == {f"{back}:sums:country", f"{back}:pages"}
-    made = set(r.scan_iter(match=keys.kept(info.id, "*", "*"), count=1000))
+    read = {f"{back}:sums:country", f"{back}:pages"}
+    assert {f.decode() for f in r.hgetall(keys.kept_read(info.id))} == read
+    old = int((datetime.now(UTC).timestamp() - kept.READ_DAYS * 86400 - 60) * 1000)
+    r.hset(keys.kept_read(info.id), mapping={"3:sums:source": old, "x:y": 0})
+    for key in parts():  # (a new day: none of yesterday's heads is today's)
+        r.unlink(key)
+    send(
+        r, site, [(datetime.combine(days[2], time(12), tzinfo=UTC), 10_006, "p", "/", "Google", "US")]
+    )  # (a late event: dirty)
+    tasks.rollup_site(site.pk, "recent")
+    assert {f.decode() for f in r.hgetall(keys.kept_read(info.id))} == read
+    made = parts()
     token = _part(r, info, days[0], today).token
     assert {key for key in made if token.encode() in key}  # (the new head's parts, before any view)
+    until = _until_midnight(info)
+    if until > kept.KEEP_MS + 60_000:
+        assert all(r.pttl(key) > kept.KEEP_MS for key in made)
+    assert warm.nightly(r, info) == []  # (once a day)
     warm_view = view()
-    assert set(r.scan_iter(match=keys.kept(info.id, "*", "*"), count=1000)) == made  # (the view made nothing)
+    assert parts() == made  # (the view made nothing)
     day_by_day = rows(r, info, "country", days[0], today, monkeypatch, keep=False)
     assert warm_view == (day_by_day, pages(r, info, days[0], today, monkeypatch, keep=False)[0])
-    assert warm.warm(r, info) and set(r.scan_iter(match=keys.kept(info.id, "*", "*"), count=1000)) == made
     out = io.StringIO()  # (an operator's rollup warms the same way)
     call_command("rollup", "--from", days[-1].isoformat(), stdout=out, stderr=io.StringIO())
     assert f"{site.domain}: 2 breakdowns read lately made ready" in out.getvalue()
 
 
-def test_the_warm_up_takes_the_heads_read_last_no_more_than_are_kept_the_day(site, r, monkeypatch):
-    """Past kept.LONG_HEADS heads a part would live an hour: the warm-up makes the parts
-    of the heads read most recently, as many heads as are kept until midnight."""
-    from analytics.periods import day_number
+def test_the_warm_up_takes_the_ranges_read_last_a_few_a_night(site, r, monkeypatch):
+    """The warm-up makes the parts of the HEADS ranges read most recently (by days back)."""
     from analytics.queries import warm
 
     info, _, days = history(r, site, 6, visitors=40)
     info = _rolled(r, site, days)
-    monkeypatch.setattr(kept, "LONG_HEADS", 1)
-    today, (longer, shorter) = info.today(), ((info.today() - day).days for day in days[:2])
-    read = {f"{longer}:sums:country": day_number(today), f"{longer}:pages": day_number(today)}
-    r.hset(keys.kept_read(info.id), mapping={**read, f"{shorter}:sums:source": day_number(today) - 1})
+    monkeypatch.setattr(warm, "HEADS", 1)
+    longer, shorter = ((info.today() - day).days for day in days[:2])
+    now = int(datetime.now(UTC).timestamp() * 1000)
+    read = {f"{longer}:sums:country": now, f"{longer}:pages": now - 1000, f"{shorter}:sums:source": now - 2000}
+    r.hset(keys.kept_read(info.id), mapping=read)
     assert sorted((back, dimension) for back, dimension, _ in warm.warm(r, info)) == [
         (longer, "country"),
         (longer, "page"),
     ]
+
+
+def test_a_visit_into_an_older_day_moves_that_days_counter(site, r):
+    """A visit begun on a closed day and continued by an event of the next day (sent on
+    its own, later) adds to the day it began on: that day's counter moves (lib/visits.lua),
+    and the parts over it go."""
+    info, _, days = history(r, site, 6, visitors=40)
+    info = _rolled(r, site, days)
+    began = datetime.combine(days[-2], time(23, 55), tzinfo=UTC)
+    send(r, site, [(began, 10_007, "p", "/", "Google", "US")])
+    earlier = _part(r, info, days[0], days[-2]).token  # (a head holding the day the visit began on)
+    send(r, site, [(began + timedelta(minutes=10), 10_007, "p", "/pricing", "Google", "US")])
+    assert _part(r, info, days[0], days[-2]).token != earlier
 
 
 def _lower_policy(r, site, days, **keep):

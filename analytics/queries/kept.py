@@ -24,37 +24,55 @@ counter per day, not one per site: yesterday's late events (a visit across midni
 tracker's queue) move only yesterday's, which no part holds, so the parts made after the
 nightly rollup stay good all day.
 
-How long a part lives: an hour (KEEP_MS), or, for a head that ends the day before yesterday
-(a range ending today or yesterday: the dashboard's 7 and 30 days, month to date...),
-until the site's next midnight, when such a range's head moves on anyway; at most
-LONG_HEADS such heads a site a day, so an afternoon of custom ranges ending today keeps no
-more than before. Those heads' reads are noted (keys.kept_read), and the nightly job makes
-their parts again for the new day right after its rollup (queries/warm.py): the first
-view of the morning is as quick as the second.
+How long a part lives: an hour (KEEP_MS) from the view that made it. The nightly warm-up
+(queries/warm.py) makes, right after the night's rollup, the parts of the heads read
+lately that end the day before yesterday (a range ending today or yesterday: the
+dashboard's 7 and 30 days, month to date...), and those live until the site's next
+midnight, when such a range's head moves on anyway: the first view of the morning is as
+quick as the second. Only the warm-up makes parts that last (a few heads a site a
+night), so a stream of views and late events keeps no more than an hour's parts. Reads
+of those heads are noted for it (keys.kept_read).
 """
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import struct
+import time
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
+from datetime import time as clock_time
 from typing import cast
 
 import redis
 
 from ..counts import fold, sketches
-from ..periods import day_number
 from ..sites import SiteInfo
 from ..store import keys
 from ..store.scratch import queue_union, scratch
 from .exact import exact_sources
 from .stored import DayTotals
 
-KEEP_MS = 3600 * 1000  # a part's keys live an hour after they are made (a head that ends earlier)
-LONG_HEADS = 8  # heads ending the day before yesterday kept until midnight, a site a day
+KEEP_MS = 3600 * 1000  # a part's keys live an hour after they are made (but the warm-up's)
+READ_DAYS = 8  # a head read within this many days is noted for the warm-up (a weekly reader's too)
 MIN_DAYS = 3  # a range with fewer closed days reads them as they are
 NONE = DayTotals(0, 0, 0, None)  # (a day with no stored row)
 MADE = b"\x00"  # a sums hash's own field (no value is this): made, even when no value had a visit
+
+
+_LASTING: contextvars.ContextVar[bool] = contextvars.ContextVar("kept_lasting", default=False)
+
+
+@contextlib.contextmanager
+def until_midnight():
+    """Parts made or read within live until the site's next midnight where their head ends
+    the day before yesterday (the nightly warm-up's: queries/warm.py)."""
+    token = _LASTING.set(True)
+    try:
+        yield
+    finally:
+        _LASTING.reset(token)
 
 
 def closed_head(site: SiteInfo, days: list[date]) -> list[date]:
@@ -86,23 +104,25 @@ class Part:
         self.token = hashlib.sha1(f"{state}|{gone}".encode()).hexdigest()[:20]
 
     @functools.cached_property
+    def lasting(self) -> bool:
+        """Made by the warm-up, over a head ending the day before yesterday: kept till midnight."""
+        return self.back is not None and _LASTING.get()
+
+    @functools.cached_property
     def keep_ms(self) -> int:
-        """How long what this part makes lives: KEEP_MS, or until the site's next midnight
-        for one of the day's first LONG_HEADS heads ending the day before yesterday."""
-        midnight = datetime.combine(self.today + timedelta(days=1), time(0), tzinfo=self.site.tz)
-        until = int((midnight - datetime.now(self.site.tz)).total_seconds() * 1000)
-        if self.back is None or until <= KEEP_MS:
+        """How long what this part makes lives: KEEP_MS, or until the site's next midnight."""
+        if not self.lasting:
             return KEEP_MS
-        key = keys.kept_long(self.site.id, self.today)
-        pipe = self.r.pipeline(transaction=False)
-        pipe.sadd(key, self.token)
-        pipe.scard(key)
-        pipe.pexpire(key, until)
-        added, n, _ = pipe.execute()
-        if added and n > LONG_HEADS:
-            self.r.srem(key, self.token)
-            return KEEP_MS
-        return until
+        midnight = datetime.combine(self.today + timedelta(days=1), clock_time(0), tzinfo=self.site.tz)
+        return max(KEEP_MS, int((midnight.timestamp() - time.time()) * 1000))  # (timestamps: a DST day too)
+
+    def _last(self, names: list[str]):
+        """The warm-up's parts that a view made already: kept till midnight from now on."""
+        if self.lasting and names:
+            pipe = self.r.pipeline(transaction=False)
+            for name in names:
+                pipe.pexpire(name, self.keep_ms)
+            pipe.execute()
 
     def _key(self, name: str) -> str:
         return keys.kept(self.site.id, self.token, name)
@@ -115,10 +135,12 @@ class Part:
         pipe = self.r.pipeline(transaction=False)
         pipe.hgetall(key)
         if self.back is not None:  # (the nightly warm-up makes it again for tomorrow: queries/warm.py)
-            pipe.hset(keys.kept_read(self.site.id), f"{self.back}:{name}", day_number(self.today))
+            pipe.hset(keys.kept_read(self.site.id), f"{self.back}:{name}", int(time.time() * 1000))
+            pipe.expire(keys.kept_read(self.site.id), READ_DAYS * 86400)
         found = cast(dict[bytes, bytes], pipe.execute()[0])
         if MADE in found:
             del found[MADE]
+            self._last([key])
             return {value.decode(): dict(zip(columns, packing.unpack(packed))) for value, packed in found.items()}
         made = make()
         pipe = self.r.pipeline(transaction=False)
@@ -159,7 +181,9 @@ class Part:
             pipe.execute()
             return set(sources)
 
-        return {f: self._key(f"b:{f}") for f in self.flags("exact", fields, made)}
+        exact = {f: self._key(f"b:{f}") for f in self.flags("exact", fields, made)}
+        self._last(list(exact.values()))
+        return exact
 
     def flags(self, name: str, fields: list[str], make: Callable[[list[str]], set[str]]) -> set[str]:
         """Those of `fields` for which a yes/no over the head holds (`make` says which of
@@ -174,6 +198,8 @@ class Part:
             pipe.pexpire(key, self.keep_ms)
             pipe.execute()
             known.update({f: b"1" if f in yes else b"0" for f in ask})
+        else:
+            self._last([key])
         return {f for f, flag in known.items() if flag == b"1"}
 
     def unions(
@@ -188,6 +214,7 @@ class Part:
         for key in union.values():
             pipe.exists(key)
         missing = [f for f, there in zip(fields, pipe.execute()) if not there]
+        self._last([union[f] for f in fields if f not in missing])
         if not missing:
             return union
         if parts is not None:

@@ -69,6 +69,13 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
     days = _rollable(r, site, days_between(start, end), today)
     if not days:
         return Summary()
+    try:
+        return _rollup_days(r, site, info, days, today)
+    finally:  # (closed days' rows rewritten, their keys folded, even by a rollup that failed half-way)
+        _move_epochs(r, site, [day for day in days if day < today])
+
+
+def _rollup_days(r: redis.Redis, site: Site, info: SiteInfo, days: list[date], today: date) -> Summary:
     start, end = days[0], days[-1]
     with scratch(r, site.pk) as tmp:
         summary = Summary(days=len(days), first=start, last=end)
@@ -115,12 +122,17 @@ def rollup(r: redis.Redis, site: Site, start: date, end: date, *, today: date | 
         compact_days(r, site.pk, closed)
     except redis.exceptions.ResponseError:  # (a managed Redis may refuse MEMORY: the bitmaps just keep their slack)
         log.warning("compacting the bitmaps of site %s failed", site.pk, exc_info=True)
-    if closed:  # (closed days' rows rewritten, their keys folded: the kept parts over them go, queries/kept.py)
+    return summary
+
+
+def _move_epochs(r: redis.Redis, site: Site, closed: list[date]):
+    """Move the closed days' counters (keys.closed_epochs): the kept parts over them go
+    (queries/kept.py)."""
+    if closed:
         pipe = r.pipeline(transaction=False)
         for day in closed:
             pipe.hincrby(keys.closed_epochs(site.pk), day.isoformat(), 1)
         pipe.execute()
-    return summary
 
 
 def _rollable(r: redis.Redis, site: Site, days: list[date], today: date) -> list[date]:

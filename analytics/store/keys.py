@@ -123,8 +123,8 @@ lock:<job>               string  a job's lock (store/locks.py)
 tmp:<token>:<name>       any     scratch results of BITOP/PFMERGE, with a short TTL
 closed-epochs            hash    ISO day -> a counter that moves when the day may count otherwise
 kept:<token>:<name>      any     breakdown parts kept ready over closed days
-kept-read                hash    "<days back>:<part>" -> the day it was last read (the warm-up's list)
-kept-long:<day>          set     the tokens kept until the site's midnight that day (capped)
+kept-read                hash    "<days back>:<part>" -> when it was last read, ms (the warm-up's list)
+kept-warmed              string  the day the parts were last warmed up for
 =======================  ======  =========================================================
 """
 
@@ -655,16 +655,15 @@ def kept(site_id: int, token: str, name: str) -> str:
 
 
 def kept_read(site_id: int) -> str:
-    """Hash: "<days back>:<part name>" -> the day number it was last read, for parts over a
-    head ending the day before yesterday (a range ending today or yesterday): the nightly
-    warm-up makes them again for the new day (queries/warm.py)."""
+    """Hash: "<days back>:<part name>" -> when it was last read (ms since the epoch), for
+    parts over a head ending the day before yesterday (a range ending today or yesterday):
+    the nightly warm-up makes them again for the new day (queries/warm.py)."""
     return f"{PREFIX}:{{{site_id}}}:kept-read"
 
 
-def kept_long(site_id: int, day: date) -> str:
-    """Set: the tokens whose parts live until the site's next midnight, made on `day`
-    (capped: queries/kept.py LONG_HEADS)."""
-    return f"{PREFIX}:{{{site_id}}}:kept-long:{day.isoformat()}"
+def kept_warmed(site_id: int) -> str:
+    """The day number the site's parts were last warmed up for (queries/warm.py): once a day."""
+    return f"{PREFIX}:{{{site_id}}}:kept-warmed"
 
 
 def dirty_days(site_id: int) -> str:
