@@ -50,12 +50,12 @@ def warm(r: redis.Redis, site: SiteInfo) -> list[tuple[int, str, float]]:
     notes = {field.decode(): int(ms) for field, ms in cast(dict[bytes, bytes], r.hgetall(key)).items()}
     newest = sorted(notes, key=lambda f: -notes[f])
     oldest = (time.time() - kept.READ_DAYS * 86400) * 1000
-    gone = [f for n, f in enumerate(newest) if n >= NOTES or notes[f] < oldest]
-    if gone:
+    kept_notes = [f for f in newest[:NOTES] if notes[f] >= oldest]  # (a prefix: newest first)
+    if gone := newest[len(kept_notes) :]:
         r.hdel(key, *gone)
     ran: list[tuple[int, str, float]] = []
     heads: set[str] = set()  # (the ranges taken, by days back)
-    for field in (f for f in newest if f not in set(gone)):
+    for field in kept_notes:
         back, _, name = field.partition(":")
         dimension = "page" if name == "pages" else name.removeprefix("sums:")
         if not back.isdigit() or (dimension != "page" and dimension not in dimensions.ALL):

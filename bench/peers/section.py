@@ -90,7 +90,7 @@ def run(r, redis_url: str, say, start_server, n_events: int) -> dict:
         # Each question once with nothing kept (yesterday's readers), then the night's
         # warm-up, as analytics.tasks runs it after the rollup: the parts dropped (a new
         # day's heads have none), made again from the reads noted, then the first view.
-        cold = {q.label: _once(getattr(tally, q.method), q) for q in questions(last_day, SPAN)}
+        cold = {q.label: _once(getattr(tally, q.method), q)[0] for q in questions(last_day, SPAN)}
         parts = list(r.scan_iter(match=keys.kept(site.pk, "*", "*"), count=1000))
         for at in range(0, len(parts), 1000):
             r.unlink(*parts[at : at + 1000])
@@ -151,24 +151,17 @@ def _batches(events: list[dict], size: int = 1000) -> list[list[dict]]:
     return [events[i : i + size] for i in range(0, len(events), size)]
 
 
-def _once(method, q) -> float:
-    """One run, ms."""
+def _once(method, q) -> tuple[float, object]:
+    """One run: (ms, the answer)."""
     start = time.perf_counter()
-    method(*q.args, **q.kwargs)
-    return (time.perf_counter() - start) * 1000
+    answer = method(*q.args, **q.kwargs)
+    return (time.perf_counter() - start) * 1000, answer
 
 
 def _timed(method, q) -> tuple[float, float, object]:
     """(first run ms, median of WARM more ms, the answer)."""
-    start = time.perf_counter()
-    answer = method(*q.args, **q.kwargs)
-    first = (time.perf_counter() - start) * 1000
-    times = []
-    for _ in range(WARM):
-        start = time.perf_counter()
-        method(*q.args, **q.kwargs)
-        times.append((time.perf_counter() - start) * 1000)
-    return first, statistics.median(times), answer
+    first, answer = _once(method, q)
+    return first, statistics.median(_once(method, q)[0] for _ in range(WARM)), answer
 
 
 def error(want, got) -> str:
